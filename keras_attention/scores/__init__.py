@@ -1,0 +1,111 @@
+"""Alignment (score) functions: `score(query, key) -> (batch, Tq, Tv)`.
+
+Names and the mathematics they share:
+
+| name (aliases)                          | class        | formula                     |
+|-----------------------------------------|--------------|-----------------------------|
+| `dot`                                   | `Dot`        | s^T h                       |
+| `scaled_dot`                            | `ScaledDot`  | s^T h / sqrt(d_k)           |
+| `general` (`luong`, `multiplicative`)   | `General`    | s^T W_a h                   |
+| `additive` (`bahdanau`)                 | `Additive`   | v^T tanh(W_a s + U_a h)     |
+| `perceptron`                            | `Perceptron` | same as `Additive`          |
+| `concat`                                | `Concat`     | W[s; h], or v^T tanh(W[s;h]) (= `Additive`) |
+| `cosine` (`content`)                    | `Cosine`     | s^T h / (|s| |h|)           |
+| `location`                              | `Location`   | W_a s, cropped to Tv        |
+"""
+
+import keras
+
+from keras_attention.scores.additive import Additive, Perceptron
+from keras_attention.scores.base import Score
+from keras_attention.scores.concat import Concat
+from keras_attention.scores.cosine import Cosine
+from keras_attention.scores.dot import Dot
+from keras_attention.scores.general import General
+from keras_attention.scores.location import Location
+from keras_attention.scores.scaled_dot import ScaledDot
+
+ALIASES = {
+    "dot": Dot,
+    "scaled_dot": ScaledDot,
+    "general": General,
+    "luong": General,
+    "multiplicative": General,
+    "additive": Additive,
+    "bahdanau": Additive,
+    "concat": Concat,
+    "perceptron": Perceptron,
+    "cosine": Cosine,
+    "content": Cosine,
+    "location": Location,
+}
+
+
+def serialize(score):
+    """Returns the config dict of a score layer."""
+    return keras.saving.serialize_keras_object(score)
+
+
+def deserialize(config):
+    """Rebuilds a score layer from `serialize`'s output."""
+    return keras.saving.deserialize_keras_object(config)
+
+
+def get(identifier):
+    """Returns a score layer from a name, a config dict or an instance.
+
+    Like `keras.activations.get`: a `Score` instance is returned as is, a
+    name (see the module table) builds a fresh layer with default arguments,
+    and a dict made by `serialize` (or `{"class_name": name, "config": {}}`)
+    is deserialized.
+
+    Args:
+        identifier: str, dict or `Score`.
+
+    Returns:
+        A `Score` layer.
+
+    Example:
+    >>> get("bahdanau")
+    <Additive name=additive, built=False>
+    """
+    if isinstance(identifier, Score):
+        return identifier
+    if isinstance(identifier, str):
+        key = identifier.lower()
+        if key not in ALIASES:
+            raise ValueError(
+                f"Unknown score {identifier!r}. Valid names are: "
+                f"{', '.join(sorted(ALIASES))}."
+            )
+        return ALIASES[key]()
+    if isinstance(identifier, dict):
+        name = identifier.get("class_name", "")
+        if isinstance(name, str) and name.lower() in ALIASES:
+            return ALIASES[name.lower()](**identifier.get("config", {}))
+        score = deserialize(identifier)
+        if not isinstance(score, Score):
+            raise ValueError(
+                f"The config does not describe a score layer. Received: {identifier}"
+            )
+        return score
+    raise ValueError(
+        "A score must be a name, a config dict or a `keras_attention.scores."
+        f"Score` layer. Received: score={identifier!r}"
+    )
+
+
+__all__ = [
+    "Additive",
+    "Concat",
+    "Cosine",
+    "Dot",
+    "General",
+    "Location",
+    "Perceptron",
+    "ScaledDot",
+    "Score",
+    "deserialize",
+    "get",
+    "serialize",
+]

@@ -1,0 +1,129 @@
+"""Additive alignment (Bahdanau et al. 2014) and its perceptron twin."""
+
+import keras
+from keras import ops
+
+from keras_attention.scores.base import PACKAGE, Score
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class Additive(Score):
+    """Additive (Bahdanau) score `v_a^T tanh(W_a s + U_a h)`.
+
+    Aliases: `"additive"`, `"bahdanau"`. `Perceptron` is the same
+    mathematics under the name used in surveys; `Concat(units=...)` is also
+    the same function, because `W[s; h] = W_s s + W_h h`.
+
+    Args:
+        units: int or None. Size of the hidden layer. `None` uses the key's
+            last dimension. Defaults to `None`.
+        use_bias: bool. Add a bias inside the `tanh`. Defaults to `False`,
+            as in the paper's formula.
+        kernel_initializer: initializer of `W_a`, `U_a` and `v_a`. Defaults
+            to `"glorot_uniform"`.
+        **kwargs: base layer arguments such as `name` and `dtype`.
+
+    Call arguments:
+        query: tensor `(batch, Tq, Dq)`.
+        key: tensor `(batch, Tv, Dk)`.
+
+    Returns:
+        Raw scores `(batch, Tq, Tv)`.
+
+    Example:
+    >>> import numpy as np
+    >>> Additive(8)(np.ones((1, 2, 3)), np.ones((1, 4, 5))).shape
+    (1, 2, 4)
+
+    Reference:
+        Bahdanau et al., 2014, "Neural Machine Translation by Jointly
+        Learning to Align and Translate", appendix A.1.2.
+    """
+
+    def __init__(
+        self,
+        units=None,
+        use_bias=False,
+        kernel_initializer="glorot_uniform",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if units is not None and (not isinstance(units, int) or units < 1):
+            raise ValueError(
+                f"`units` must be a positive int or None. Received: units={units}"
+            )
+        self.units = units
+        self.use_bias = use_bias
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def build(self, query_shape, key_shape):
+        super().build(query_shape, key_shape)
+        units = self.units or key_shape[-1]
+        init = self.kernel_initializer
+        self.query_kernel = self.add_weight(
+            name="query_kernel", shape=(query_shape[-1], units), initializer=init
+        )
+        self.key_kernel = self.add_weight(
+            name="key_kernel", shape=(key_shape[-1], units), initializer=init
+        )
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_weight(
+                name="bias", shape=(units,), initializer="zeros"
+            )
+        self.scale = self.add_weight(
+            name="scale", shape=(units,), initializer=init
+        )
+
+    def call(self, query, key):
+        dtype = query.dtype
+        q = ops.matmul(query, ops.cast(self.query_kernel, dtype))
+        k = ops.matmul(key, ops.cast(self.key_kernel, dtype))
+        hidden = ops.expand_dims(q, 2) + ops.expand_dims(k, 1)
+        if self.bias is not None:
+            hidden = hidden + ops.cast(self.bias, dtype)
+        return ops.einsum("bqvu,u->bqv", ops.tanh(hidden), ops.cast(self.scale, dtype))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            units=self.units,
+            use_bias=self.use_bias,
+            kernel_initializer=keras.initializers.serialize(
+                self.kernel_initializer
+            ),
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class Perceptron(Additive):
+    """Perceptron score `v_a^T tanh(W_a s + U_a h)`, W and U separate weights.
+
+    The same mathematics as `Additive` (Bahdanau): a one-hidden-layer
+    perceptron over the query and the key. Kept as its own name because the
+    literature uses both.
+
+    Args:
+        units: int or None. Size of the hidden layer; `None` uses the key's
+            last dimension. Defaults to `None`.
+        use_bias: bool. Add a bias inside the `tanh`. Defaults to `False`.
+        kernel_initializer: initializer. Defaults to `"glorot_uniform"`.
+        **kwargs: base layer arguments.
+
+    Call arguments:
+        query: tensor `(batch, Tq, Dq)`.
+        key: tensor `(batch, Tv, Dk)`.
+
+    Returns:
+        Raw scores `(batch, Tq, Tv)`.
+
+    Example:
+    >>> import numpy as np
+    >>> Perceptron(4)(np.ones((2, 1, 3)), np.ones((2, 5, 3))).shape
+    (2, 1, 5)
+
+    Reference:
+        Bahdanau et al., 2014; Chaudhari et al., 2021, "An Attentive Survey
+        of Attention Models", table 2.
+    """

@@ -1,0 +1,1 @@
+"""Real-data loaders (Bible EN-ES, Fashion-MNIST) and their shipped samples."""
