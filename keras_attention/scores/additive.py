@@ -71,9 +71,7 @@ class Additive(Score):
             self.bias = self.add_weight(
                 name="bias", shape=(units,), initializer="zeros"
             )
-        self.scale = self.add_weight(
-            name="scale", shape=(units,), initializer=init
-        )
+        self.scale = self.add_weight(name="scale", shape=(units,), initializer=init)
 
     def call(self, query, key):
         dtype = query.dtype
@@ -89,9 +87,7 @@ class Additive(Score):
         config.update(
             units=self.units,
             use_bias=self.use_bias,
-            kernel_initializer=keras.initializers.serialize(
-                self.kernel_initializer
-            ),
+            kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
         )
         return config
 

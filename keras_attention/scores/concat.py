@@ -77,8 +77,6 @@ class Concat(Score):
         config = super().get_config()
         config.update(
             units=self.units,
-            kernel_initializer=keras.initializers.serialize(
-                self.kernel_initializer
-            ),
+            kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
         )
         return config

@@ -95,8 +95,6 @@ class Location(Score):
         config.update(
             max_length=self.max_length,
             use_bias=self.use_bias,
-            kernel_initializer=keras.initializers.serialize(
-                self.kernel_initializer
-            ),
+            kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
         )
         return config

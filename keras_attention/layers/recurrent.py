@@ -1,0 +1,272 @@
+"""A recurrent decoder cell that attends over an encoder memory each step."""
+
+import keras
+from keras import ops
+
+from keras_attention.layers.attention import Attention
+from keras_attention.scores.base import PACKAGE
+
+STYLES = ("bahdanau", "luong")
+#: Names of the extra states that follow the wrapped cell's own states.
+EXTRA_STATES = ("feed", "memory", "memory_mask", "step", "weights", "coverage")
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class AttentionDecoderCell(keras.layers.Layer):
+    """LSTM/GRU cell with attention over an encoder memory (Bahdanau, Luong).
+
+    Keras 3's `RNN` has no `constants`, so the encoder memory travels in the
+    recurrent state: `initial_state(memory, ...)` returns the wrapped cell's
+    states followed by the *constant* states `memory` `(B, Tv, D)` and
+    `memory_mask` `(B, Tv)`, and by the step counter, the last attention
+    weights `(B, Tv)` and their running sum (the coverage, used by the
+    coverage penalty and by doubly stochastic regularisation). The cell
+    returns `memory` and `memory_mask` unchanged. Use it through
+    `keras.layers.RNN(cell, return_sequences=True)` with that initial state
+    for teacher forcing, and call it one step at a time for decoding.
+
+    - `style="bahdanau"`: attend with the previous state `s_{t-1}`, feed the
+      context into the cell: `s_t = f([y_{t-1}; c_t], s_{t-1})`; the output
+      is `[s_t; c_t]` (Bahdanau et al. 2014).
+    - `style="luong"`: run the cell first, attend with `h_t`, output the
+      attentional hidden `h~_t = tanh(W_c [c_t; h_t])`, and feed `h~_{t-1}`
+      into the next input (input feeding; Luong et al. 2015).
+
+    Args:
+        units: int. Size of the LSTM/GRU state.
+        memory_dim: int. Last dimension of the encoder memory.
+        cell: str. `"lstm"` or `"gru"`. Defaults to `"lstm"`.
+        style: str. `"bahdanau"` or `"luong"`. Defaults to `"bahdanau"`.
+        score: alignment function: a name, config or score layer (see
+            `keras_attention.scores`). Defaults to `"additive"`.
+        window: int or None. Luong local attention half-width `D`.
+            Defaults to `None` (global attention).
+        local: str. `"monotonic"` (local-m, `p_t = t`) or `"predictive"`
+            (local-p). Defaults to `"monotonic"`.
+        input_feeding: bool. Luong style only: concatenate `h~_{t-1}` to
+            the input. Defaults to `True`.
+        dropout: float. Dropout on the attention weights. Defaults to `0.0`.
+        **kwargs: base layer arguments.
+
+    Call arguments:
+        inputs: tensor `(B, input_dim)`: the embedded previous token.
+        states: list of tensors made by `initial_state` (or returned by the
+            previous step).
+        training: bool.
+
+    Returns:
+        `(output, new_states)`; `output` is `(B, output_size)`.
+
+    Example:
+    >>> import keras, numpy as np
+    >>> cell = AttentionDecoderCell(8, memory_dim=6, style="luong", score="general")
+    >>> memory = np.random.rand(2, 5, 6).astype("float32")
+    >>> rnn = keras.layers.RNN(cell, return_sequences=True)
+    >>> y = rnn(np.random.rand(2, 3, 4), initial_state=cell.initial_state(memory))
+    >>> tuple(y.shape)
+    (2, 3, 8)
+
+    Reference:
+        Bahdanau et al., 2014, "Neural Machine Translation by Jointly
+        Learning to Align and Translate". Luong et al., 2015, "Effective
+        Approaches to Attention-based Neural Machine Translation".
+    """
+
+    def __init__(
+        self,
+        units,
+        memory_dim,
+        cell="lstm",
+        style="bahdanau",
+        score="additive",
+        window=None,
+        local="monotonic",
+        input_feeding=True,
+        dropout=0.0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        for name, value in (("units", units), ("memory_dim", memory_dim)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(
+                    f"`{name}` must be a positive int. Received: {name}={value!r}"
+                )
+        if cell not in ("lstm", "gru"):
+            raise ValueError(f"`cell` must be 'lstm' or 'gru'. Received: cell={cell!r}")
+        if style not in STYLES:
+            raise ValueError(
+                f"`style` must be one of {STYLES}. Received: style={style!r}"
+            )
+        self.units = units
+        self.memory_dim = memory_dim
+        self.cell = cell
+        self.style = style
+        self.score = score
+        self.window = window
+        self.local = local
+        self.input_feeding = input_feeding
+        self.dropout = dropout
+        self.num_cell_states = 2 if cell == "lstm" else 1
+
+    @property
+    def output_size(self):
+        if self.style == "bahdanau":
+            return self.units + self.memory_dim
+        return self.units
+
+    @property
+    def state_size(self):
+        # The memory states have no fixed length; Keras only reads these
+        # sizes for symbolic `return_state` shapes, which the memory never
+        # needs, so `memory_dim` stands in for them.
+        return [self.units] * self.num_cell_states + [
+            self.output_size,
+            self.memory_dim,
+            1,
+            1,
+            1,
+            1,
+        ]
+
+    def build(self, inputs_shape):
+        input_dim = inputs_shape[-1]
+        if self.style == "bahdanau":
+            cell_input = input_dim + self.memory_dim
+        else:
+            cell_input = input_dim + (self.units if self.input_feeding else 0)
+        cell_cls = (
+            keras.layers.LSTMCell if self.cell == "lstm" else keras.layers.GRUCell
+        )
+        self.rnn_cell = cell_cls(self.units, dtype=self.dtype_policy, name=self.cell)
+        self.rnn_cell.build((inputs_shape[0], cell_input))
+        self.attention = Attention(
+            score=self.score,
+            window=self.window,
+            local=self.local,
+            dropout=self.dropout,
+            dtype=self.dtype_policy,
+            name="attention",
+        )
+        query_dim = self.units
+        self.attention.build(
+            (inputs_shape[0], 1, query_dim), (inputs_shape[0], None, self.memory_dim)
+        )
+        self.combine = None
+        if self.style == "luong":
+            self.combine = keras.layers.Dense(
+                self.units,
+                activation="tanh",
+                use_bias=False,
+                dtype=self.dtype_policy,
+                name="attentional_hidden",
+            )
+            self.combine.build((inputs_shape[0], self.memory_dim + self.units))
+
+    def initial_state(self, memory, memory_mask=None, cell_states=None):
+        """Returns the full initial state list for this cell.
+
+        Args:
+            memory: tensor `(B, Tv, memory_dim)`: the encoder outputs.
+            memory_mask: optional boolean `(B, Tv)`; `True` = a real token.
+            cell_states: optional list of the wrapped cell's initial states
+                (e.g. a projection of the encoder's final state); zeros
+                otherwise.
+
+        Returns:
+            A list of tensors to pass as `initial_state` to `keras.layers.RNN`
+            or as `states` to a single step.
+        """
+        dtype = self.compute_dtype
+        memory = ops.cast(memory, dtype)
+        # Zeros shaped from the memory itself, so symbolic batch sizes work.
+        column = ops.zeros_like(memory[:, 0, :1])
+
+        def zeros(width):
+            return column + ops.zeros((width,), dtype=dtype)
+
+        if memory_mask is None:
+            memory_mask = ops.ones_like(memory[:, :, 0])
+        if cell_states is None:
+            cell_states = [zeros(self.units) for _ in range(self.num_cell_states)]
+        cell_states = list(cell_states)
+        if len(cell_states) != self.num_cell_states:
+            raise ValueError(
+                f"A {self.cell} cell has {self.num_cell_states} states. "
+                f"Received: {len(cell_states)} cell_states"
+            )
+        per_position = ops.zeros_like(memory[:, :, 0])
+        return cell_states + [
+            zeros(self.output_size),
+            memory,
+            ops.cast(memory_mask, dtype),
+            zeros(1),
+            per_position,
+            per_position,
+        ]
+
+    def call(self, inputs, states, training=None):
+        n = self.num_cell_states
+        cell_states = list(states[:n])
+        feed, memory, memory_mask, step, _, coverage = states[n:]
+        if self.style == "bahdanau":
+            context, weights = self._attend(
+                cell_states[0], memory, memory_mask, step, training
+            )
+            cell_input = ops.concatenate([inputs, context], axis=-1)
+            hidden, new_cell_states = self.rnn_cell(
+                cell_input, cell_states, training=training
+            )
+            output = ops.concatenate([hidden, context], axis=-1)
+        else:
+            cell_input = inputs
+            if self.input_feeding:
+                cell_input = ops.concatenate([inputs, feed], axis=-1)
+            hidden, new_cell_states = self.rnn_cell(
+                cell_input, cell_states, training=training
+            )
+            context, weights = self._attend(hidden, memory, memory_mask, step, training)
+            output = self.combine(ops.concatenate([context, hidden], axis=-1))
+        if not isinstance(new_cell_states, (list, tuple)):
+            new_cell_states = [new_cell_states]
+        weights = ops.cast(weights, self.compute_dtype)
+        new_states = list(new_cell_states) + [
+            output,
+            memory,
+            memory_mask,
+            step + 1,
+            weights,
+            coverage + weights,
+        ]
+        return output, new_states
+
+    def _attend(self, query, memory, memory_mask, step, training):
+        positions = None
+        if self.window is not None and self.local == "monotonic":
+            positions = ops.cast(step, "int32")
+        context, weights = self.attention(
+            ops.expand_dims(query, 1),
+            memory,
+            value_mask=ops.cast(memory_mask, "bool"),
+            return_attention_scores=True,
+            training=training,
+            query_positions=positions,
+        )
+        return ops.squeeze(context, 1), ops.squeeze(weights, 1)
+
+    def get_config(self):
+        config = super().get_config()
+        score = self.score
+        if isinstance(score, keras.layers.Layer):
+            score = keras.saving.serialize_keras_object(score)
+        config.update(
+            units=self.units,
+            memory_dim=self.memory_dim,
+            cell=self.cell,
+            style=self.style,
+            score=score,
+            window=self.window,
+            local=self.local,
+            input_feeding=self.input_feeding,
+            dropout=self.dropout,
+        )
+        return config

@@ -1,0 +1,137 @@
+"""AttentionDecoderCell: Bahdanau/Luong steps, masks, RNN use, serialization."""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_attention.layers import AttentionDecoderCell
+
+RNG = np.random.default_rng(0)
+MEMORY = RNG.normal(size=(2, 5, 6)).astype("float32")
+MASK = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+INPUTS = RNG.normal(size=(2, 4, 3)).astype("float32")
+
+
+def np_(x):
+    return ops.convert_to_numpy(x)
+
+
+def softmax(x, mask):
+    x = np.where(mask, x, -np.inf)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def lstm_step(cell, x, h, c):
+    kernel, recurrent, bias = (np_(w) for w in cell.weights)
+    z = x @ kernel + h @ recurrent + bias
+    i, f, g, o = np.split(z, 4, axis=-1)
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    c = sig(f) * c + sig(i) * np.tanh(g)
+    return sig(o) * np.tanh(c), c
+
+
+def general_context(score, query, memory, mask):
+    logits = np.einsum("bd,de,bve->bv", query, np_(score.kernel), memory)
+    weights = softmax(logits, mask)
+    return np.einsum("bv,bvd->bd", weights, memory), weights
+
+
+@pytest.mark.parametrize("style", ["bahdanau", "luong"])
+def test_one_step_matches_numpy(style):
+    cell = AttentionDecoderCell(4, memory_dim=6, style=style, score="general")
+    states = cell.initial_state(MEMORY, MASK)
+    cell.build((2, 3))
+    output, new_states = cell(INPUTS[:, 0], states)
+    h0 = np.zeros((2, 4), "float32")
+    score = cell.attention.score_layer
+    if style == "bahdanau":
+        context, weights = general_context(score, h0, MEMORY, MASK)
+        h, _ = lstm_step(
+            cell.rnn_cell, np.concatenate([INPUTS[:, 0], context], -1), h0, h0
+        )
+        expected = np.concatenate([h, context], -1)
+    else:
+        x = np.concatenate([INPUTS[:, 0], np.zeros((2, 4), "float32")], -1)
+        h, _ = lstm_step(cell.rnn_cell, x, h0, h0)
+        context, weights = general_context(score, h, MEMORY, MASK)
+        w_c = np_(cell.combine.kernel)
+        expected = np.tanh(np.concatenate([context, h], -1) @ w_c)
+    np.testing.assert_allclose(np_(output), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np_(new_states[-2]), weights, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(np_(new_states[-2])[~MASK], 0.0)
+    np.testing.assert_array_equal(np_(new_states[3]), MEMORY)  # memory unchanged
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(style="bahdanau", score="additive", cell="gru"),
+        dict(style="luong", score="dot"),
+        dict(style="luong", score="concat", window=1),
+        dict(style="luong", score="general", window=1, local="predictive"),
+    ],
+)
+def test_rnn_over_sequence_equals_step_loop(kwargs):
+    cell = AttentionDecoderCell(6, memory_dim=6, **kwargs)
+    rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True)
+    outputs, *final = rnn(INPUTS, initial_state=cell.initial_state(MEMORY, MASK))
+    states = cell.initial_state(MEMORY, MASK)
+    coverage = 0.0
+    for t in range(INPUTS.shape[1]):
+        step_out, states = cell(INPUTS[:, t], states)
+        np.testing.assert_allclose(np_(outputs[:, t]), np_(step_out), atol=1e-5)
+        weights = np_(states[-2])
+        if kwargs.get("local") != "predictive":  # local-p is not renormalised
+            np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-5)
+        assert np.all(weights[~MASK] == 0.0)
+        coverage = coverage + weights
+    np.testing.assert_allclose(np_(final[-1]), coverage, atol=1e-5)
+
+
+def test_local_monotonic_window_follows_the_step():
+    cell = AttentionDecoderCell(6, memory_dim=6, style="luong", score="dot", window=1)
+    states = cell.initial_state(MEMORY)
+    x = np.zeros((2, 3), "float32")
+    for t in range(4):
+        _, states = cell(x, states)
+        weights = np_(states[-2])
+        outside = np.abs(np.arange(5) - t) > 1
+        assert np.all(weights[:, outside] == 0.0), t
+
+
+def test_saves_inside_a_model(tmp_path):
+    memory = keras.Input((5, 6))
+    inputs = keras.Input((4, 3))
+    cell = AttentionDecoderCell(4, memory_dim=6, style="luong", score="general")
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    model = keras.Model(
+        [inputs, memory], rnn(inputs, initial_state=cell.initial_state(memory))
+    )
+    expected = model.predict([INPUTS, MEMORY], verbose=0)
+    model.save(tmp_path / "m.keras")
+    loaded = keras.saving.load_model(tmp_path / "m.keras")
+    np.testing.assert_allclose(
+        loaded.predict([INPUTS, MEMORY], verbose=0), expected, atol=1e-6
+    )
+
+
+def test_mixed_precision_is_finite():
+    keras.config.set_dtype_policy("mixed_float16")
+    cell = AttentionDecoderCell(4, memory_dim=6, score="additive")
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    out = np_(rnn(INPUTS, initial_state=cell.initial_state(MEMORY, MASK)))
+    assert out.dtype == np.float16 and np.all(np.isfinite(out))
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="units=0"):
+        AttentionDecoderCell(0, memory_dim=3)
+    with pytest.raises(ValueError, match="style='vaswani'"):
+        AttentionDecoderCell(3, memory_dim=3, style="vaswani")
+    with pytest.raises(ValueError, match="cell='rnn'"):
+        AttentionDecoderCell(3, memory_dim=3, cell="rnn")
+    cell = AttentionDecoderCell(3, memory_dim=6)
+    with pytest.raises(ValueError, match="2 states. Received: 1"):
+        cell.initial_state(MEMORY, cell_states=[np.zeros((2, 3))])
