@@ -107,6 +107,9 @@ class AttentionDecoderCell(keras.layers.Layer):
         self.input_feeding = input_feeding
         self.dropout = dropout
         self.num_cell_states = 2 if cell == "lstm" else 1
+        # Step inputs may carry the embedding's padding mask; padded steps
+        # are handled by `keras.layers.RNN`, so the cell accepts and drops it.
+        self.supports_masking = True
 
     @property
     def output_size(self):

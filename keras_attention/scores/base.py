@@ -26,6 +26,13 @@ class Score(keras.layers.Layer):
     #: two last dimensions must be equal.
     requires_equal_dims = False
 
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        # Scores are computed for every query row; the attention layer that
+        # owns the score applies the masks, so a Keras mask on the query
+        # passes through without a warning.
+        self.supports_masking = True
+
     def build(self, query_shape, key_shape):
         check_shapes(self, query_shape, key_shape)
         self.built = True

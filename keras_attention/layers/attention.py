@@ -1,0 +1,457 @@
+"""Soft, hard (stochastic) and local attention over any alignment score."""
+
+import keras
+from keras import ops
+
+from keras_attention import scores
+from keras_attention.layers.masking import masked_softmax, merge_masks
+
+MODES = ("soft", "hard")
+LOCAL_MODES = ("monotonic", "predictive")
+HARD_ESTIMATORS = ("reinforce", "gumbel")
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class Attention(keras.layers.Layer):
+    """Attention layer: score, masked normalisation and weighted sum.
+
+    The score (alignment function) compares each query vector with each key
+    vector (`keras_attention.scores`); a masked float32 softmax turns the
+    scores into weights over the `Tv` value positions; the output is the
+    weighted sum of the values. With `score="dot"` and no window the layer
+    computes exactly what `keras.layers.Attention(score_mode="dot")` does,
+    except that a query row with nothing to attend to gives zero weights
+    (Keras gives uniform ones).
+
+    Modes:
+
+    - `mode="soft"` (Bahdanau, Luong): the weights are the softmax of the
+      scores, with optional dropout on the weights while training.
+    - `mode="hard"` (Xu et al. 2015, stochastic hard attention): each query
+      attends to a single value position. While training the position is
+      sampled from the soft distribution; with `hard_estimator="reinforce"`
+      no gradient flows through the sample, and the model trains the score
+      with REINFORCE using the log-probability of the sampled positions
+      (`return_log_prob=True`). With `hard_estimator="gumbel"` the position
+      is `argmax(logits + Gumbel noise)` and the weights are the
+      straight-through estimator `one_hot + y - stop_gradient(y)` where
+      `y = softmax((logits + noise) / temperature)`: the forward pass uses
+      the one-hot weights, the backward pass the gradient of `y`. At
+      inference (`training` falsy) the position is the argmax of the soft
+      distribution. The returned attention weights are the one-hot
+      selections (zeros for a row with nothing to attend to); the soft
+      distribution they were drawn from is returned with
+      `return_distribution=True`. `dropout` is not used in hard mode.
+
+    Local attention (Luong et al. 2015, section 3.2), with `window=D`: the
+    query at row `t` attends only to value positions `s` with
+    `|s - p_t| <= D`, where positions count from 0 and `S` is the source
+    length, the number of valid value positions of each sequence (the sum
+    of the value mask, assuming padding at the end) or `Tv` without a mask.
+
+    - `local="monotonic"` (local-m): `p_t = min(t, S - 1)`. The query rows
+      are aligned with the start of the value sequence (row `t` is centred
+      on value position `t`, as in Luong's `p_t = t`) whatever `Tq` and `Tv`
+      are; rows past the end of the source attend to its last `D + 1`
+      positions instead of nothing. Pass `query_positions` to centre rows
+      elsewhere, e.g. the step index when decoding one query at a time
+      (they are clipped to `S - 1` in the same way).
+    - `local="predictive"` (local-p): `p_t = (S - 1) sigmoid(v_p^T tanh(W_p
+      q_t))`, Luong's eq. 9 with 0-based positions, so that `p_t` spans
+      exactly the valid positions `[0, S - 1]` (Luong writes `S sigmoid(.)`
+      for 1-based positions). The softmax weights inside the window are
+      multiplied by the Gaussian `exp(-(s - p_t)^2 / (2 sigma^2))` with
+      `sigma = D / 2` (eq. 10) and, as in the paper, not renormalised, so
+      rows sum to less than 1. `W_p` (`position_kernel`, shape
+      `(Dq, local_units)`) and `v_p` (`position_scale`, `(local_units,)`)
+      are weights of this layer. Hard mode samples from the renormalised
+      product, i.e. the softmax of `score - (s - p_t)^2 / (2 sigma^2)`,
+      which is also what `return_distribution` gives in both modes.
+
+    Windows, masks and modes combine freely (e.g. hard local-p attention).
+
+    Args:
+        score: str, dict or `keras_attention.scores.Score`. The alignment
+            function: a name (see `keras_attention.scores`), a config dict
+            or a score layer. Defaults to `"scaled_dot"`.
+        mode: str. `"soft"` or `"hard"`. Defaults to `"soft"`.
+        window: int or None. Half-width `D` of the local window, or `None`
+            for global attention. Defaults to `None`.
+        local: str. `"monotonic"` (local-m) or `"predictive"` (local-p);
+            used only with `window`. Defaults to `"monotonic"`.
+        dropout: float in `[0, 1)`. Dropout rate on the soft weights while
+            training. Defaults to `0.0`.
+        seed: int or None. Seed of the dropout and of hard-mode sampling.
+            Defaults to `None`.
+        hard_estimator: str. `"reinforce"` or `"gumbel"` (straight-through
+            Gumbel-softmax); used only in hard mode. Defaults to
+            `"reinforce"`.
+        temperature: float > 0. Gumbel-softmax temperature of the backward
+            pass. Defaults to `1.0`.
+        local_units: int or None. Hidden size of `W_p` for local-p; `None`
+            uses the query's last dimension. Defaults to `None`.
+        **kwargs: base layer arguments such as `name` and `dtype`.
+
+    Call arguments:
+        query: tensor `(batch, Tq, Dq)`.
+        value: tensor `(batch, Tv, Dv)`.
+        key: optional tensor `(batch, Tv, Dk)`; defaults to `value`.
+        query_mask: optional boolean `(batch, Tq)`; `False` rows output
+            zeros. Filled from the query's Keras mask when not given.
+        value_mask: optional boolean `(batch, Tv)`; `False` positions get
+            zero weight. Filled from the value's Keras mask when not given.
+        attention_mask: optional boolean `(batch, Tq, Tv)` (or
+            broadcastable); `False` entries get zero weight.
+        use_causal_mask: bool. Query `i` may not attend to value `j > i`.
+            When `Tq != Tv` the last query is aligned with the last value
+            (incremental decoding); `keras.layers.Attention` aligns the
+            first ones, so the two agree only for `Tq == Tv`. Defaults to
+            `False`.
+        return_attention_scores: bool. Also return the attention weights
+            (after dropout). Defaults to `False`.
+        training: bool or None. Training mode (dropout, hard-mode sampling).
+        return_log_prob: bool. Also return the log-probability `(batch, Tq)`
+            of the selected positions under the soft distribution (zero for
+            rows with nothing to attend to). Hard mode only. Defaults to
+            `False`.
+        return_distribution: bool. Also return the soft distribution
+            `(batch, Tq, Tv)` (rows sum to 1, or 0 when fully masked), before
+            dropout, that hard mode samples from. Defaults to `False`.
+        key_mask: optional boolean `(batch, Tv)`, combined with
+            `value_mask`. Filled from the key's Keras mask when not given.
+        query_positions: optional int tensor `(Tq,)` or `(batch, Tq)`, the
+            centre `p_t` of each row's window for local-m. Defaults to
+            `0, ..., Tq - 1`.
+
+    Returns:
+        The context `(batch, Tq, Dv)` in the compute dtype, or a tuple that
+        starts with it and continues, in this order, with the weights
+        `(batch, Tq, Tv)` (float32) if `return_attention_scores`, the
+        log-probabilities `(batch, Tq)` (float32) if `return_log_prob` and
+        the distribution `(batch, Tq, Tv)` (float32) if
+        `return_distribution`. The output carries the query's Keras mask.
+
+    Example:
+    >>> import numpy as np
+    >>> layer = Attention(score="dot", mode="hard", window=1)
+    >>> query, value = np.ones((2, 3, 4)), np.ones((2, 5, 4))
+    >>> context, weights = layer(query, value, return_attention_scores=True)
+    >>> tuple(context.shape), tuple(weights.shape)
+    ((2, 3, 4), (2, 3, 5))
+
+    Reference:
+        Bahdanau et al., 2014, "Neural Machine Translation by Jointly
+        Learning to Align and Translate".
+        Luong et al., 2015, "Effective Approaches to Attention-based Neural
+        Machine Translation", sections 3.1-3.2.
+        Xu et al., 2015, "Show, Attend and Tell", section 4.1.
+        Jang et al., 2017, "Categorical Reparameterization with
+        Gumbel-Softmax".
+    """
+
+    def __init__(
+        self,
+        score="scaled_dot",
+        mode="soft",
+        window=None,
+        local="monotonic",
+        dropout=0.0,
+        seed=None,
+        hard_estimator="reinforce",
+        temperature=1.0,
+        local_units=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        _check_choice("mode", mode, MODES)
+        _check_choice("local", local, LOCAL_MODES)
+        _check_choice("hard_estimator", hard_estimator, HARD_ESTIMATORS)
+        if window is not None and (
+            isinstance(window, bool) or not isinstance(window, int) or window < 1
+        ):
+            raise ValueError(
+                f"`window` must be None or an int >= 1. Received: window={window!r}"
+            )
+        if local_units is not None and (
+            isinstance(local_units, bool)
+            or not isinstance(local_units, int)
+            or local_units < 1
+        ):
+            raise ValueError(
+                "`local_units` must be None or a positive int. "
+                f"Received: local_units={local_units!r}"
+            )
+        if not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+            raise ValueError(
+                f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}"
+            )
+        if not isinstance(temperature, (int, float)) or temperature <= 0:
+            raise ValueError(
+                "`temperature` must be a positive float. "
+                f"Received: temperature={temperature!r}"
+            )
+        _check_score(score)
+        # A given score layer is tracked under one name only, `score_layer`,
+        # so that saved weights are found at the same path when reloading.
+        self.score_layer = None
+        self._score_identifier = dict(score) if isinstance(score, dict) else score
+        if isinstance(score, scores.Score):
+            self.score_layer = score
+            self._score_identifier = None
+        self.mode = mode
+        self.window = window
+        self.local = local
+        self.dropout = float(dropout)
+        self.seed = seed
+        self.hard_estimator = hard_estimator
+        self.temperature = float(temperature)
+        self.local_units = local_units
+        self.supports_masking = True
+        self.seed_generator = None
+        if mode == "hard" or dropout > 0:
+            self.seed_generator = keras.random.SeedGenerator(seed)
+
+    def build(self, query_shape, value_shape, key_shape=None):
+        key_shape = value_shape if key_shape is None else key_shape
+        _check_shapes(query_shape, value_shape, key_shape)
+        if self.score_layer is None:
+            self.score_layer = self._make_score()
+        if not self.score_layer.built:
+            self.score_layer.build(query_shape, key_shape)
+        self.position_kernel = None
+        self.position_scale = None
+        if self.window is not None and self.local == "predictive":
+            units = self.local_units or query_shape[-1]
+            self.position_kernel = self.add_weight(
+                name="position_kernel",
+                shape=(query_shape[-1], units),
+                initializer="glorot_uniform",
+                autocast=False,
+            )
+            self.position_scale = self.add_weight(
+                name="position_scale",
+                shape=(units,),
+                initializer="glorot_uniform",
+                autocast=False,
+            )
+
+    def _make_score(self):
+        """Creates the score sublayer from a name or a config dict."""
+        if isinstance(self._score_identifier, str):
+            identifier = {"class_name": self._score_identifier, "config": {}}
+        else:
+            identifier = dict(self._score_identifier)
+            identifier["config"] = dict(identifier.get("config") or {})
+        identifier["config"].setdefault("dtype", self.dtype_policy)
+        identifier["config"].setdefault("name", "score")
+        return scores.get(identifier)
+
+    def call(
+        self,
+        query,
+        value,
+        key=None,
+        query_mask=None,
+        value_mask=None,
+        attention_mask=None,
+        use_causal_mask=False,
+        return_attention_scores=False,
+        training=None,
+        return_log_prob=False,
+        return_distribution=False,
+        key_mask=None,
+        query_positions=None,
+    ):
+        key = value if key is None else key
+        _check_shapes(query.shape, value.shape, key.shape)
+        if return_log_prob and self.mode != "hard":
+            raise ValueError(
+                "`return_log_prob=True` needs mode='hard'. "
+                f"Received: mode={self.mode!r}"
+            )
+        if query_positions is not None and (
+            self.window is None or self.local != "monotonic"
+        ):
+            raise ValueError(
+                "`query_positions` only applies to local-m attention "
+                "(window set, local='monotonic'). Received: "
+                f"window={self.window}, local={self.local!r}"
+            )
+        if key_mask is not None:
+            key_mask = ops.cast(key_mask, "bool")
+            value_mask = (
+                key_mask
+                if value_mask is None
+                else ops.logical_and(ops.cast(value_mask, "bool"), key_mask)
+            )
+
+        logits = ops.cast(self.score_layer(query, key), "float32")
+        mask = merge_masks(
+            query, value, query_mask, value_mask, attention_mask, use_causal_mask
+        )
+        log_prior = None
+        if self.window is not None:
+            window_mask, log_prior = self._local_window(
+                query, value, value_mask, query_positions
+            )
+            mask = window_mask if mask is None else ops.logical_and(mask, window_mask)
+        if mask is not None:
+            mask = ops.broadcast_to(mask, ops.shape(logits))
+
+        if log_prior is None:
+            distribution = masked_softmax(logits, mask)
+        else:
+            distribution = masked_softmax(logits + log_prior, mask)
+        log_prob = None
+        if self.mode == "soft":
+            weights = distribution
+            if log_prior is not None:
+                # Luong eq. 10: softmax inside the window times the Gaussian.
+                weights = masked_softmax(logits, mask) * ops.exp(log_prior)
+            if training and self.dropout > 0:
+                weights = keras.random.dropout(
+                    weights, self.dropout, seed=self.seed_generator
+                )
+        else:
+            logits = logits if log_prior is None else logits + log_prior
+            weights, log_prob = self._hard_weights(logits, mask, training)
+
+        context = ops.matmul(ops.cast(weights, value.dtype), value)
+        outputs = [context]
+        if return_attention_scores:
+            outputs.append(weights)
+        if return_log_prob:
+            outputs.append(log_prob)
+        if return_distribution:
+            outputs.append(distribution)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _local_window(self, query, value, value_mask, query_positions):
+        """Returns the window mask `(B|1, Tq, Tv)` and the local-p log prior.
+
+        The log prior is `-(s - p_t)^2 / (2 sigma^2)` (float32), or `None`
+        for local-m.
+        """
+        value_length = ops.shape(value)[1]
+        if value_mask is None:
+            length = ops.cast(value_length, "float32")
+        else:
+            length = ops.sum(ops.cast(value_mask, "float32"), axis=-1, keepdims=True)
+        if self.local == "monotonic":
+            if query_positions is None:
+                centre = ops.arange(ops.shape(query)[1])
+            else:
+                centre = ops.convert_to_tensor(query_positions)
+            centre = ops.cast(centre, "float32")
+            if len(centre.shape) == 1:
+                centre = ops.expand_dims(centre, 0)
+            centre = ops.minimum(centre, length - 1.0)
+        else:
+            query = ops.cast(query, "float32")
+            hidden = ops.tanh(ops.matmul(query, self.position_kernel))
+            gate = ops.sigmoid(ops.einsum("btu,u->bt", hidden, self.position_scale))
+            centre = (length - 1.0) * gate
+        positions = ops.cast(ops.arange(value_length), "float32")
+        distance = positions[None, None, :] - ops.expand_dims(centre, -1)
+        window_mask = ops.less_equal(ops.abs(distance), float(self.window))
+        log_prior = None
+        if self.local == "predictive":
+            sigma = self.window / 2.0
+            log_prior = -ops.square(distance) / (2.0 * sigma**2)
+        return window_mask, log_prior
+
+    def _hard_weights(self, logits, mask, training):
+        """One-hot weights and log-probabilities of the selected positions."""
+        value_length = ops.shape(logits)[-1]
+        if mask is None:
+            filled = logits
+            row_valid = ops.ones_like(logits[..., 0])
+        else:
+            filled = ops.where(mask, logits, ops.full_like(logits, -1e30))
+            row_valid = ops.cast(ops.any(mask, axis=-1), "float32")
+        log_distribution = ops.log_softmax(filled, axis=-1)
+        soft_sample = None
+        if training and self.hard_estimator == "reinforce":
+            flat = ops.reshape(filled, (-1, value_length))
+            index = keras.random.categorical(flat, 1, seed=self.seed_generator)
+            index = ops.reshape(index, ops.shape(logits)[:-1])
+        elif training:
+            uniform = keras.random.uniform(
+                ops.shape(logits), minval=1e-20, maxval=1.0, seed=self.seed_generator
+            )
+            perturbed = filled - ops.log(-ops.log(uniform))
+            index = ops.argmax(perturbed, axis=-1)
+            soft_sample = masked_softmax(perturbed / self.temperature, mask)
+        else:
+            index = ops.argmax(filled, axis=-1)
+        positions = ops.arange(value_length, dtype=index.dtype)
+        one_hot = ops.cast(ops.equal(ops.expand_dims(index, -1), positions), "float32")
+        one_hot = ops.stop_gradient(one_hot * ops.expand_dims(row_valid, -1))
+        log_prob = ops.sum(one_hot * log_distribution, axis=-1)
+        weights = one_hot
+        if soft_sample is not None:
+            # Straight through: forward value `one_hot`, gradient of `soft_sample`.
+            weights = one_hot + (soft_sample - ops.stop_gradient(soft_sample))
+        return weights, log_prob
+
+    def compute_mask(self, query, previous_mask=None):
+        return previous_mask
+
+    def get_config(self):
+        config = super().get_config()
+        score = self._score_identifier
+        if score is None:  # a score layer was given: save its config
+            score = self.score_layer
+        config.update(
+            score=keras.saving.serialize_keras_object(score),
+            mode=self.mode,
+            window=self.window,
+            local=self.local,
+            dropout=self.dropout,
+            seed=self.seed,
+            hard_estimator=self.hard_estimator,
+            temperature=self.temperature,
+            local_units=self.local_units,
+        )
+        return config
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(
+            f"`{name}` must be one of {', '.join(map(repr, choices))}. "
+            f"Received: {name}={value!r}"
+        )
+
+
+def _check_score(score):
+    if isinstance(score, str):
+        if score.lower() not in scores.ALIASES:
+            raise ValueError(
+                f"Unknown score {score!r}. Valid names are: "
+                f"{', '.join(sorted(scores.ALIASES))}. Received: score={score!r}"
+            )
+    elif not isinstance(score, (dict, scores.Score)):
+        raise ValueError(
+            "`score` must be a name, a config dict or a `keras_attention."
+            f"scores.Score` layer. Received: score={score!r}"
+        )
+
+
+def _check_shapes(query_shape, value_shape, key_shape):
+    shapes = (
+        f"Received: query.shape={tuple(query_shape)}, "
+        f"value.shape={tuple(value_shape)}, key.shape={tuple(key_shape)}"
+    )
+    if len(query_shape) != 3 or len(value_shape) != 3 or len(key_shape) != 3:
+        raise ValueError(
+            "Attention expects query (batch, Tq, Dq), value (batch, Tv, Dv) "
+            f"and key (batch, Tv, Dk) of rank 3. {shapes}"
+        )
+    batches = {s[0] for s in (query_shape, value_shape, key_shape)} - {None}
+    if len(batches) > 1:
+        raise ValueError(
+            f"query, value and key must have the same batch size. {shapes}"
+        )
+    if None not in (value_shape[1], key_shape[1]) and value_shape[1] != key_shape[1]:
+        raise ValueError("key and value must have the same length (axis 1). " + shapes)

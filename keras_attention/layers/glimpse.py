@@ -1,0 +1,348 @@
+"""Glimpse sensor and glimpse network of the recurrent attention model.
+
+The recurrent attention model (RAM) never looks at a whole image: at each step
+it reads a small, multi-resolution "glimpse" around a location `l` (the
+bandwidth-limited retina `rho(x, l)`), and the glimpse network turns what and
+where into one feature vector `g = f_g(x, l)`.
+
+Locations are normalised to the image: `l = (y, x)` in `[-1, 1]^2`, the row
+(vertical) coordinate first, the column (horizontal) coordinate second, with
+`(-1, -1)` the top-left corner of the image, `(0, 0)` its centre and `(1, 1)`
+its bottom-right corner. The same location therefore means the same place on
+an image of any size.
+"""
+
+import numbers
+
+import keras
+from keras import ops
+
+PACKAGE = "keras_attention"
+
+
+def _positive_int(name, value):
+    """Returns `value` as an `int`, or raises if it is not an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(
+            f"`{name}` must be an integer >= 1. Received: {name}={value!r}"
+        )
+    return int(value)
+
+
+def _check_input_shapes(layer, images_shape, locations_shape):
+    """Raises a clear `ValueError` unless images are 4D and locations `(B, 2)`."""
+    name = type(layer).__name__
+    images_shape = tuple(images_shape)
+    locations_shape = tuple(locations_shape)
+    if len(images_shape) != 4:
+        raise ValueError(
+            f"{name} expects images of shape (batch, height, width, channels). "
+            f"Received: images.shape={images_shape}"
+        )
+    if len(locations_shape) != 2 or locations_shape[-1] not in (None, 2):
+        raise ValueError(
+            f"{name} expects locations of shape (batch, 2) holding (y, x) in "
+            f"[-1, 1]. Received: locations.shape={locations_shape}"
+        )
+    ib, lb = images_shape[0], locations_shape[0]
+    if ib is not None and lb is not None and ib != lb:
+        raise ValueError(
+            f"{name}: images and locations must have the same batch size. "
+            f"Received: images.shape={images_shape}, "
+            f"locations.shape={locations_shape}"
+        )
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class GlimpseSensor(keras.layers.Layer):
+    """Multi-resolution retina `rho(x, l)` of the recurrent attention model.
+
+    Extracts `num_scales` square patches centred at `l`; the `k`-th patch has
+    a side of `patch_size * scale_factor**k` pixels and is average-pooled by
+    `scale_factor**k` (non-overlapping, exact) down to `patch_size` pixels, so
+    the first patch is at full resolution and each next one sees an area
+    `scale_factor` times wider at `scale_factor` times lower resolution.
+    Pixels of a patch that fall outside the image are zeros, and count as
+    zeros in the average.
+
+    Coordinates: `l = (y, x)`, row first, in `[-1, 1]^2` relative to the image
+    (`(-1, -1)` is the top-left corner, `(1, 1)` the bottom-right corner). In
+    pixels the centre is `c = (l + 1) / 2 * (H, W)` (pixel `i` covers
+    `[i, i + 1)`), and a patch of side `s` covers rows
+    `floor(c_y - s / 2 + 1/2) + [0, s)` and likewise columns, i.e. its
+    corner is `c - s / 2` rounded to the nearest pixel (halves round up).
+    Locations outside `[-1, 1]` are allowed and read zeros off the image.
+
+    Cost does not grow with the image size: the layer computes the flat
+    indices of the `sum_k (patch_size * scale_factor**k)**2` pixels it needs
+    and gathers only those (one gather per call); it never resizes or
+    convolves the whole image. The sensor is not differentiable with
+    respect to `locations` (RAM trains the location policy with REINFORCE);
+    gradients do flow to `images`.
+
+    Args:
+        patch_size: int >= 1. Side, in pixels, of every returned patch.
+        num_scales: int >= 1. Number of patches (resolutions) per glimpse.
+            Defaults to `1`.
+        scale_factor: int >= 1. Ratio between the sides of successive
+            patches. Defaults to `2`.
+        **kwargs: base layer arguments such as `name` and `dtype`.
+
+    Call arguments:
+        images: float tensor `(batch, height, width, channels)`; any height
+            and width.
+        locations: float tensor `(batch, 2)`, `(y, x)` in `[-1, 1]`.
+
+    Returns:
+        Tensor `(batch, num_scales, patch_size, patch_size, channels)`,
+        finest scale first.
+
+    Example:
+    >>> import numpy as np
+    >>> sensor = GlimpseSensor(patch_size=8, num_scales=3)
+    >>> images = np.random.rand(2, 28, 28, 1).astype("float32")
+    >>> tuple(sensor(images, np.zeros((2, 2), "float32")).shape)
+    (2, 3, 8, 8, 1)
+
+    Reference:
+        Mnih et al., 2014, "Recurrent Models of Visual Attention", sec. 3.1
+        (the glimpse sensor).
+    """
+
+    def __init__(self, patch_size, num_scales=1, scale_factor=2, **kwargs):
+        super().__init__(**kwargs)
+        self.patch_size = _positive_int("patch_size", patch_size)
+        self.num_scales = _positive_int("num_scales", num_scales)
+        self.scale_factor = _positive_int("scale_factor", scale_factor)
+
+    @property
+    def patch_sides(self):
+        """Side in pixels of each patch before pooling, finest first."""
+        return [self.patch_size * self.scale_factor**k for k in range(self.num_scales)]
+
+    def build(self, images_shape, locations_shape):
+        _check_input_shapes(self, images_shape, locations_shape)
+        self.built = True
+
+    def _corner(self, locations, size, side):
+        """Top (or left) pixel index `(batch,)` of a patch of side `side`."""
+        centre = (locations + 1.0) * 0.5 * ops.cast(size, "float32")
+        return ops.cast(ops.floor(centre - 0.5 * side + 0.5), "int32")
+
+    def call(self, images, locations):
+        _check_input_shapes(self, images.shape, locations.shape)
+        images = ops.cast(images, self.compute_dtype)
+        locations = ops.cast(locations, "float32")
+        shape = ops.shape(images)
+        batch, height, width = shape[0], shape[1], shape[2]
+        channels = images.shape[-1] if images.shape[-1] is not None else shape[3]
+
+        # Flat indices of every pixel each patch needs, one gather for all.
+        indices, valid = [], []
+        for side in self.patch_sides:
+            offsets = ops.arange(side, dtype="int32")
+            rows = self._corner(locations[:, 0], height, side)[:, None] + offsets
+            cols = self._corner(locations[:, 1], width, side)[:, None] + offsets
+            rows_ok = ops.logical_and(rows >= 0, rows < height)
+            cols_ok = ops.logical_and(cols >= 0, cols < width)
+            rows = ops.clip(rows, 0, height - 1)
+            cols = ops.clip(cols, 0, width - 1)
+            flat = rows[:, :, None] * width + cols[:, None, :]
+            ok = ops.logical_and(rows_ok[:, :, None], cols_ok[:, None, :])
+            indices.append(ops.reshape(flat, (-1, side * side)))
+            valid.append(ops.reshape(ok, (-1, side * side)))
+        indices = ops.concatenate(indices, axis=1)
+        valid = ops.concatenate(valid, axis=1)
+
+        pixels = ops.reshape(images, (batch, -1, channels))
+        gathered = ops.take_along_axis(pixels, indices[:, :, None], axis=1)
+        gathered = ops.where(valid[:, :, None], gathered, ops.cast(0, images.dtype))
+
+        patches, start = [], 0
+        p = self.patch_size
+        for k, side in enumerate(self.patch_sides):
+            patch = gathered[:, start : start + side * side]
+            start += side * side
+            factor = self.scale_factor**k
+            patch = ops.reshape(patch, (-1, p, factor, p, factor, channels))
+            patches.append(ops.mean(patch, axis=(2, 4)))
+        return ops.stack(patches, axis=1)
+
+    def compute_output_shape(self, images_shape, locations_shape):
+        return (
+            images_shape[0],
+            self.num_scales,
+            self.patch_size,
+            self.patch_size,
+            images_shape[-1],
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "patch_size": self.patch_size,
+                "num_scales": self.num_scales,
+                "scale_factor": self.scale_factor,
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class GlimpseNetwork(keras.layers.Layer):
+    """Glimpse network `g = f_g(x, l)`: what the retina sees, and where.
+
+    With `rho` the `GlimpseSensor` output flattened to a vector:
+
+    ```
+    h_g = ReLU(theta_g^0 rho(x, l))            # "what", glimpse_units
+    h_l = ReLU(theta_g^1 l)                    # "where", location_units
+    g   = ReLU(theta_g^2 [h_g; h_l])           # output_units
+        = ReLU(W_g h_g + W_l h_l + b)
+    ```
+
+    `theta_g^2` is one linear map of the concatenation, stored as two kernels
+    (`glimpse_output_dense` on `h_g`, with the bias, and
+    `location_output_dense` on `h_l`, without one) so each path can be
+    inspected; a second bias would be redundant.
+
+    Args:
+        glimpse_units: int >= 1. Size of `h_g`. Defaults to `128`.
+        location_units: int >= 1. Size of `h_l`. Defaults to `128`.
+        output_units: int >= 1. Size of `g`. Defaults to `256`.
+        patch_size: int >= 1. Retina patch side. Defaults to `8`.
+        num_scales: int >= 1. Retina resolutions. Defaults to `1`.
+        scale_factor: int >= 1. Ratio between successive patch sides.
+            Defaults to `2`.
+        kernel_initializer: initializer of every kernel. Defaults to
+            `"glorot_uniform"`.
+        bias_initializer: initializer of every bias. Defaults to `"zeros"`.
+        **kwargs: base layer arguments such as `name` and `dtype`.
+
+    Call arguments:
+        images: float tensor `(batch, height, width, channels)`; the channel
+            count must be known when the layer is built.
+        locations: float tensor `(batch, 2)`, `(y, x)` in `[-1, 1]`, as in
+            `GlimpseSensor`.
+
+    Returns:
+        Glimpse features `(batch, output_units)`.
+
+    Example:
+    >>> import numpy as np
+    >>> net = GlimpseNetwork(32, 16, 64, patch_size=4, num_scales=2)
+    >>> images = np.random.rand(2, 28, 28, 1).astype("float32")
+    >>> tuple(net(images, np.zeros((2, 2), "float32")).shape)
+    (2, 64)
+
+    Reference:
+        Mnih et al., 2014, "Recurrent Models of Visual Attention", sec. 3.1
+        and sec. 4.
+    """
+
+    def __init__(
+        self,
+        glimpse_units=128,
+        location_units=128,
+        output_units=256,
+        patch_size=8,
+        num_scales=1,
+        scale_factor=2,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.glimpse_units = _positive_int("glimpse_units", glimpse_units)
+        self.location_units = _positive_int("location_units", location_units)
+        self.output_units = _positive_int("output_units", output_units)
+        self.patch_size = _positive_int("patch_size", patch_size)
+        self.num_scales = _positive_int("num_scales", num_scales)
+        self.scale_factor = _positive_int("scale_factor", scale_factor)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+
+    def _dense(self, units, name, activation=None, use_bias=True):
+        return keras.layers.Dense(
+            units,
+            activation=activation,
+            use_bias=use_bias,
+            kernel_initializer=keras.initializers.get(
+                keras.initializers.serialize(self.kernel_initializer)
+            ),
+            bias_initializer=keras.initializers.get(
+                keras.initializers.serialize(self.bias_initializer)
+            ),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def build(self, images_shape, locations_shape):
+        _check_input_shapes(self, images_shape, locations_shape)
+        channels = images_shape[-1]
+        if channels is None:
+            raise ValueError(
+                "GlimpseNetwork needs the number of image channels at build "
+                f"time. Received: images.shape={tuple(images_shape)}"
+            )
+        batch = images_shape[0]
+        self.sensor = GlimpseSensor(
+            self.patch_size,
+            self.num_scales,
+            self.scale_factor,
+            dtype=self.dtype_policy,
+            name="sensor",
+        )
+        self.sensor.build(images_shape, locations_shape)
+        rho_size = self.num_scales * self.patch_size**2 * channels
+        self._rho_size = rho_size
+        # theta_g^0 and theta_g^1.
+        self.glimpse_dense = self._dense(
+            self.glimpse_units, "glimpse_dense", activation="relu"
+        )
+        self.glimpse_dense.build((batch, rho_size))
+        self.location_dense = self._dense(
+            self.location_units, "location_dense", activation="relu"
+        )
+        self.location_dense.build((batch, 2))
+        # theta_g^2, split into its "what" and "where" halves.
+        self.glimpse_output_dense = self._dense(
+            self.output_units, "glimpse_output_dense"
+        )
+        self.glimpse_output_dense.build((batch, self.glimpse_units))
+        self.location_output_dense = self._dense(
+            self.output_units, "location_output_dense", use_bias=False
+        )
+        self.location_output_dense.build((batch, self.location_units))
+        self.built = True
+
+    def call(self, images, locations):
+        rho = self.sensor(images, locations)
+        rho = ops.reshape(rho, (-1, self._rho_size))
+        h_g = self.glimpse_dense(rho)
+        h_l = self.location_dense(ops.cast(locations, self.compute_dtype))
+        return ops.relu(
+            self.glimpse_output_dense(h_g) + self.location_output_dense(h_l)
+        )
+
+    def compute_output_shape(self, images_shape, locations_shape):
+        return (images_shape[0], self.output_units)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "glimpse_units": self.glimpse_units,
+                "location_units": self.location_units,
+                "output_units": self.output_units,
+                "patch_size": self.patch_size,
+                "num_scales": self.num_scales,
+                "scale_factor": self.scale_factor,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            }
+        )
+        return config
