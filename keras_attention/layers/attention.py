@@ -122,6 +122,10 @@ class Attention(keras.layers.Layer):
         query_positions: optional int tensor `(Tq,)` or `(batch, Tq)`, the
             centre `p_t` of each row's window for local-m. Defaults to
             `0, ..., Tq - 1`.
+        projected_key: optional `score.project_key(key)`, computed once by
+            a caller that attends to the same keys many times (an RNN
+            decoder, one query per step); the score then skips projecting
+            the keys. `key` is still used for its shape. Defaults to `None`.
 
     Returns:
         The context `(batch, Tq, Dv)` in the compute dtype, or a tuple that
@@ -261,6 +265,7 @@ class Attention(keras.layers.Layer):
         return_distribution=False,
         key_mask=None,
         query_positions=None,
+        projected_key=None,
     ):
         key = value if key is None else key
         _check_shapes(query.shape, value.shape, key.shape)
@@ -285,7 +290,11 @@ class Attention(keras.layers.Layer):
                 else ops.logical_and(ops.cast(value_mask, "bool"), key_mask)
             )
 
-        logits = ops.cast(self.score_layer(query, key), "float32")
+        if projected_key is None:
+            logits = self.score_layer(query, key)
+        else:
+            logits = self.score_layer.score_projected(query, projected_key)
+        logits = ops.cast(logits, "float32")
         mask = merge_masks(
             query, value, query_mask, value_mask, attention_mask, use_causal_mask
         )

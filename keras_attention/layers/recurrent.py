@@ -8,7 +8,7 @@ from keras_attention.scores.base import PACKAGE
 
 STYLES = ("bahdanau", "luong")
 #: Names of the extra states that follow the wrapped cell's own states.
-EXTRA_STATES = ("feed", "memory", "memory_mask", "step", "weights", "coverage")
+EXTRA_STATES = ("feed", "memory", "keys", "memory_mask", "step", "weights", "coverage")
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -18,7 +18,9 @@ class AttentionDecoderCell(keras.layers.Layer):
     Keras 3's `RNN` has no `constants`, so the encoder memory travels in the
     recurrent state: `initial_state(memory, ...)` returns the wrapped cell's
     states followed by the *constant* states `memory` `(B, Tv, D)` and
-    `memory_mask` `(B, Tv)`, and by the step counter, the last attention
+    `memory_mask` `(B, Tv)`, the memory's projection by the score
+    (`Score.project_key`, computed once rather than at every step), and by
+    the step counter, the last attention
     weights `(B, Tv)` and their running sum (the coverage, used by the
     coverage penalty and by doubly stochastic regularisation). The cell
     returns `memory` and `memory_mask` unchanged. Use it through
@@ -125,6 +127,7 @@ class AttentionDecoderCell(keras.layers.Layer):
         return [self.units] * self.num_cell_states + [
             self.output_size,
             self.memory_dim,
+            self.memory_dim,
             1,
             1,
             1,
@@ -142,18 +145,7 @@ class AttentionDecoderCell(keras.layers.Layer):
         )
         self.rnn_cell = cell_cls(self.units, dtype=self.dtype_policy, name=self.cell)
         self.rnn_cell.build((inputs_shape[0], cell_input))
-        self.attention = Attention(
-            score=self.score,
-            window=self.window,
-            local=self.local,
-            dropout=self.dropout,
-            dtype=self.dtype_policy,
-            name="attention",
-        )
-        query_dim = self.units
-        self.attention.build(
-            (inputs_shape[0], 1, query_dim), (inputs_shape[0], None, self.memory_dim)
-        )
+        self._build_attention()
         self.combine = None
         if self.style == "luong":
             self.combine = keras.layers.Dense(
@@ -164,6 +156,20 @@ class AttentionDecoderCell(keras.layers.Layer):
                 name="attentional_hidden",
             )
             self.combine.build((inputs_shape[0], self.memory_dim + self.units))
+
+    def _build_attention(self):
+        """Creates the attention sublayer; it needs only known sizes."""
+        if getattr(self, "attention", None) is not None:
+            return
+        self.attention = Attention(
+            score=self.score,
+            window=self.window,
+            local=self.local,
+            dropout=self.dropout,
+            dtype=self.dtype_policy,
+            name="attention",
+        )
+        self.attention.build((None, 1, self.units), (None, None, self.memory_dim))
 
     def initial_state(self, memory, memory_mask=None, cell_states=None):
         """Returns the full initial state list for this cell.
@@ -198,9 +204,12 @@ class AttentionDecoderCell(keras.layers.Layer):
                 f"Received: {len(cell_states)} cell_states"
             )
         per_position = ops.zeros_like(memory[:, :, 0])
+        self._build_attention()
+        keys = self.attention.score_layer.project_key(memory)
         return cell_states + [
             zeros(self.output_size),
             memory,
+            keys,
             ops.cast(memory_mask, dtype),
             zeros(1),
             per_position,
@@ -210,7 +219,8 @@ class AttentionDecoderCell(keras.layers.Layer):
     def call(self, inputs, states, training=None):
         n = self.num_cell_states
         cell_states = list(states[:n])
-        feed, memory, memory_mask, step, _, coverage = states[n:]
+        feed, memory, keys, memory_mask, step, _, coverage = states[n:]
+        memory = (memory, keys)
         if self.style == "bahdanau":
             context, weights = self._attend(
                 cell_states[0], memory, memory_mask, step, training
@@ -234,7 +244,7 @@ class AttentionDecoderCell(keras.layers.Layer):
         weights = ops.cast(weights, self.compute_dtype)
         new_states = list(new_cell_states) + [
             output,
-            memory,
+            *memory,
             memory_mask,
             step + 1,
             weights,
@@ -246,10 +256,12 @@ class AttentionDecoderCell(keras.layers.Layer):
         positions = None
         if self.window is not None and self.local == "monotonic":
             positions = ops.cast(step, "int32")
+        memory, keys = memory
         context, weights = self.attention(
             ops.expand_dims(query, 1),
             memory,
             value_mask=ops.cast(memory_mask, "bool"),
+            projected_key=keys,
             return_attention_scores=True,
             training=training,
             query_positions=positions,

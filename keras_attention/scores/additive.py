@@ -74,12 +74,18 @@ class Additive(Score):
         self.scale = self.add_weight(name="scale", shape=(units,), initializer=init)
 
     def call(self, query, key):
+        return self.score_projected(query, self.project_key(key))
+
+    def project_key(self, key):
+        projected = ops.matmul(key, ops.cast(self.key_kernel, key.dtype))
+        if self.bias is not None:
+            projected = projected + ops.cast(self.bias, key.dtype)
+        return projected
+
+    def score_projected(self, query, projected_key):
         dtype = query.dtype
         q = ops.matmul(query, ops.cast(self.query_kernel, dtype))
-        k = ops.matmul(key, ops.cast(self.key_kernel, dtype))
-        hidden = ops.expand_dims(q, 2) + ops.expand_dims(k, 1)
-        if self.bias is not None:
-            hidden = hidden + ops.cast(self.bias, dtype)
+        hidden = ops.expand_dims(q, 2) + ops.expand_dims(projected_key, 1)
         return ops.einsum("bqvu,u->bqv", ops.tanh(hidden), ops.cast(self.scale, dtype))
 
     def get_config(self):

@@ -37,6 +37,27 @@ class Score(keras.layers.Layer):
         check_shapes(self, query_shape, key_shape)
         self.built = True
 
+    def project_key(self, key):
+        """The key-only part of the score, computed once per memory.
+
+        Decoders that score many queries against one fixed memory (one
+        query per step) call `project_key(memory)` once and then
+        `score_projected(query, projected)` each step, which equals
+        `score(query, memory)` but skips re-projecting the memory. The
+        default is the identity.
+
+        Args:
+            key: tensor `(batch, Tv, Dk)`.
+
+        Returns:
+            The projected keys `(batch, Tv, ...)`.
+        """
+        return key
+
+    def score_projected(self, query, projected_key):
+        """Scores queries against keys already passed through `project_key`."""
+        return self.call(query, projected_key)
+
     def compute_output_shape(self, query_shape, key_shape):
         return (query_shape[0], query_shape[1], key_shape[1])
 

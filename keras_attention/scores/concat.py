@@ -63,12 +63,16 @@ class Concat(Score):
             )
 
     def call(self, query, key):
+        return self.score_projected(query, self.project_key(key))
+
+    def project_key(self, key):
+        dk = key.shape[-1]
+        return ops.matmul(key, ops.cast(self.kernel, key.dtype)[-dk:])
+
+    def score_projected(self, query, projected_key):
         dtype = query.dtype
-        kernel = ops.cast(self.kernel, dtype)
-        dq = query.shape[-1]
-        q = ops.matmul(query, kernel[:dq])
-        k = ops.matmul(key, kernel[dq:])
-        hidden = ops.expand_dims(q, 2) + ops.expand_dims(k, 1)
+        q = ops.matmul(query, ops.cast(self.kernel, dtype)[: query.shape[-1]])
+        hidden = ops.expand_dims(q, 2) + ops.expand_dims(projected_key, 1)
         if self.scale is None:
             return ops.squeeze(hidden, -1)
         return ops.einsum("bqvu,u->bqv", ops.tanh(hidden), ops.cast(self.scale, dtype))

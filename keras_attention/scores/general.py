@@ -51,6 +51,13 @@ class General(Score):
         projected = ops.matmul(query, ops.cast(self.kernel, query.dtype))
         return ops.matmul(projected, ops.swapaxes(key, -1, -2))
 
+    def project_key(self, key):
+        # s^T W h = s^T (W h): the memory side can be projected once.
+        return ops.matmul(key, ops.transpose(ops.cast(self.kernel, key.dtype)))
+
+    def score_projected(self, query, projected_key):
+        return ops.matmul(query, ops.swapaxes(projected_key, -1, -2))
+
     def get_config(self):
         config = super().get_config()
         config["kernel_initializer"] = keras.initializers.serialize(

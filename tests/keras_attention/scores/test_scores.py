@@ -140,3 +140,16 @@ def test_invalid_units():
         scores.Additive(units=0)
     with pytest.raises(ValueError, match="units=-2"):
         scores.Concat(units=-2)
+
+
+@pytest.mark.parametrize(
+    "name", ["dot", "scaled_dot", "general", "additive", "concat", "cosine", "location"]
+)
+def test_projected_keys_give_the_same_scores(name):
+    layer = scores.get(name)
+    if name == "concat":
+        layer = scores.Concat(units=3)
+    expected = keras.ops.convert_to_numpy(layer(QUERY, KEY))
+    projected = layer.project_key(KEY)
+    out = keras.ops.convert_to_numpy(layer.score_projected(QUERY, projected))
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)

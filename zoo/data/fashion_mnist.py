@@ -1,0 +1,449 @@
+"""Fashion-MNIST loader and the translated / cluttered task variants.
+
+The images are read from IDX files (the format of the original MNIST
+distribution, gzip-compressed or not): from a directory you name, from the
+Debian package `dataset-fashion-mnist` (`/usr/share/datasets/fashion-mnist`),
+or, as a last resort, through `keras.datasets.fashion_mnist` (which downloads).
+A 2,000 + 1,000 image sample ships with the package (`sample_path()`).
+
+The translated and cluttered variants follow Mnih et al. (2014): each 28x28
+item is pasted at a random position of a larger empty canvas, and for the
+cluttered variant random 8x8 crops of *other* items are scattered around it.
+
+Reference:
+    Mnih, Heess, Graves, Kavukcuoglu. "Recurrent Models of Visual Attention",
+    NeurIPS 2014. https://arxiv.org/abs/1406.6247
+    Xiao, Rasul, Vollgraf. "Fashion-MNIST: a Novel Image Dataset for
+    Benchmarking Machine Learning Algorithms", 2017.
+    https://arxiv.org/abs/1708.07747
+"""
+
+import gzip
+import os
+import pathlib
+import struct
+
+import numpy as np
+
+DEFAULT_PATH = "/usr/share/datasets/fashion-mnist"
+DEBIAN_PACKAGE = "dataset-fashion-mnist"
+ITEM_SIZE = 28
+CLASS_NAMES = (
+    "T-shirt/top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
+)
+FILES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+VARIANTS = ("centered", "translated", "cluttered")
+
+# IDX type codes (third byte of the magic number) and their big-endian dtypes.
+_IDX_DTYPES = {
+    0x08: np.dtype("u1"),
+    0x09: np.dtype("i1"),
+    0x0B: np.dtype(">i2"),
+    0x0C: np.dtype(">i4"),
+    0x0D: np.dtype(">f4"),
+    0x0E: np.dtype(">f8"),
+}
+
+
+def _open(path):
+    path = str(path)
+    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+
+
+def read_idx(path):
+    """Reads an IDX file (optionally gzip-compressed) into a NumPy array.
+
+    Args:
+        path: str or path-like. An IDX file; names ending in `.gz` are
+            decompressed on the fly.
+
+    Returns:
+        A NumPy array with the file's shape and (native-endian) dtype.
+
+    Raises:
+        ValueError: when the magic number, the type code, or the payload size
+            does not match the IDX format.
+
+    Example:
+    >>> images = read_idx("/usr/share/datasets/fashion-mnist/"
+    ...                   "t10k-images-idx3-ubyte.gz")  # doctest: +SKIP
+    >>> images.shape  # doctest: +SKIP
+    (10000, 28, 28)
+    """
+    with _open(path) as f:
+        data = f.read()
+    if len(data) < 4 or data[0] != 0 or data[1] != 0:
+        raise ValueError(
+            f"{path} is not an IDX file: bad magic number "
+            f"{data[:4].hex() or '(empty file)'} (expected 0x0000TTNN)."
+        )
+    type_code, ndim = data[2], data[3]
+    if type_code not in _IDX_DTYPES:
+        raise ValueError(
+            f"{path} is not an IDX file: unknown type code {type_code:#04x} "
+            "in the magic number."
+        )
+    header_size = 4 + 4 * ndim
+    if len(data) < header_size:
+        raise ValueError(f"{path} is truncated: the IDX header is incomplete.")
+    shape = struct.unpack(f">{ndim}I", data[4:header_size])
+    dtype = _IDX_DTYPES[type_code]
+    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if len(data) - header_size != expected:
+        raise ValueError(
+            f"{path} is corrupt: the header announces shape {shape} "
+            f"({expected} bytes) but {len(data) - header_size} bytes follow."
+        )
+    array = np.frombuffer(data, dtype=dtype, offset=header_size).reshape(shape)
+    return array.astype(dtype.newbyteorder("="))
+
+
+def write_idx(path, array):
+    """Writes a NumPy array as an IDX file, gzip-compressed if `path` ends in `.gz`.
+
+    The gzip header carries no timestamp or file name, so writing the same
+    array twice gives identical bytes.
+
+    Args:
+        path: str or path-like. Destination file.
+        array: array-like of uint8, int8, int16, int32, float32 or float64.
+    """
+    array = np.asarray(array)
+    codes = {dtype.newbyteorder("="): code for code, dtype in _IDX_DTYPES.items()}
+    native = array.dtype.newbyteorder("=")
+    if native not in codes:
+        raise ValueError(f"IDX cannot store dtype {array.dtype}.")
+    header = bytes([0, 0, codes[native], array.ndim])
+    header += struct.pack(f">{array.ndim}I", *array.shape)
+    payload = header + array.astype(_IDX_DTYPES[codes[native]]).tobytes()
+    path = str(path)
+    with open(path, "wb") as f:
+        if path.endswith(".gz"):
+            with gzip.GzipFile(fileobj=f, mode="wb", filename="", mtime=0) as gz:
+                gz.write(payload)
+        else:
+            f.write(payload)
+
+
+def _find(directory, name):
+    for candidate in (name + ".gz", name):
+        full = os.path.join(directory, candidate)
+        if os.path.isfile(full):
+            return full
+    return None
+
+
+def _read_split(directory, split):
+    image_name, label_name = FILES[split]
+    image_file = _find(directory, image_name)
+    label_file = _find(directory, label_name)
+    if image_file is None or label_file is None:
+        return None
+    images, labels = read_idx(image_file), read_idx(label_file)
+    if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
+        raise ValueError(
+            f"{directory}: {split} images {images.shape} and labels "
+            f"{labels.shape} do not form a Fashion-MNIST split."
+        )
+    return images.astype("uint8"), labels.astype("uint8")
+
+
+def _keras_fallback(split):
+    """Loads a split through `keras.datasets` (may download); None on failure."""
+    import keras
+
+    try:
+        train, test = keras.datasets.fashion_mnist.load_data()
+    except Exception:  # No network, no cache: report our own error instead.
+        return None
+    images, labels = train if split == "train" else test
+    return np.asarray(images, "uint8"), np.asarray(labels, "uint8")
+
+
+def load_arrays(split="train", path=None):
+    """Loads one Fashion-MNIST split as NumPy arrays.
+
+    Args:
+        split: str. `"train"` (60,000 images) or `"test"` (10,000 images).
+            Defaults to `"train"`.
+        path: str or None. Directory holding the four IDX files (gzipped or
+            not) under their original names. When `None`, the Debian package
+            directory `/usr/share/datasets/fashion-mnist` is used if present,
+            else `keras.datasets.fashion_mnist`. Defaults to `None`.
+
+    Returns:
+        `(images, labels)`: uint8 arrays of shape `(N, 28, 28)` and `(N,)`.
+
+    Raises:
+        FileNotFoundError: when no source has the data.
+
+    Example:
+    >>> images, labels = load_arrays("test", path=sample_path())
+    >>> images.shape, labels.shape
+    ((1000, 28, 28), (1000,))
+    """
+    if split not in FILES:
+        raise ValueError(f"split must be one of {sorted(FILES)}. Received: {split=}")
+    if path is not None:
+        arrays = _read_split(str(path), split)
+        if arrays is None:
+            raise FileNotFoundError(
+                f"No Fashion-MNIST {split} files ({', '.join(FILES[split])}, "
+                f"optionally .gz) in {path}."
+            )
+        return arrays
+    arrays = _read_split(DEFAULT_PATH, split) if os.path.isdir(DEFAULT_PATH) else None
+    if arrays is None:
+        arrays = _keras_fallback(split)
+    if arrays is None:
+        raise FileNotFoundError(
+            f"Fashion-MNIST not found in {DEFAULT_PATH} and keras.datasets "
+            f"could not download it. Install the Debian package "
+            f"`{DEBIAN_PACKAGE}` (apt install {DEBIAN_PACKAGE}), pass "
+            "`path=` a directory with the IDX files, or use `sample=True` / "
+            "`sample_path()` for the shipped sample."
+        )
+    return arrays
+
+
+def sample_path():
+    """Directory of the shipped Fashion-MNIST sample.
+
+    It holds the four IDX files under their original names: 2,000 training
+    and 1,000 test images (class-balanced, cut by `scripts/make_samples.py`).
+
+    Returns:
+        str. A directory to pass as `path=` to `load_arrays` or `load`.
+    """
+    return str(pathlib.Path(__file__).parent / "samples")
+
+
+def _check_canvas(canvas_size):
+    if canvas_size < ITEM_SIZE:
+        raise ValueError(
+            f"canvas_size must be at least {ITEM_SIZE}. Received: {canvas_size=}"
+        )
+
+
+def translate(images, canvas_size=60, seed=0):
+    """Pastes each 28x28 item at a uniformly random position of an empty canvas.
+
+    Args:
+        images: uint8 array `(N, 28, 28)`.
+        canvas_size: int. Side of the square canvas. Defaults to `60`.
+        seed: int. Seed of the NumPy generator drawing the positions.
+            Defaults to `0`.
+
+    Returns:
+        `(canvases, positions)`: canvases `(N, canvas_size, canvas_size)` with
+        the input dtype, and int32 positions `(N, 2)` holding the `(row,
+        column)` of each item's top-left pixel.
+
+    Example:
+    >>> canvas, positions = translate(np.ones((2, 28, 28), "uint8"), 40)
+    >>> canvas.shape, positions.shape
+    ((2, 40, 40), (2, 2))
+    """
+    images = np.asarray(images)
+    _check_canvas(canvas_size)
+    rng = np.random.default_rng(seed)
+    n = len(images)
+    positions = rng.integers(0, canvas_size - ITEM_SIZE + 1, size=(n, 2))
+    positions = positions.astype("int32")
+    canvases = np.zeros((n, canvas_size, canvas_size), images.dtype)
+    for i, (row, col) in enumerate(positions):
+        canvases[i, row : row + ITEM_SIZE, col : col + ITEM_SIZE] = images[i]
+    return canvases, positions
+
+
+def clutter(
+    images,
+    canvas_size=60,
+    num_pieces=4,
+    piece_size=8,
+    seed=0,
+    source_images=None,
+):
+    """Translated items plus `num_pieces` random crops of other items as clutter.
+
+    Each item is placed as in `translate`; then `num_pieces` crops of
+    `piece_size x piece_size` pixels, cut at random from other images, are
+    placed at random positions that do not overlap the item's 28x28 box
+    (overlapping pieces combine by pixel-wise maximum). The item itself is
+    therefore left intact, as in the cluttered MNIST task of Mnih et al.
+
+    Args:
+        images: uint8 array `(N, 28, 28)`.
+        canvas_size: int. Side of the square canvas. Defaults to `60`
+            (the paper uses 60 with 4 pieces and 100 with 8 pieces).
+        num_pieces: int. Clutter pieces per canvas. Defaults to `4`.
+        piece_size: int. Side of each square piece. Defaults to `8`.
+        seed: int. Seed of the NumPy generator. Defaults to `0`.
+        source_images: optional array `(M, 28, 28)` to cut the pieces from.
+            Defaults to `images`, in which case a canvas never receives a
+            piece of its own item.
+
+    Returns:
+        `(canvases, positions)` as in `translate`.
+
+    Example:
+    >>> rng = np.random.default_rng(0)
+    >>> items = rng.integers(0, 255, (3, 28, 28), dtype="uint8")
+    >>> canvas, positions = clutter(items, canvas_size=60, num_pieces=4)
+    >>> canvas.shape
+    (3, 60, 60)
+    """
+    images = np.asarray(images)
+    if not 0 < piece_size <= ITEM_SIZE:
+        raise ValueError(
+            f"piece_size must be in [1, {ITEM_SIZE}]. Received: {piece_size=}"
+        )
+    if num_pieces < 0:
+        raise ValueError(f"num_pieces must be >= 0. Received: {num_pieces=}")
+    own_sources = source_images is None
+    sources = images if own_sources else np.asarray(source_images)
+    if own_sources and len(sources) < 2 and num_pieces > 0:
+        raise ValueError("clutter needs at least two images to cut pieces from.")
+    canvases, positions = translate(images, canvas_size, seed)
+    # A separate stream, so the item positions equal translate(..., seed).
+    rng = np.random.default_rng([seed, 1])
+    span = canvas_size - piece_size + 1
+    rows = np.arange(span)[:, None]
+    cols = np.arange(span)[None, :]
+    for i, (row, col) in enumerate(positions):
+        free = (
+            (rows + piece_size <= row)
+            | (rows >= row + ITEM_SIZE)
+            | (cols + piece_size <= col)
+            | (cols >= col + ITEM_SIZE)
+        )
+        free_places = np.flatnonzero(free)
+        if num_pieces and free_places.size == 0:
+            raise ValueError(
+                f"No room for a {piece_size}x{piece_size} piece beside the item "
+                f"on a {canvas_size}x{canvas_size} canvas."
+            )
+        for _ in range(num_pieces):
+            if own_sources:
+                j = rng.integers(0, len(sources) - 1)
+                j = j + 1 if j >= i else j  # any image but the item itself
+            else:
+                j = rng.integers(0, len(sources))
+            r0, c0 = rng.integers(0, ITEM_SIZE - piece_size + 1, size=2)
+            piece = sources[j, r0 : r0 + piece_size, c0 : c0 + piece_size]
+            r, c = divmod(int(rng.choice(free_places)), span)
+            target = canvases[i, r : r + piece_size, c : c + piece_size]
+            np.maximum(target, piece, out=target)
+    return canvases, positions
+
+
+def load(
+    split="train",
+    variant="centered",
+    canvas_size=None,
+    num_pieces=None,
+    path=None,
+    seed=0,
+    sample=False,
+):
+    """Loads a Fashion-MNIST split in one of the three task variants.
+
+    Args:
+        split: str. `"train"` or `"test"`. Defaults to `"train"`.
+        variant: str. `"centered"` (the original 28x28 images, or centered on a
+            larger canvas when `canvas_size` is given), `"translated"` or
+            `"cluttered"`. Defaults to `"centered"`.
+        canvas_size: int or None. Canvas side; defaults to 28 for
+            `"centered"` and 60 for the other variants.
+        num_pieces: int or None. Clutter pieces for `"cluttered"`; defaults to
+            4, or 8 when `canvas_size >= 100` (the paper's two settings).
+        path: str or None. Directory of IDX files; see `load_arrays`.
+        seed: int. Seed for positions and clutter. Defaults to `0`.
+        sample: bool. Load the shipped sample instead of the full data.
+            Defaults to `False`.
+
+    Returns:
+        `(images, labels)`: uint8 arrays `(N, canvas_size, canvas_size)` and
+        `(N,)`.
+
+    Example:
+    >>> images, labels = load("test", "cluttered", sample=True)
+    >>> images.shape
+    (1000, 60, 60)
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}. Received: {variant=}")
+    if sample:
+        if path is not None:
+            raise ValueError("Pass either `path` or `sample=True`, not both.")
+        path = sample_path()
+    images, labels = load_arrays(split, path)
+    if variant == "centered":
+        if canvas_size is None or canvas_size == ITEM_SIZE:
+            return images, labels
+        _check_canvas(canvas_size)
+        offset = (canvas_size - ITEM_SIZE) // 2
+        canvases = np.zeros((len(images), canvas_size, canvas_size), "uint8")
+        canvases[:, offset : offset + ITEM_SIZE, offset : offset + ITEM_SIZE] = images
+        return canvases, labels
+    canvas_size = 60 if canvas_size is None else canvas_size
+    if variant == "translated":
+        return translate(images, canvas_size, seed)[0], labels
+    if num_pieces is None:
+        num_pieces = 8 if canvas_size >= 100 else 4
+    return clutter(images, canvas_size, num_pieces, seed=seed)[0], labels
+
+
+def as_dataset(images, labels, batch_size, shuffle=True, seed=0, normalize=True):
+    """Wraps image and label arrays in a batched `tf.data.Dataset`.
+
+    Args:
+        images: uint8 array `(N, H, W)`.
+        labels: integer array `(N,)`.
+        batch_size: int. Batch size; the last batch may be smaller.
+        shuffle: bool. Shuffle the whole set each epoch. Defaults to `True`.
+        seed: int. Shuffle seed. Defaults to `0`.
+        normalize: bool. Yield float32 images in `[0, 1]` with a trailing
+            channel axis `(H, W, 1)`; otherwise the raw uint8 `(H, W)`.
+            Defaults to `True`.
+
+    Returns:
+        A `tf.data.Dataset` of `(images, labels)` batches, labels int32.
+
+    Example:
+    >>> images, labels = load("test", sample=True)
+    >>> ds = as_dataset(images, labels, batch_size=32)
+    >>> next(iter(ds))[0].shape
+    TensorShape([32, 28, 28, 1])
+    """
+    import tensorflow as tf
+
+    images = np.asarray(images)
+    labels = np.asarray(labels).astype("int32")
+    if len(images) != len(labels):
+        raise ValueError(
+            f"images and labels differ in length: {len(images)} vs {len(labels)}."
+        )
+    ds = tf.data.Dataset.from_tensor_slices((images, labels))
+    if shuffle:
+        ds = ds.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)
+    ds = ds.batch(batch_size)
+    if normalize:  # per batch, so the set stays uint8 in memory
+
+        def scale(x, y):
+            return tf.cast(x, "float32")[..., None] / 255.0, y
+
+        ds = ds.map(scale, num_parallel_calls=tf.data.AUTOTUNE)
+    return ds.prefetch(tf.data.AUTOTUNE)

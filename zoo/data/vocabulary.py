@@ -1,0 +1,128 @@
+"""WordPiece vocabularies for the translation models, trained with keras-hub.
+
+Training uses `keras_hub.tokenizers.compute_word_piece_vocabulary` (backed by
+tensorflow-text). Accents are kept: Spanish needs them ("lloró" and "lloro"
+are different words), so a tokenizer built from these vocabularies should
+be created with `strip_accents=False` (see `tokenizer`).
+"""
+
+DEFAULT_RESERVED_TOKENS = ("[PAD]", "[UNK]", "[START]", "[END]")
+
+
+def train_wordpiece(
+    texts,
+    vocabulary_size=8000,
+    lowercase=True,
+    reserved_tokens=DEFAULT_RESERVED_TOKENS,
+    strip_accents=False,
+):
+    """Learns a WordPiece vocabulary from sentences.
+
+    Args:
+        texts: iterable of str, or a `tf.data.Dataset` of string scalars.
+        vocabulary_size: int. Maximum number of tokens, reserved ones
+            included. Defaults to `8000`.
+        lowercase: bool. Lowercase (Unicode case-fold) before counting.
+            Defaults to `True`.
+        reserved_tokens: sequence of str. Tokens placed first, in this order
+            (so `"[PAD]"` gets id 0). Defaults to
+            `("[PAD]", "[UNK]", "[START]", "[END]")`.
+        strip_accents: bool. Remove accent marks. Defaults to `False`, which
+            keeps "lloró" distinct from "lloro".
+
+    Returns:
+        A list of at most `vocabulary_size` tokens: the reserved tokens, then
+        the learned pieces (suffix pieces start with `"##"`).
+
+    Example:
+    >>> vocab = train_wordpiece(["Y lloró Jesús.", "Jesus wept."], 100)
+    >>> vocab[:4]
+    ['[PAD]', '[UNK]', '[START]', '[END]']
+    """
+    import keras_hub
+    import tensorflow as tf
+
+    reserved_tokens = list(reserved_tokens)
+    if vocabulary_size <= len(reserved_tokens):
+        raise ValueError(
+            "vocabulary_size must exceed the number of reserved tokens "
+            f"({len(reserved_tokens)}). Received: {vocabulary_size=}"
+        )
+    if isinstance(texts, tf.data.Dataset):
+        data = texts
+    else:
+        texts = list(texts)
+        data = tf.data.Dataset.from_tensor_slices(
+            tf.constant(texts, tf.string, shape=[len(texts)])
+        )
+    return keras_hub.tokenizers.compute_word_piece_vocabulary(
+        data,
+        vocabulary_size,
+        lowercase=lowercase,
+        strip_accents=strip_accents,
+        reserved_tokens=reserved_tokens,
+    )
+
+
+def tokenizer(vocabulary, lowercase=True, sequence_length=None, **kwargs):
+    """Builds the matching `keras_hub.tokenizers.WordPieceTokenizer`.
+
+    Args:
+        vocabulary: list of str, or the path of a vocabulary file.
+        lowercase: bool. Must match the training setting. Defaults to `True`.
+        sequence_length: int or None. Pad/truncate outputs to this length.
+            Defaults to `None` (ragged output).
+        **kwargs: other `WordPieceTokenizer` arguments.
+
+    Returns:
+        A `WordPieceTokenizer` with `strip_accents=False` and
+        `oov_token="[UNK]"` unless overridden in `kwargs`.
+
+    Example:
+    >>> tok = tokenizer(train_wordpiece(["Y lloró Jesús."], 100))
+    >>> tok.detokenize(tok.tokenize("Y lloró Jesús."))
+    'y lloró jesús .'
+    """
+    import keras_hub
+
+    if not isinstance(vocabulary, (list, tuple)):
+        vocabulary = load_vocabulary(vocabulary)
+    kwargs.setdefault("strip_accents", False)
+    kwargs.setdefault("oov_token", "[UNK]")
+    return keras_hub.tokenizers.WordPieceTokenizer(
+        vocabulary=list(vocabulary),
+        lowercase=lowercase,
+        sequence_length=sequence_length,
+        **kwargs,
+    )
+
+
+def save_vocabulary(tokens, path):
+    """Writes tokens to a UTF-8 file, one per line, in order.
+
+    Args:
+        tokens: sequence of str. No token may be empty, contain a line break,
+            or appear twice.
+        path: str or path-like. Destination file.
+    """
+    tokens = list(tokens)
+    for token in tokens:
+        if not token or "\n" in token or "\r" in token:
+            raise ValueError(f"Cannot store token {token!r} one per line.")
+    if len(set(tokens)) != len(tokens):
+        raise ValueError("The vocabulary has duplicate tokens.")
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.writelines(token + "\n" for token in tokens)
+
+
+def load_vocabulary(path):
+    """Reads a vocabulary written by `save_vocabulary` (one token per line).
+
+    Args:
+        path: str or path-like.
+
+    Returns:
+        A list of str, in file order.
+    """
+    with open(path, encoding="utf-8", newline="") as f:
+        return [line.rstrip("\r\n") for line in f if line.rstrip("\r\n")]

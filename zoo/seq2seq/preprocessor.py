@@ -1,0 +1,224 @@
+"""Turns (source, target) sentence pairs into padded subword ids."""
+
+import os
+import re
+
+import keras
+import keras_hub
+import tensorflow as tf
+
+from zoo.data import vocabulary as vocabularies
+
+RESERVED_TOKENS = vocabularies.DEFAULT_RESERVED_TOKENS
+# WordPiece detokenization puts a space around every piece that was split
+# off; punctuation is glued back to the word it belongs to.
+_SPACE_BEFORE = re.compile(r" ([.,;:!?)\]»”’])")
+_SPACE_AFTER = re.compile(r"([(\[¿¡«“]) ")
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class TranslationPreprocessor(keras.layers.Layer):
+    """WordPiece-tokenizes and packs translation pairs inside `tf.data`.
+
+    The source becomes `encoder_token_ids` (`tokens [END] [PAD]...`); the
+    target becomes `decoder_token_ids` (`[START] tokens [PAD]...`) and the
+    labels (`tokens [END] [PAD]...`, shifted by one), with a sample weight
+    that is 0 on padding so it never counts in the loss or the metrics.
+    Vocabularies are keras-hub `WordPieceTokenizer`s; they are saved as
+    assets (`vocabulary.txt`) beside the preset, never inside the config.
+
+    Args:
+        source_tokenizer: a `keras_hub.tokenizers.WordPieceTokenizer` or a
+            vocabulary (list of tokens or path to a file, one per line).
+        target_tokenizer: the same for the target language.
+        source_sequence_length: int. Longest encoder input (longer sources
+            are truncated). Defaults to `64`.
+        target_sequence_length: int. Longest decoder input. Defaults to `64`.
+        lowercase: bool. Lowercase text before tokenizing (vocabularies
+            given as lists). Defaults to `False` (cased output).
+        trim_padding: bool. Cut each batch to its longest row instead of
+            the full sequence length, so padding does not dominate RNN
+            time. Defaults to `True`.
+        **kwargs: base layer arguments.
+
+    Call arguments:
+        x: string tensor `(batch,)` of source sentences.
+        y: optional string tensor `(batch,)` of target sentences.
+        sample_weight: ignored unless `y` is `None` (passed through).
+
+    Returns:
+        `{"encoder_token_ids"}` alone without `y`, else
+        `(features, labels, sample_weight)`.
+
+    Example:
+    >>> pre = TranslationPreprocessor(vocab, vocab, 8, 8)
+    >>> x, y, w = pre(tf.constant(["in the beginning"]), tf.constant(["en el principio"]))
+
+    Reference:
+        Wu et al., 2016, "Google's Neural Machine Translation System"
+        (WordPiece).
+    """
+
+    def __init__(
+        self,
+        source_tokenizer=None,
+        target_tokenizer=None,
+        source_sequence_length=64,
+        target_sequence_length=64,
+        lowercase=False,
+        trim_padding=True,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        for name, value in (
+            ("source_sequence_length", source_sequence_length),
+            ("target_sequence_length", target_sequence_length),
+        ):
+            if not isinstance(value, int) or value < 2:
+                raise ValueError(
+                    f"`{name}` must be an int >= 2. Received: {name}={value!r}"
+                )
+        self.lowercase = lowercase
+        self.trim_padding = trim_padding
+        self.source_tokenizer = self._tokenizer(source_tokenizer, "source_tokenizer")
+        self.target_tokenizer = self._tokenizer(target_tokenizer, "target_tokenizer")
+        self.source_sequence_length = source_sequence_length
+        self.target_sequence_length = target_sequence_length
+
+    def _tokenizer(self, value, name):
+        if isinstance(value, dict):
+            value = keras.saving.deserialize_keras_object(value)
+        if isinstance(value, keras_hub.tokenizers.Tokenizer):
+            return value
+        if value is None:
+            return keras_hub.tokenizers.WordPieceTokenizer(
+                lowercase=self.lowercase, strip_accents=False, name=name
+            )
+        return vocabularies.tokenizer(value, lowercase=self.lowercase, name=name)
+
+    def _ids(self, tokenizer):
+        if tokenizer.vocabulary is None:
+            raise ValueError(
+                f"{tokenizer.name} has no vocabulary yet: pass one, or load the "
+                "preprocessor from a preset."
+            )
+        return [tokenizer.token_to_id(t) for t in RESERVED_TOKENS]
+
+    def packers(self):
+        """keras-hub `StartEndPacker`s for the source and the target.
+
+        Made on demand (they hold only token ids) because the vocabularies
+        may arrive after construction, from preset assets.
+        """
+        pad, _, _, end = self._ids(self.source_tokenizer)
+        t_pad, _, t_start, t_end = self._ids(self.target_tokenizer)
+        source = keras_hub.layers.StartEndPacker(
+            self.source_sequence_length, end_value=end, pad_value=pad
+        )
+        target = keras_hub.layers.StartEndPacker(
+            self.target_sequence_length + 1,
+            start_value=t_start,
+            end_value=t_end,
+            pad_value=t_pad,
+        )
+        return source, target
+
+    def build(self, *args, **kwargs):
+        self.built = True
+
+    @property
+    def target_start_id(self):
+        return self.target_tokenizer.token_to_id("[START]")
+
+    @property
+    def target_end_id(self):
+        return self.target_tokenizer.token_to_id("[END]")
+
+    @property
+    def target_pad_id(self):
+        return self.target_tokenizer.token_to_id("[PAD]")
+
+    def call(self, x, y=None, sample_weight=None):
+        source_packer, target_packer = self.packers()
+        x = tf.convert_to_tensor(x)
+        source = source_packer(self.source_tokenizer(x))
+        if self.trim_padding:
+            source = _trim(source)
+        features = {"encoder_token_ids": source}
+        if y is None:
+            return features
+        target = target_packer(self.target_tokenizer(tf.convert_to_tensor(y)))
+        if self.trim_padding:
+            target = _trim(target)
+        features["decoder_token_ids"] = target[..., :-1]
+        labels = target[..., 1:]
+        weights = tf.cast(tf.not_equal(labels, self.target_pad_id), "float32")
+        return features, labels, weights
+
+    def detokenize(self, token_ids):
+        """Maps target ids to strings, stopping at `[END]`, dropping specials.
+
+        Args:
+            token_ids: int array `(batch, length)` (without `[START]`).
+
+        Returns:
+            A list of Python strings.
+        """
+        end, specials = (
+            self.target_end_id,
+            {self.target_tokenizer.token_to_id(t) for t in RESERVED_TOKENS},
+        )
+        texts = []
+        for row in keras.ops.convert_to_numpy(token_ids).tolist():
+            if end in row:
+                row = row[: row.index(end)]
+            row = [t for t in row if t not in specials]
+            text = self.target_tokenizer.detokenize(tf.constant([row], "int32"))
+            text = _to_str(keras.ops.convert_to_numpy(text)[0])
+            texts.append(_SPACE_AFTER.sub(r"\1", _SPACE_BEFORE.sub(r"\1", text)))
+        return texts
+
+    def target_tokens(self, token_ids):
+        """Maps target ids to their subword strings (for plot labels)."""
+        return [self.target_tokenizer.id_to_token(int(i)) for i in token_ids]
+
+    def source_tokens(self, token_ids):
+        """Maps source ids to their subword strings (for plot labels)."""
+        return [self.source_tokenizer.id_to_token(int(i)) for i in token_ids]
+
+    def save_assets(self, dir_path):
+        for tokenizer in (self.source_tokenizer, self.target_tokenizer):
+            path = os.path.join(dir_path, tokenizer.name)
+            os.makedirs(path, exist_ok=True)
+            tokenizer.save_assets(path)
+
+    def load_assets(self, dir_path):
+        for tokenizer in (self.source_tokenizer, self.target_tokenizer):
+            path = os.path.join(dir_path, tokenizer.name)
+            if not os.path.isdir(path):
+                raise ValueError(
+                    f"Missing vocabulary folder {path} for {tokenizer.name}"
+                )
+            tokenizer.load_assets(path)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            source_tokenizer=keras.saving.serialize_keras_object(self.source_tokenizer),
+            target_tokenizer=keras.saving.serialize_keras_object(self.target_tokenizer),
+            source_sequence_length=self.source_sequence_length,
+            target_sequence_length=self.target_sequence_length,
+            lowercase=self.lowercase,
+            trim_padding=self.trim_padding,
+        )
+        return config
+
+
+def _trim(ids):
+    """Drops the padding columns that no row of the batch uses (pad id 0)."""
+    used = tf.reduce_max(tf.reduce_sum(tf.cast(ids != 0, "int32"), axis=-1))
+    return ids[:, : tf.maximum(used, 1)]
+
+
+def _to_str(value):
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)

@@ -1,0 +1,257 @@
+"""Trains a `zoo.Seq2Seq` on the Bible EN->ES split and writes a preset.
+
+Example (the command behind `seq2seq_bahdanau_bible_en_es`):
+
+    python -m zoo.seq2seq.train --out zoo/seq2seq/presets/seq2seq_bahdanau_bible_en_es
+
+On the embedded sample (no Debian data needed, seconds):
+
+    python -m zoo.seq2seq.train --data sample --epochs 2 --out /tmp/s2s
+"""
+
+import argparse
+import os
+import platform
+import shlex
+import sys
+import time
+
+import keras
+import tensorflow as tf
+
+from keras_attention.training.strategy import get_strategy
+from zoo.data import bible, parallel_text, vocabulary
+from zoo.seq2seq.model import Seq2Seq
+from zoo.seq2seq.preprocessor import TranslationPreprocessor
+from zoo.translation_metrics import corpus_scores
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--data",
+        default="bible",
+        help="'bible' (Debian SWORD modules), 'sample', or a TSV path",
+    )
+    p.add_argument("--sword-path", default=bible.DEFAULT_SWORD_PATH)
+    p.add_argument("--validation-tsv", help="with a TSV --data: validation pairs")
+    p.add_argument("--test-tsv", help="with a TSV --data: test pairs")
+    p.add_argument("--out", required=True, help="preset directory to write")
+    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--batch-size", type=int, default=64, help="global batch size")
+    p.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        help="stop training after this many minutes",
+    )
+    p.add_argument("--vocabulary-size", type=int, default=8000)
+    p.add_argument("--max-length", type=int, default=64, help="subwords per side")
+    p.add_argument("--embedding-dim", type=int, default=256)
+    p.add_argument("--units", type=int, default=256)
+    p.add_argument("--encoder-layers", type=int, default=1)
+    p.add_argument("--cell", default="lstm", choices=["lstm", "gru"])
+    p.add_argument("--style", default="bahdanau", choices=["bahdanau", "luong"])
+    p.add_argument("--score", default="additive")
+    p.add_argument("--window", type=int, default=None)
+    p.add_argument("--local", default="monotonic", choices=["monotonic", "predictive"])
+    p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--learning-rate", type=float, default=1e-3)
+    p.add_argument("--patience", type=int, default=2)
+    p.add_argument("--strategy", default="auto")
+    p.add_argument("--beam-width", type=int, default=4)
+    p.add_argument(
+        "--eval-limit",
+        type=int,
+        default=None,
+        help="translate only the first N test pairs",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--verbose", type=int, default=1)
+    return p.parse_args(argv)
+
+
+def load_splits(args):
+    """Returns lists of (source, target) pairs for train/validation/test."""
+    if args.data == "bible":
+
+        def pairs(split):
+            return [
+                (en, es)
+                for en, es, _ in bible.load_pairs(split, sword_path=args.sword_path)
+            ]
+
+        return pairs("train"), pairs("validation"), pairs("test")
+    if args.data == "sample":
+        train = parallel_text.read_tsv(bible.sample_path("train"))
+        test = parallel_text.read_tsv(bible.sample_path("test"))
+        return train, test[:50], test
+    train = parallel_text.read_tsv(args.data)
+    validation = (
+        parallel_text.read_tsv(args.validation_tsv) if args.validation_tsv else []
+    )
+    test = parallel_text.read_tsv(args.test_tsv) if args.test_tsv else []
+    return train, validation, test
+
+
+def bucketed(pairs, batch_size, seed, shuffle=True):
+    """Batches of raw string pairs of similar length (less padding)."""
+    source = tf.constant([p[0] for p in pairs])
+    target = tf.constant([p[1] for p in pairs])
+    ds = tf.data.Dataset.from_tensor_slices((source, target))
+    if shuffle:
+        ds = ds.shuffle(len(pairs), seed=seed, reshuffle_each_iteration=True)
+    boundaries = [60, 90, 120, 150, 190, 240, 300]
+    return ds.bucket_by_sequence_length(
+        lambda s, t: tf.strings.length(t),
+        bucket_boundaries=boundaries,
+        bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
+    )
+
+
+class TimeBudget(keras.callbacks.Callback):
+    """Stops training once `minutes` have passed (checked every batch)."""
+
+    def __init__(self, minutes):
+        super().__init__()
+        self.seconds = minutes * 60
+        self.start = time.time()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if time.time() - self.start > self.seconds:
+            self.model.stop_training = True
+
+
+def evaluate_translations(model, test_pairs, beam_width, limit=None):
+    """BLEU/chrF of greedy and beam decoding on `test_pairs`."""
+    pairs = test_pairs[:limit] if limit else test_pairs
+    sources = [p[0] for p in pairs]
+    references = [p[1] for p in pairs]
+    results = {}
+    for name, width in (("greedy", 1), (f"beam{beam_width}", beam_width)):
+        start = time.time()
+        hypotheses = model.translate(sources, beam_width=width)
+        scores = corpus_scores(hypotheses, references)
+        scores["decode_seconds"] = round(time.time() - start, 1)
+        results[name] = scores
+        print(
+            f"{name}: BLEU {scores['bleu']:.2f} chrF {scores['chrf']:.2f} "
+            f"({scores['sentences']} sentences, {scores['decode_seconds']} s)"
+        )
+        print(f"  {scores['bleu_signature']}\n  {scores['chrf_signature']}")
+        for src, hyp, ref in list(zip(sources, hypotheses, references))[:3]:
+            print(f"  EN  {src}\n  OUT {hyp}\n  REF {ref}")
+    return results
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    command = "python -m zoo.seq2seq.train " + " ".join(
+        shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)
+    )
+    keras.utils.set_random_seed(args.seed)
+    train, validation, test = load_splits(args)
+    print(
+        f"data: {len(train)} train, {len(validation)} validation, {len(test)} test pairs"
+    )
+
+    start = time.time()
+    source_vocab = vocabulary.train_wordpiece(
+        [p[0] for p in train], args.vocabulary_size, lowercase=False
+    )
+    target_vocab = vocabulary.train_wordpiece(
+        [p[1] for p in train], args.vocabulary_size, lowercase=False
+    )
+    print(
+        f"vocabularies: {len(source_vocab)} EN, {len(target_vocab)} ES subwords "
+        f"({time.time() - start:.0f} s)"
+    )
+
+    strategy = get_strategy(args.strategy)
+    with strategy.scope():
+        preprocessor = TranslationPreprocessor(
+            source_vocab, target_vocab, args.max_length, args.max_length
+        )
+        model = Seq2Seq(
+            len(source_vocab),
+            len(target_vocab),
+            embedding_dim=args.embedding_dim,
+            units=args.units,
+            encoder_layers=args.encoder_layers,
+            cell=args.cell,
+            style=args.style,
+            score=args.score,
+            window=args.window,
+            local=args.local,
+            dropout=args.dropout,
+            preprocessor=preprocessor,
+        )
+        model.compile(
+            optimizer=keras.optimizers.Adam(args.learning_rate, clipnorm=1.0),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            weighted_metrics=["accuracy"],
+        )
+    print(
+        f"model: {model.count_params():,} parameters; strategy "
+        f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replica(s)"
+    )
+
+    callbacks = [
+        keras.callbacks.EarlyStopping(
+            monitor="val_loss", patience=args.patience, restore_best_weights=True
+        )
+    ]
+    if args.time_budget:
+        callbacks.append(TimeBudget(args.time_budget))
+    train_ds = bucketed(train, args.batch_size, args.seed)
+    val_ds = (
+        bucketed(validation, args.batch_size, args.seed, shuffle=False)
+        if validation
+        else None
+    )
+    start = time.time()
+    history = model.fit(
+        train_ds,
+        validation_data=val_ds,
+        epochs=args.epochs,
+        callbacks=callbacks,
+        verbose=args.verbose,
+    )
+    train_seconds = time.time() - start
+    epochs_run = len(history.history["loss"])
+    print(f"trained {epochs_run} epochs in {train_seconds / 60:.1f} min")
+
+    metrics = {
+        "train_minutes": round(train_seconds / 60, 1),
+        "epochs": epochs_run,
+        "history": {
+            k: [round(float(v), 4) for v in vals] for k, vals in history.history.items()
+        },
+    }
+    if test:
+        metrics["test"] = evaluate_translations(
+            model, test, args.beam_width, args.eval_limit
+        )
+    metadata = {
+        "task": "translation en->es",
+        "command": command,
+        "data": {
+            "source": args.data,
+            "train_pairs": len(train),
+            "validation_pairs": len(validation),
+            "test_pairs": len(test),
+            "split": "by book: test = "
+            + ", ".join(bible.TEST_BOOKS)
+            + "; validation = "
+            + ", ".join(bible.VALIDATION_BOOKS),
+        },
+        "hardware": f"{platform.machine()} CPU, {os.cpu_count()} cores, no GPU",
+        "metrics": metrics,
+    }
+    model.save_to_preset(args.out, metadata=metadata)
+    print(f"preset written to {args.out}")
+    return model, metadata
+
+
+if __name__ == "__main__":
+    main()
