@@ -1,0 +1,607 @@
+"""Transformer encoder and decoder blocks (Vaswani et al. 2017).
+
+Each block is a stack of residual sublayers, multi-head attention then a
+position-wise feed-forward network `max(0, x W1 + b1) W2 + b2`:
+
+- post-norm (`normalize_first=False`, the paper): `x = LN(x + Dropout(f(x)))`;
+- pre-norm (`normalize_first=True`, GPT-2): `x = x + Dropout(f(LN(x)))`.
+
+The blocks mirror `keras_hub.layers.TransformerEncoder` and
+`keras_hub.layers.TransformerDecoder`: the same arguments, the same sublayer
+names and the same weight order, so `ours.set_weights(hub.get_weights())`
+(and back) works on blocks built on inputs of the same shapes. The
+attention sublayers are `keras_attention.layers.MultiHeadAttention`, so any
+alignment function can replace the scaled dot product (`score=`); a score
+with weights appends them after the projection weights of its attention
+sublayer, which then no longer lines up with keras-hub.
+
+Padding masks (explicit, or the implicit Keras mask of an input such as the
+output of `keras.layers.Embedding(mask_zero=True)`) hide padded *keys*; an
+explicit mask takes precedence over the implicit one. The outputs at padded
+query positions are computed like any other and should be ignored
+downstream; this is what keras-hub does with explicit masks.
+"""
+
+import numbers
+
+import keras
+from keras import ops
+from keras.src.backend import get_keras_mask, set_keras_mask
+
+from keras_attention import scores
+from keras_attention.layers.multi_head_attention import MultiHeadAttention
+
+PACKAGE = "keras_attention"
+
+
+class _TransformerBlock(keras.layers.Layer):
+    """Arguments, validation, config and sublayer factories of both blocks."""
+
+    def __init__(
+        self,
+        intermediate_dim,
+        num_heads,
+        dropout=0.0,
+        activation="relu",
+        layer_norm_epsilon=1e-5,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        normalize_first=False,
+        score="scaled_dot",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if not isinstance(intermediate_dim, numbers.Integral) or intermediate_dim < 1:
+            raise ValueError(
+                "`intermediate_dim` must be a positive integer. "
+                f"Received: intermediate_dim={intermediate_dim}"
+            )
+        if not isinstance(num_heads, numbers.Integral) or num_heads < 1:
+            raise ValueError(
+                "`num_heads` must be a positive integer. "
+                f"Received: num_heads={num_heads}"
+            )
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(
+                f"`dropout` must be in [0, 1). Received: dropout={dropout}"
+            )
+        if isinstance(score, scores.Score):
+            score = scores.serialize(score)
+        scores.get(score)  # Fails early, with the registry's message.
+        self.intermediate_dim = int(intermediate_dim)
+        self.num_heads = int(num_heads)
+        self.dropout = dropout
+        self.activation = keras.activations.get(activation)
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.normalize_first = normalize_first
+        self.score = score
+        self.supports_masking = True
+
+    def _head_dim(self, hidden_dim):
+        if hidden_dim is None or hidden_dim % self.num_heads != 0:
+            raise ValueError(
+                f"The hidden size ({hidden_dim}) must be divisible by the "
+                f"number of heads (num_heads={self.num_heads}) in "
+                f"{type(self).__name__}."
+            )
+        return hidden_dim // self.num_heads
+
+    def _initializers(self):
+        # A fresh initializer per sublayer, so seeded ones do not repeat.
+        return {
+            "kernel_initializer": _clone(self.kernel_initializer),
+            "bias_initializer": _clone(self.bias_initializer),
+        }
+
+    def _attention(self, name, head_dim, query_shape, value_shape):
+        layer = MultiHeadAttention(
+            num_heads=self.num_heads,
+            key_dim=head_dim,
+            value_dim=head_dim,
+            dropout=self.dropout,
+            score=self.score,
+            dtype=self.dtype_policy,
+            name=name,
+            **self._initializers(),
+        )
+        layer.build(query_shape, value_shape)
+        return layer
+
+    def _norm(self, name, shape):
+        layer = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+        )
+        layer.build(shape)
+        return layer
+
+    def _dropout(self, name):
+        return keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name=name)
+
+    def _dense(self, name, units, input_shape, activation=None):
+        layer = keras.layers.Dense(
+            units,
+            activation=activation,
+            dtype=self.dtype_policy,
+            name=name,
+            **self._initializers(),
+        )
+        layer.build(input_shape)
+        return layer
+
+    def _feedforward(self, x, training):
+        """`x + Dropout(W2 act(W1 x + b1) + b2)` with the chosen norm order."""
+        residual = x
+        if self.normalize_first:
+            x = self._feedforward_layer_norm(x)
+        x = self._feedforward_intermediate_dense(x)
+        x = self._feedforward_output_dense(x)
+        x = self._feedforward_dropout(x, training=training)
+        x = x + residual
+        if not self.normalize_first:
+            x = self._feedforward_layer_norm(x)
+        return x
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "intermediate_dim": self.intermediate_dim,
+                "num_heads": self.num_heads,
+                "dropout": self.dropout,
+                "activation": keras.activations.serialize(self.activation),
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                "normalize_first": self.normalize_first,
+                "score": self.score,
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class TransformerEncoderBlock(_TransformerBlock):
+    """Transformer encoder block: self-attention and feed-forward network.
+
+    `x = LN(x + Dropout(MHA(x, x)))` then `x = LN(x + Dropout(FFN(x)))`
+    (post-norm, as in the paper), or with `normalize_first=True` the
+    pre-norm `x = x + Dropout(MHA(LN(x)))`, `x = x + Dropout(FFN(LN(x)))`.
+    The attention heads have size `hidden_dim // num_heads`, where
+    `hidden_dim` is the last dimension of the inputs.
+
+    Sublayers, in weight order (that of `keras_hub.layers.TransformerEncoder`,
+    so `set_weights(hub_encoder.get_weights())` works): `self_attention_layer`,
+    `self_attention_layer_norm`, `feedforward_layer_norm`,
+    `feedforward_intermediate_dense`, `feedforward_output_dense`.
+
+    Args:
+        intermediate_dim: int. Hidden size of the feed-forward network.
+        num_heads: int. Number of attention heads; must divide the hidden
+            size of the inputs.
+        dropout: float in `[0, 1)`. Rate of the residual dropouts and of the
+            dropout on the attention weights. Defaults to `0.0`.
+        activation: str or callable. Activation of the first feed-forward
+            layer. Defaults to `"relu"`.
+        layer_norm_epsilon: float. Epsilon of the layer normalisations.
+            Defaults to `1e-5`.
+        kernel_initializer: str or initializer. Kernels of the attention and
+            dense layers. Defaults to `"glorot_uniform"`.
+        bias_initializer: str or initializer. Biases of the attention and
+            dense layers. Defaults to `"zeros"`.
+        normalize_first: bool. Pre-norm instead of post-norm. Defaults to
+            `False`.
+        score: str, dict or `keras_attention.scores.Score`. Alignment
+            function of the attention heads. Defaults to `"scaled_dot"`.
+        **kwargs: base layer arguments such as `name` and `dtype`.
+
+    Call arguments:
+        inputs: tensor `(batch, T, hidden_dim)`.
+        padding_mask: optional boolean `(batch, T)`, `True` for real tokens.
+            Padded positions are hidden as keys. Defaults to the Keras mask
+            of `inputs`, if any.
+        attention_mask: optional boolean `(batch, T, T)`, `True` = may attend;
+            combined with the padding mask.
+        training: bool. Dropout only in training mode.
+        return_attention_scores: bool. Also return the attention weights
+            `(batch, num_heads, T, T)`. Defaults to `False`.
+
+    Returns:
+        Tensor of the shape of `inputs`, or `(outputs, attention_weights)`
+        with `return_attention_scores=True`.
+
+    Example:
+    >>> import numpy as np
+    >>> block = TransformerEncoderBlock(intermediate_dim=16, num_heads=2)
+    >>> x = np.random.normal(size=(2, 5, 8)).astype("float32")
+    >>> mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    >>> tuple(block(x, padding_mask=mask).shape)
+    (2, 5, 8)
+
+    Reference:
+        Vaswani et al., 2017, "Attention Is All You Need", section 3.1.
+    """
+
+    def build(self, inputs_shape):
+        hidden_dim = inputs_shape[-1]
+        head_dim = self._head_dim(hidden_dim)
+        intermediate_shape = tuple(inputs_shape[:-1]) + (self.intermediate_dim,)
+        self._self_attention_layer = self._attention(
+            "self_attention_layer", head_dim, inputs_shape, inputs_shape
+        )
+        self._self_attention_layer_norm = self._norm(
+            "self_attention_layer_norm", inputs_shape
+        )
+        self._self_attention_dropout = self._dropout("self_attention_dropout")
+        self._feedforward_layer_norm = self._norm(
+            "feedforward_layer_norm", inputs_shape
+        )
+        self._feedforward_intermediate_dense = self._dense(
+            "feedforward_intermediate_dense",
+            self.intermediate_dim,
+            inputs_shape,
+            self.activation,
+        )
+        self._feedforward_output_dense = self._dense(
+            "feedforward_output_dense", hidden_dim, intermediate_shape
+        )
+        self._feedforward_dropout = self._dropout("feedforward_dropout")
+        self.built = True
+
+    def call(
+        self,
+        inputs,
+        padding_mask=None,
+        attention_mask=None,
+        training=None,
+        return_attention_scores=False,
+    ):
+        implicit_mask = _take_keras_mask(inputs)
+        if padding_mask is None:
+            padding_mask = implicit_mask
+        x = inputs
+        residual = x
+        if self.normalize_first:
+            x = _unmasked(self._self_attention_layer_norm(x))
+        outputs = self._self_attention_layer(
+            query=x,
+            value=x,
+            value_mask=padding_mask,
+            attention_mask=attention_mask,
+            return_attention_scores=return_attention_scores,
+            training=training,
+        )
+        x, weights = outputs if return_attention_scores else (outputs, None)
+        x = self._self_attention_dropout(x, training=training)
+        x = x + residual
+        if not self.normalize_first:
+            x = self._self_attention_layer_norm(x)
+        x = self._feedforward(x, training)
+        set_keras_mask(inputs, implicit_mask)
+        return (x, weights) if return_attention_scores else x
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class TransformerDecoderBlock(_TransformerBlock):
+    """Transformer decoder block: causal self-attention, cross-attention, FFN.
+
+    Called as `block(decoder_sequence)` it has no cross-attention (decoder
+    only, as GPT); called as `block(decoder_sequence, encoder_sequence)` it
+    attends to the encoder output after the self-attention (the paper's
+    decoder). The first call fixes which; later calls must agree. Each
+    sublayer is residual with post-norm, or pre-norm with
+    `normalize_first=True`; the self-attention is causal by default.
+
+    Sublayers, in weight order (that of `keras_hub.layers.TransformerDecoder`,
+    so `set_weights(hub_decoder.get_weights())` works): `self_attention`,
+    `self_attention_layer_norm`, [`cross_attention`,
+    `cross_attention_layer_norm`], `feedforward_intermediate_dense`,
+    `feedforward_output_dense`, `feedforward_layer_norm`.
+
+    Incremental decoding. The self-attention cache has shape
+    `(batch, 2, max_length, num_heads, hidden_dim // num_heads)` (start from
+    zeros); each call writes the keys/values of `decoder_sequence` at
+    `self_attention_cache_update_index` and returns the updated cache. The
+    cross-attention cache, of shape `(batch, 2, encoder_length, num_heads,
+    hidden_dim // num_heads)`, holds the encoder's projected keys/values:
+    compute it once with `compute_cross_attention_cache(encoder_sequence)`;
+    it is used as is and returned unchanged.
+
+    Args:
+        intermediate_dim: int. Hidden size of the feed-forward network.
+        num_heads: int. Number of attention heads; must divide the hidden
+            size of `decoder_sequence`.
+        dropout: float in `[0, 1)`. Rate of the residual dropouts and of the
+            dropout on the attention weights. Defaults to `0.0`.
+        activation: str or callable. Activation of the first feed-forward
+            layer. Defaults to `"relu"`.
+        layer_norm_epsilon: float. Epsilon of the layer normalisations.
+            Defaults to `1e-5`.
+        kernel_initializer: str or initializer. Kernels of the attention and
+            dense layers. Defaults to `"glorot_uniform"`.
+        bias_initializer: str or initializer. Biases of the attention and
+            dense layers. Defaults to `"zeros"`.
+        normalize_first: bool. Pre-norm instead of post-norm. Defaults to
+            `False`.
+        score: str, dict or `keras_attention.scores.Score`. Alignment
+            function of both attention sublayers. Defaults to `"scaled_dot"`.
+        **kwargs: base layer arguments such as `name` and `dtype`.
+
+    Call arguments:
+        decoder_sequence: tensor `(batch, T, hidden_dim)`.
+        encoder_sequence: optional tensor `(batch, S, encoder_dim)`.
+        decoder_padding_mask: optional boolean mask of the self-attention
+            keys: `(batch, T)`, or `(batch, max_length)` with a
+            self-attention cache. Defaults to the Keras mask of
+            `decoder_sequence`, if any.
+        decoder_attention_mask: optional boolean `(batch, T, T)` (with a
+            cache, `(batch, T, max_length)`), combined with the other masks.
+        encoder_padding_mask: optional boolean `(batch, S)`. Defaults to the
+            Keras mask of `encoder_sequence`, if any.
+        encoder_attention_mask: optional boolean `(batch, T, S)`.
+        self_attention_cache: optional tensor, see above.
+        self_attention_cache_update_index: int or int tensor. Position of
+            the first step of `decoder_sequence` in the cache; the causal
+            mask is offset by it.
+        cross_attention_cache: optional tensor, see above. Required with
+            `self_attention_cache` when the block has cross-attention.
+        return_attention_scores: bool. Also return the attention weights
+            `(batch, num_heads, T, S)` of the cross-attention, or of the
+            self-attention when the block has no cross-attention. Defaults
+            to `False`.
+        use_causal_mask: bool. Hide future positions from the
+            self-attention. Defaults to `True`.
+        training: bool. Dropout only in training mode.
+
+    Returns:
+        `outputs` of shape `(batch, T, hidden_dim)`, followed by, in order:
+        `self_attention_cache` when one is given, `cross_attention_cache`
+        when one is given (with cross-attention), and the attention weights
+        with `return_attention_scores=True`. That is one of `outputs`,
+        `(outputs, self_cache)`, `(outputs, self_cache, cross_cache)`,
+        `(outputs, weights)`, `(outputs, self_cache, weights)` or
+        `(outputs, self_cache, cross_cache, weights)`.
+
+    Example:
+    >>> import numpy as np
+    >>> block = TransformerDecoderBlock(intermediate_dim=16, num_heads=2)
+    >>> target = np.random.normal(size=(2, 4, 8)).astype("float32")
+    >>> source = np.random.normal(size=(2, 6, 8)).astype("float32")
+    >>> tuple(block(target, source).shape)
+    (2, 4, 8)
+    >>> cross = block.compute_cross_attention_cache(source)
+    >>> cache = np.zeros((2, 2, 4, 2, 4), "float32")
+    >>> out, cache, cross = block(
+    ...     target[:, :1], source, self_attention_cache=cache,
+    ...     self_attention_cache_update_index=0, cross_attention_cache=cross)
+    >>> tuple(out.shape)
+    (2, 1, 8)
+
+    Reference:
+        Vaswani et al., 2017, "Attention Is All You Need", section 3.1.
+    """
+
+    def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
+        hidden_dim = decoder_sequence_shape[-1]
+        head_dim = self._head_dim(hidden_dim)
+        intermediate_shape = tuple(decoder_sequence_shape[:-1]) + (
+            self.intermediate_dim,
+        )
+        self._self_attention_layer = self._attention(
+            "self_attention", head_dim, decoder_sequence_shape, decoder_sequence_shape
+        )
+        self._self_attention_layer_norm = self._norm(
+            "self_attention_layer_norm", decoder_sequence_shape
+        )
+        self._self_attention_dropout = self._dropout("self_attention_dropout")
+        self._cross_attention_layer = None
+        if encoder_sequence_shape is not None:
+            self._cross_attention_layer = self._attention(
+                "cross_attention",
+                head_dim,
+                decoder_sequence_shape,
+                encoder_sequence_shape,
+            )
+            self._cross_attention_layer_norm = self._norm(
+                "cross_attention_layer_norm", decoder_sequence_shape
+            )
+            self._cross_attention_dropout = self._dropout("cross_attention_dropout")
+        self._feedforward_intermediate_dense = self._dense(
+            "feedforward_intermediate_dense",
+            self.intermediate_dim,
+            decoder_sequence_shape,
+            self.activation,
+        )
+        self._feedforward_output_dense = self._dense(
+            "feedforward_output_dense", hidden_dim, intermediate_shape
+        )
+        self._feedforward_layer_norm = self._norm(
+            "feedforward_layer_norm", decoder_sequence_shape
+        )
+        self._feedforward_dropout = self._dropout("feedforward_dropout")
+        self.built = True
+
+    def call(
+        self,
+        decoder_sequence,
+        encoder_sequence=None,
+        decoder_padding_mask=None,
+        decoder_attention_mask=None,
+        encoder_padding_mask=None,
+        encoder_attention_mask=None,
+        self_attention_cache=None,
+        self_attention_cache_update_index=None,
+        cross_attention_cache=None,
+        return_attention_scores=False,
+        use_causal_mask=True,
+        training=None,
+    ):
+        has_cross = self._cross_attention_layer is not None
+        self._check_call(encoder_sequence, self_attention_cache, cross_attention_cache)
+        decoder_mask = _take_keras_mask(decoder_sequence)
+        if decoder_padding_mask is None:
+            decoder_padding_mask = decoder_mask
+        if has_cross:
+            encoder_mask = _take_keras_mask(encoder_sequence)
+            if encoder_padding_mask is None:
+                encoder_padding_mask = encoder_mask
+
+        x = decoder_sequence
+        residual = x
+        if self.normalize_first:
+            x = _unmasked(self._self_attention_layer_norm(x))
+        outputs = self._self_attention_layer(
+            query=x,
+            value=x,
+            value_mask=decoder_padding_mask,
+            attention_mask=decoder_attention_mask,
+            use_causal_mask=use_causal_mask,
+            cache=self_attention_cache,
+            cache_update_index=self_attention_cache_update_index,
+            return_attention_scores=return_attention_scores,
+            training=training,
+        )
+        x, weights, self_attention_cache = _unpack(
+            outputs, return_attention_scores, self_attention_cache is not None
+        )
+        x = self._self_attention_dropout(x, training=training)
+        x = x + residual
+        if not self.normalize_first:
+            x = self._self_attention_layer_norm(x)
+
+        if has_cross:
+            residual = x
+            if self.normalize_first:
+                x = _unmasked(self._cross_attention_layer_norm(x))
+            outputs = self._cross_attention_layer(
+                query=x,
+                value=encoder_sequence,
+                value_mask=encoder_padding_mask,
+                attention_mask=encoder_attention_mask,
+                cache=cross_attention_cache,
+                return_attention_scores=return_attention_scores,
+                training=training,
+            )
+            x, weights, cross_attention_cache = _unpack(
+                outputs, return_attention_scores, cross_attention_cache is not None
+            )
+            x = self._cross_attention_dropout(x, training=training)
+            x = x + residual
+            if not self.normalize_first:
+                x = self._cross_attention_layer_norm(x)
+
+        x = self._feedforward(x, training)
+        set_keras_mask(decoder_sequence, decoder_mask)
+        if has_cross:
+            set_keras_mask(encoder_sequence, encoder_mask)
+
+        results = [x]
+        if self_attention_cache is not None:
+            results.append(self_attention_cache)
+            if has_cross:
+                results.append(cross_attention_cache)
+        if return_attention_scores:
+            results.append(weights)
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def compute_cross_attention_cache(self, encoder_sequence):
+        """Projects `encoder_sequence` into the cross-attention cache.
+
+        Args:
+            encoder_sequence: tensor `(batch, S, encoder_dim)`, the encoder
+                output the decoder attends to.
+
+        Returns:
+            Tensor `(batch, 2, S, num_heads, head_dim)`: projected keys at
+            `[:, 0]`, values at `[:, 1]`, ready for `cross_attention_cache`.
+        """
+        if not self.built or self._cross_attention_layer is None:
+            raise ValueError(
+                "`compute_cross_attention_cache` needs a block built with "
+                "cross-attention: call it once as "
+                "`block(decoder_sequence, encoder_sequence)` first."
+            )
+        attention = self._cross_attention_layer
+        batch, length = ops.shape(encoder_sequence)[0], ops.shape(encoder_sequence)[1]
+        head_dim = attention.key_dim
+        cache = ops.zeros(
+            (batch, 2, length, self.num_heads, head_dim), dtype=self.compute_dtype
+        )
+        # Writing at index 0 with an (ignored) one-step query fills the cache
+        # with the projections of the whole encoder sequence.
+        query = ops.zeros((batch, 1, self.num_heads * head_dim), self.compute_dtype)
+        mask = _take_keras_mask(encoder_sequence)
+        _, cache = attention(
+            query=query, value=encoder_sequence, cache=cache, cache_update_index=0
+        )
+        set_keras_mask(encoder_sequence, mask)
+        return cache
+
+    def _check_call(self, encoder_sequence, self_cache, cross_cache):
+        has_cross = self._cross_attention_layer is not None
+        if has_cross != (encoder_sequence is not None):
+            built = "with" if has_cross else "without"
+            raise ValueError(
+                f"{type(self).__name__} '{self.name}' was built {built} "
+                "cross-attention, so it must be called "
+                + (
+                    "as `block(decoder_sequence, encoder_sequence)`."
+                    if has_cross
+                    else "as `block(decoder_sequence)`, without encoder_sequence."
+                )
+            )
+        if has_cross and (self_cache is None) != (cross_cache is None):
+            raise ValueError(
+                "With cross-attention, `self_attention_cache` and "
+                "`cross_attention_cache` must both be given or both be None. "
+                f"Received: self_attention_cache is None: {self_cache is None}, "
+                f"cross_attention_cache is None: {cross_cache is None}"
+            )
+        if not has_cross and cross_cache is not None:
+            raise ValueError(
+                "`cross_attention_cache` was given to a block without cross-attention."
+            )
+
+
+def _take_keras_mask(x):
+    """Returns the Keras mask of `x` and detaches it until the call ends.
+
+    A mask left on a tensor would be turned by `Layer.__call__` into a
+    `query_mask` of the attention sublayer (hiding padded query rows) on top
+    of the masks this block passes explicitly, and `MultiHeadAttention`
+    would clear it; the blocks put it back on their inputs before returning,
+    so a tensor shared by a stack of blocks keeps its mask.
+    `keras.src.backend.get_keras_mask` is the accessor that works on every
+    backend (JAX arrays keep the mask outside the tensor); keras-hub reads
+    implicit masks the same way.
+    """
+    mask = get_keras_mask(x)
+    set_keras_mask(x, None)
+    return mask
+
+
+def _unmasked(x):
+    """Drops the Keras mask a sublayer attached to the intermediate `x`."""
+    set_keras_mask(x, None)
+    return x
+
+
+def _unpack(outputs, with_weights, with_cache):
+    """Splits `MultiHeadAttention`'s outputs into `(x, weights, cache)`."""
+    if not with_weights and not with_cache:
+        return outputs, None, None
+    if with_weights and with_cache:
+        return outputs
+    if with_weights:
+        return outputs[0], outputs[1], None
+    return outputs[0], None, outputs[1]
+
+
+def _clone(initializer):
+    """A copy of an initializer object (strings and dicts pass through)."""
+    if isinstance(initializer, keras.initializers.Initializer):
+        return initializer.__class__.from_config(initializer.get_config())
+    return initializer
