@@ -33,7 +33,7 @@ setup(
     extras_require={
         "dev": ["pytest>=8", "ruff>=0.6", "jax[cpu]"],
     },
-    entry_points={"console_scripts": []},
+    entry_points={"console_scripts": ["keras-attention = zoo.cli:main"]},
     classifiers=[
         "Programming Language :: Python :: 3",
         "Topic :: Scientific/Engineering :: Artificial Intelligence",

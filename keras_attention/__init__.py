@@ -1,7 +1,15 @@
 """keras_attention: every classic attention mechanism as a Keras 3 layer."""
 
-from keras_attention import layers, scores
+from keras_attention import decoding, layers, plotting, presets, scores, training
 
 __version__ = "0.1.0"
 
-__all__ = ["layers", "scores", "__version__"]
+__all__ = [
+    "decoding",
+    "layers",
+    "plotting",
+    "presets",
+    "scores",
+    "training",
+    "__version__",
+]

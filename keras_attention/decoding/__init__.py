@@ -1,0 +1,6 @@
+"""Decoding searches sharing keras-hub's `next(prompt, cache, index)` contract."""
+
+from keras_attention.decoding.beam_search import BeamSearch
+from keras_attention.decoding.greedy import GreedySearch
+
+__all__ = ["BeamSearch", "GreedySearch"]

@@ -1,0 +1,331 @@
+"""Beam search with GNMT's length and coverage penalties."""
+
+import numbers
+
+from keras import ops, tree
+
+from keras_attention.decoding import search
+
+#: Floor of the accumulated attention inside the coverage penalty's log, so
+#: a source position that was never attended costs a finite penalty.
+COVERAGE_EPSILON = 1e-7
+
+
+@search.register
+class BeamSearch(search.Search):
+    """Beam search keeping `beam_width` live hypotheses and a finished set.
+
+    Hypotheses are ranked by Wu et al. (2016)'s score
+    `s(Y) = log P(Y) / lp(Y) + cp(Y)` with the length penalty
+    `lp(Y) = ((5 + |Y|) / 6) ** length_penalty` (`|Y|` counts the generated
+    tokens, the stop token included) and the coverage penalty
+    `cp(Y) = coverage_penalty * sum_i log(min(sum_t a[t, i], 1))` over the
+    source positions `i` (the accumulated attention is floored at `1e-7`
+    inside the log, which only shifts every hypothesis of an example by the
+    same constant when some positions, e.g. padding, are never attended).
+
+    At each step every live hypothesis is extended by every token, and the
+    `beam_width` best candidates are considered: those ending with a stop
+    token leave the beam and join the finished set (which keeps the
+    `beam_width` best finished hypotheses); the beam is refilled with the best
+    candidates that did not stop, so it always holds `beam_width` live
+    hypotheses. An example is done when its finished set is full and its best
+    live hypothesis scores no better than its worst finished one; done
+    examples no longer change. With `length_penalty=0` and
+    `coverage_penalty=0` scores only decrease, so this early stop loses
+    nothing; with penalties it is the usual heuristic. The search ends when
+    every example is done or `max_length` is reached. The result is the
+    finished hypotheses, best first; an example with fewer than `beam_width`
+    finished hypotheses is completed with its best live ones (scored at their
+    current length), ranked after the finished ones.
+
+    With `beam_width=1` this returns `GreedySearch`'s sequences. Without stop
+    tokens and penalties it returns what keras-hub's `BeamSampler` returns;
+    with stop tokens keras-hub keeps finished beams in the beam (and extends
+    them), so for widths between 1 and exhaustive the two differ by design.
+
+    The search tiles the cache itself: every tensor of `cache` gets each batch
+    row repeated `beam_width` times (row `b * beam_width + k` is beam `k` of
+    example `b`), and its rows are reordered by the chosen parent beams after
+    every step. It is an `ops.while_loop` with static shapes, so it runs
+    inside `tf.function(jit_compile=True)` and `jax.jit`.
+
+    Args:
+        beam_width: int. Number of live hypotheses per example. Defaults to
+            `4`.
+        length_penalty: float. The exponent `alpha >= 0` of the length
+            penalty; `0` ranks by log-probability. Defaults to `0.6`.
+        coverage_penalty: float. The weight `beta >= 0` of the coverage
+            penalty. When positive, `next` must return the attention weights
+            of the step, `(batch, source_length)`, as `hidden_states`, either
+            the tensor itself or a dict with an `"attention"` entry.
+            Defaults to `0.0`.
+        return_all_beams: bool. Return every finished (or live) hypothesis
+            and its score instead of the best one. Defaults to `False`.
+
+    Call arguments:
+        next: callable `next(prompt, cache, index) -> (logits, hidden_states,
+            cache)` giving the `(batch, vocab)` logits of position `index`
+            (keras-hub's sampler convention: a model reads the token at
+            `index - 1`); the batch here is `batch * beam_width`.
+        prompt: int tensor `(batch, max_length)`. Positions before `index`
+            are given; the search fills positions `index` to `max_length - 1`.
+        cache: optional nested structure of tensors with a leading batch
+            dimension `batch`, passed (tiled) to and returned by `next`.
+            Defaults to `None`.
+        index: int. Number of given prompt positions (e.g. 1 for a start
+            token). Defaults to `0`.
+        stop_token_ids: optional sequence of ints. Tokens that end a
+            hypothesis. Defaults to `None` (every hypothesis runs to
+            `max_length`).
+        pad_token_id: int. Written after a hypothesis's stop token. Defaults
+            to `0`.
+        return_scores: bool. With `return_all_beams=False`, also return the
+            scores `s(Y)`. Defaults to `False`.
+
+    Returns:
+        With `return_all_beams=False`: the best sequences
+        `(batch, max_length)`, or `(sequences, scores)` with scores
+        `(batch,)` when `return_scores=True`. With `return_all_beams=True`:
+        `(sequences, scores)` of shapes `(batch, beam_width, max_length)` and
+        `(batch, beam_width)`, best first. Hypotheses that do not exist (a
+        beam wider than the number of possible sequences) score `-inf`.
+
+    Example:
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> table = np.log(np.array(
+    ...     [[0.1, 0.6, 0.3], [0.2, 0.1, 0.7], [0.1, 0.1, 0.8]], "float32"))
+    >>> def next(prompt, cache, index):
+    ...     last = ops.take(prompt, index - 1, axis=1)
+    ...     return ops.take(table, last, axis=0), None, cache
+    >>> prompt = np.zeros((1, 4), "int32")
+    >>> beam = BeamSearch(beam_width=2, length_penalty=0.0)
+    >>> ops.convert_to_numpy(beam(next, prompt, index=1, stop_token_ids=[2]))
+    array([[0, 1, 2, 0]], dtype=int32)
+
+    Reference:
+        [Wu et al., 2016](https://arxiv.org/abs/1609.08144), section 7.
+    """
+
+    def __init__(
+        self,
+        beam_width=4,
+        length_penalty=0.6,
+        coverage_penalty=0.0,
+        return_all_beams=False,
+    ):
+        if not isinstance(beam_width, numbers.Integral) or beam_width < 1:
+            raise ValueError(
+                "`beam_width` must be an integer >= 1. "
+                f"Received: beam_width={beam_width}"
+            )
+        if length_penalty < 0:
+            raise ValueError(
+                "`length_penalty` (alpha) must be >= 0. "
+                f"Received: length_penalty={length_penalty}"
+            )
+        if coverage_penalty < 0:
+            raise ValueError(
+                "`coverage_penalty` (beta) must be >= 0. "
+                f"Received: coverage_penalty={coverage_penalty}"
+            )
+        self.beam_width = int(beam_width)
+        self.length_penalty = length_penalty
+        self.coverage_penalty = coverage_penalty
+        self.return_all_beams = return_all_beams
+
+    def get_config(self):
+        return {
+            "beam_width": self.beam_width,
+            "length_penalty": self.length_penalty,
+            "coverage_penalty": self.coverage_penalty,
+            "return_all_beams": self.return_all_beams,
+        }
+
+    def _penalised(self, log_probs, length, coverage):
+        """Score `log P / lp + cp` of hypotheses `(batch, beam, ...)`."""
+        length = ops.cast(length, "float32")
+        scores = log_probs / ops.power((5.0 + length) / 6.0, self.length_penalty)
+        if self.coverage_penalty > 0:
+            covered = ops.clip(coverage, COVERAGE_EPSILON, 1.0)
+            penalty = self.coverage_penalty * ops.sum(ops.log(covered), axis=-1)
+            if len(scores.shape) == 3:  # Candidates `(batch, beam, vocab)`.
+                penalty = penalty[:, :, None]
+            scores = scores + penalty
+        return scores
+
+    def _attention(self, hidden_states):
+        """The `(batch * beam, source_length)` attention row of a step."""
+        attention = hidden_states
+        if isinstance(hidden_states, dict):
+            attention = hidden_states.get("attention")
+        if attention is None or len(getattr(attention, "shape", ())) != 2:
+            raise ValueError(
+                "`coverage_penalty > 0` needs the attention weights of each "
+                "step: `next` must return them as `hidden_states`, a "
+                "`(batch, source_length)` tensor or a dict with an "
+                f"'attention' entry. Received: hidden_states={hidden_states!r}"
+            )
+        return ops.cast(attention, "float32")
+
+    def __call__(
+        self,
+        next,
+        prompt,
+        cache=None,
+        index=0,
+        stop_token_ids=None,
+        pad_token_id=0,
+        return_scores=False,
+    ):
+        width = self.beam_width
+        use_coverage = self.coverage_penalty > 0
+        prompt, index = search.prepare_prompt(prompt, index, pad_token_id)
+        start = index
+        max_length = ops.shape(prompt)[1]
+        batch_size = ops.shape(prompt)[0]
+
+        def unflatten(x):
+            return ops.reshape(x, (-1, width) + tuple(ops.shape(x)[1:]))
+
+        def flatten(x):
+            return ops.reshape(x, (-1,) + tuple(ops.shape(x)[2:]))
+
+        def gather_beams(x, beams):
+            """`x (batch, beam, ...)`, `beams (batch, n)` -> `(batch, n, ...)`."""
+            beams = ops.reshape(beams, ops.shape(beams) + (1,) * (len(x.shape) - 2))
+            return ops.take_along_axis(x, beams, axis=1)
+
+        def extend(sequences, beams, tokens, index):
+            return search.write_tokens(gather_beams(sequences, beams), tokens, index)
+
+        def step(state, logits, hidden_states, cache):
+            sequences, _, index, log_probs, coverage, fin_seqs, fin_scores, done = state
+            vocab_size = search.static_vocab_size(logits)
+            is_stop = search.stop_token_mask(stop_token_ids, vocab_size)
+            candidates = unflatten(search.token_log_probs(logits))
+            candidates = candidates + log_probs[:, :, None]
+            if use_coverage:
+                attention = self._attention(hidden_states)
+                coverage = coverage + unflatten(attention)
+            scores = self._penalised(candidates, index - start + 1, coverage)
+            scores = ops.reshape(scores, (-1, width * vocab_size))
+            candidates = ops.reshape(candidates, (-1, width * vocab_size))
+            sequences = unflatten(sequences)
+
+            if is_stop is not None:
+                # Stop tokens among the `width` best candidates finish.
+                is_stop = ops.tile(is_stop, (width,))
+                top_scores, top = ops.top_k(scores, width)
+                finishing = ops.logical_and(
+                    ops.take(is_stop, top), ops.logical_not(done)[:, None]
+                )
+                top_scores = ops.where(finishing, top_scores, float("-inf"))
+                new_seqs = extend(sequences, top // vocab_size, top % vocab_size, index)
+                fin_scores, keep = ops.top_k(
+                    ops.concatenate([fin_scores, top_scores], axis=1), width
+                )
+                fin_seqs = gather_beams(
+                    ops.concatenate([fin_seqs, new_seqs], axis=1), keep
+                )
+                scores = ops.where(is_stop[None, :], float("-inf"), scores)
+
+            live_scores, chosen = ops.top_k(scores, width)
+            parents = chosen // vocab_size
+            log_probs = ops.take_along_axis(candidates, chosen, axis=1)
+            # A slot filled with a stopped or impossible candidate stays dead.
+            log_probs = ops.where(live_scores > float("-inf"), log_probs, float("-inf"))
+            sequences = flatten(extend(sequences, parents, chosen % vocab_size, index))
+            rows = ops.arange(ops.shape(parents)[0], dtype=parents.dtype)[:, None]
+            rows = ops.reshape(rows * width + parents, (-1,))
+            cache = tree.map_structure(lambda x: ops.take(x, rows, axis=0), cache)
+            if use_coverage:
+                coverage = gather_beams(coverage, parents)
+            if is_stop is not None:
+                worst_finished = fin_scores[:, -1]
+                best_live = live_scores[:, 0]
+                hopeless = ops.logical_and(
+                    worst_finished > float("-inf"), best_live <= worst_finished
+                )
+                hopeless = ops.logical_or(hopeless, best_live == float("-inf"))
+                done = ops.logical_or(done, hopeless)
+            return (
+                sequences,
+                cache,
+                index + 1,
+                log_probs,
+                coverage,
+                fin_seqs,
+                fin_scores,
+                done,
+            )
+
+        def cond(*state):
+            return ops.logical_not(ops.all(state[-1]))
+
+        def body(*state):
+            sequences, cache, index = state[:3]
+            logits, hidden_states, cache = next(sequences, cache, index)
+            return step(state, logits, hidden_states, cache)
+
+        # Only the first beam of each example is alive at the start.
+        first = ops.concatenate(
+            [ops.zeros((1,)), ops.full((width - 1,), float("-inf"))], axis=0
+        )
+        state = (
+            ops.repeat(prompt, width, axis=0),
+            tree.map_structure(
+                lambda x: ops.repeat(x, width, axis=0), () if cache is None else cache
+            ),
+            index,
+            ops.broadcast_to(ops.cast(first, "float32")[None, :], (batch_size, width)),
+            (),
+            unflatten(ops.repeat(prompt, width, axis=0)),
+            ops.full((batch_size, width), float("-inf"), dtype="float32"),
+            ops.zeros((batch_size,), dtype="bool"),
+        )
+        if use_coverage:
+            # The first step runs outside the loop: it tells the source length.
+            logits, hidden_states, cache = next(state[0], state[1], index)
+            attention = unflatten(self._attention(hidden_states))
+            state = state[:4] + (ops.zeros_like(attention),) + state[5:]
+            state = step(state, logits, hidden_states, cache)
+        state = ops.while_loop(
+            cond, body, loop_vars=state, maximum_iterations=max_length - state[2]
+        )
+        sequences, _, index, log_probs, coverage, fin_seqs, fin_scores, _ = state
+        return self._results(
+            unflatten(sequences),
+            self._penalised(log_probs, index - start, coverage),
+            fin_seqs,
+            fin_scores,
+            return_scores,
+        )
+
+    def _results(self, live_seqs, live_scores, fin_seqs, fin_scores, return_scores):
+        """Finished hypotheses best first, completed with the best live ones."""
+        width = self.beam_width
+        live_scores, order = ops.top_k(live_scores, width)
+        live_seqs = ops.take_along_axis(live_seqs, order[:, :, None], axis=1)
+        num_finished = ops.sum(
+            ops.cast(fin_scores > float("-inf"), "int32"), axis=1, keepdims=True
+        )
+        slots = ops.arange(width, dtype="int32")[None, :]
+        from_finished = slots < num_finished
+        live_slot = ops.clip(slots - num_finished, 0, width - 1)
+        scores = ops.where(
+            from_finished,
+            fin_scores,
+            ops.take_along_axis(live_scores, live_slot, axis=1),
+        )
+        sequences = ops.where(
+            from_finished[:, :, None],
+            fin_seqs,
+            ops.take_along_axis(live_seqs, live_slot[:, :, None], axis=1),
+        )
+        if self.return_all_beams:
+            return sequences, scores
+        if return_scores:
+            return sequences[:, 0], scores[:, 0]
+        return sequences[:, 0]

@@ -1,0 +1,105 @@
+"""Greedy search: the most probable next token at every step."""
+
+from keras import ops
+
+from keras_attention.decoding import search
+
+
+@search.register
+class GreedySearch(search.Search):
+    """Greedy decoding: appends the arg-max token until a stop token.
+
+    At each position the token with the highest logit is chosen. A sequence
+    that emits one of `stop_token_ids` is finished: its later positions are
+    left as `pad_token_id`, and the search ends when every sequence is
+    finished or the prompt is full. The sequences are exactly those of
+    `BeamSearch(beam_width=1)` (whatever its penalties; its scores equal
+    these log-probabilities when both penalties are 0), at the cost of one
+    arg-max per step.
+
+    `GreedySearch` runs inside `tf.function(jit_compile=True)` and `jax.jit`
+    (it is an `ops.while_loop` with static shapes).
+
+    Call arguments:
+        next: callable `next(prompt, cache, index) -> (logits, hidden_states,
+            cache)` giving the `(batch, vocab)` logits of position `index`
+            (keras-hub's sampler convention: a model reads the token at
+            `index - 1`). `hidden_states` is ignored.
+        prompt: int tensor `(batch, max_length)`. Positions before `index`
+            are given; the search fills positions `index` to `max_length - 1`.
+        cache: optional nested structure of tensors with a leading batch
+            dimension, passed to and returned by `next`. Defaults to `None`.
+        index: int. Number of given prompt positions (e.g. 1 for a start
+            token). Defaults to `0`.
+        stop_token_ids: optional sequence of ints. Tokens that end a
+            sequence. Defaults to `None` (generate up to `max_length`).
+        pad_token_id: int. Written after a sequence's stop token. Defaults
+            to `0`.
+        return_scores: bool. Also return the log-probability of each
+            sequence (summed over the generated tokens, the stop token
+            included). Defaults to `False`.
+
+    Returns:
+        The completed prompt `(batch, max_length)`, or `(sequences, scores)`
+        with `scores` of shape `(batch,)` when `return_scores=True`.
+
+    Example:
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> table = np.log(np.array(
+    ...     [[0.1, 0.6, 0.3], [0.2, 0.1, 0.7], [0.1, 0.1, 0.8]], "float32"))
+    >>> def next(prompt, cache, index):
+    ...     last = ops.take(prompt, index - 1, axis=1)
+    ...     return ops.take(table, last, axis=0), None, cache
+    >>> prompt = np.zeros((1, 4), "int32")
+    >>> ops.convert_to_numpy(GreedySearch()(next, prompt, index=1,
+    ...     stop_token_ids=[2]))
+    array([[0, 1, 2, 0]], dtype=int32)
+    """
+
+    def __call__(
+        self,
+        next,
+        prompt,
+        cache=None,
+        index=0,
+        stop_token_ids=None,
+        pad_token_id=0,
+        return_scores=False,
+    ):
+        sequences, index = search.prepare_prompt(prompt, index, pad_token_id)
+        max_length = ops.shape(sequences)[1]
+        batch_size = ops.shape(sequences)[0]
+        cache = () if cache is None else cache
+        scores = ops.zeros((batch_size,), dtype="float32")
+        done = ops.zeros((batch_size,), dtype="bool")
+
+        def cond(sequences, cache, index, scores, done):
+            return ops.logical_not(ops.all(done))
+
+        def body(sequences, cache, index, scores, done):
+            logits, _, cache = next(sequences, cache, index)
+            log_probs = search.token_log_probs(logits)
+            is_stop = search.stop_token_mask(
+                stop_token_ids, search.static_vocab_size(logits)
+            )
+            tokens = ops.cast(ops.argmax(log_probs, axis=-1), "int32")
+            token_log_prob = ops.take_along_axis(log_probs, tokens[:, None], axis=1)
+            live = ops.logical_not(done)
+            sequences = ops.where(
+                live[:, None], search.write_tokens(sequences, tokens, index), sequences
+            )
+            scores = scores + ops.where(live, token_log_prob[:, 0], 0.0)
+            if is_stop is not None:
+                done = ops.logical_or(done, ops.take(is_stop, tokens))
+            return sequences, cache, index + 1, scores, done
+
+        sequences, _, _, scores, _ = ops.while_loop(
+            cond,
+            body,
+            loop_vars=(sequences, cache, index, scores, done),
+            maximum_iterations=max_length - index,
+        )
+        if return_scores:
+            return sequences, scores
+        return sequences
