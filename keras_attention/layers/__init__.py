@@ -1,3 +1,15 @@
 """Attention layers built on `keras_attention.scores`."""
 
+from keras_attention.layers.attention import Attention
+from keras_attention.layers.glimpse import GlimpseNetwork, GlimpseSensor
 from keras_attention.layers.masking import causal_mask, masked_softmax, merge_masks
+from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers.position import (
+    PositionEmbedding,
+    SinusoidalPositionEncoding,
+)
+from keras_attention.layers.recurrent import AttentionDecoder, AttentionDecoderCell
+from keras_attention.layers.transformer import (
+    TransformerDecoderBlock,
+    TransformerEncoderBlock,
+)

@@ -23,9 +23,10 @@ class AttentionDecoderCell(keras.layers.Layer):
     the step counter, the last attention
     weights `(B, Tv)` and their running sum (the coverage, used by the
     coverage penalty and by doubly stochastic regularisation). The cell
-    returns `memory` and `memory_mask` unchanged. Use it through
-    `keras.layers.RNN(cell, return_sequences=True)` with that initial state
-    for teacher forcing, and call it one step at a time for decoding.
+    returns `memory` and `memory_mask` unchanged. In a functional model use
+    it through `AttentionDecoder` (which builds that state inside a layer
+    call, so gradients reach the score's key weights); in eager code, e.g.
+    step-by-step decoding, call `initial_state` and then the cell.
 
     - `style="bahdanau"`: attend with the previous state `s_{t-1}`, feed the
       context into the cell: `s_t = f([y_{t-1}; c_t], s_{t-1})`; the output
@@ -63,10 +64,10 @@ class AttentionDecoderCell(keras.layers.Layer):
     >>> import keras, numpy as np
     >>> cell = AttentionDecoderCell(8, memory_dim=6, style="luong", score="general")
     >>> memory = np.random.rand(2, 5, 6).astype("float32")
-    >>> rnn = keras.layers.RNN(cell, return_sequences=True)
-    >>> y = rnn(np.random.rand(2, 3, 4), initial_state=cell.initial_state(memory))
-    >>> tuple(y.shape)
-    (2, 3, 8)
+    >>> states = cell.initial_state(memory)
+    >>> output, states = cell(np.random.rand(2, 4).astype("float32"), states)
+    >>> tuple(output.shape)
+    (2, 8)
 
     Reference:
         Bahdanau et al., 2014, "Neural Machine Translation by Jointly
@@ -182,9 +183,19 @@ class AttentionDecoderCell(keras.layers.Layer):
                 otherwise.
 
         Returns:
-            A list of tensors to pass as `initial_state` to `keras.layers.RNN`
-            or as `states` to a single step.
+            A list of tensors to pass as `states` to a single step (or as
+            `initial_state` to `keras.layers.RNN` inside a layer's `call`).
         """
+        if any(
+            isinstance(t, keras.KerasTensor)
+            for t in keras.tree.flatten([memory, memory_mask, cell_states])
+        ):
+            raise ValueError(
+                "initial_state() reads the score's weights, so it must run "
+                "inside a layer call, not on symbolic keras.Input tensors "
+                "(the weights would be frozen into the graph). Use "
+                "`AttentionDecoder(cell)(inputs, memory)` in functional models."
+            )
         dtype = self.compute_dtype
         memory = ops.cast(memory, dtype)
         # Zeros shaped from the memory itself, so symbolic batch sizes work.
@@ -283,5 +294,98 @@ class AttentionDecoderCell(keras.layers.Layer):
             local=self.local,
             input_feeding=self.input_feeding,
             dropout=self.dropout,
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class AttentionDecoder(keras.layers.Layer):
+    """Runs an `AttentionDecoderCell` over a sequence (teacher forcing).
+
+    The layer builds the cell's initial state from the encoder memory
+    inside its own `call` (Keras 3's `RNN` has no `constants`), then runs
+    `keras.layers.RNN`. Padding masks: the input sequence's mask (e.g. from
+    `Embedding(mask_zero=True)`) skips padded steps, and the memory's mask
+    hides padded source positions; both are taken from Keras's implicit
+    masks when not given.
+
+    Args:
+        cell: an `AttentionDecoderCell` (or its config).
+        return_state: bool. Also return the final states. Defaults to
+            `False`.
+        **kwargs: base layer arguments.
+
+    Call arguments:
+        inputs: tensor `(B, T, input_dim)`: embedded target tokens.
+        memory: tensor `(B, Tv, memory_dim)`: encoder outputs.
+        inputs_mask: optional boolean `(B, T)`.
+        memory_mask: optional boolean `(B, Tv)`.
+        initial_state: optional list of the wrapped LSTM/GRU's states.
+        training: bool.
+
+    Returns:
+        The outputs `(B, T, cell.output_size)` (and the final states).
+
+    Example:
+    >>> import keras, numpy as np
+    >>> cell = AttentionDecoderCell(8, memory_dim=6)
+    >>> y = AttentionDecoder(cell)(np.zeros((2, 3, 4)), np.ones((2, 5, 6)))
+    >>> tuple(y.shape)
+    (2, 3, 14)
+
+    Reference:
+        Bahdanau et al., 2014; Luong et al., 2015.
+    """
+
+    def __init__(self, cell, return_state=False, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(cell, dict):
+            cell = keras.saving.deserialize_keras_object(cell)
+        if not isinstance(cell, AttentionDecoderCell):
+            raise ValueError(
+                "`cell` must be an AttentionDecoderCell. "
+                f"Received: cell={type(cell).__name__}"
+            )
+        self.return_state = return_state
+        # The cell is tracked once, through the RNN.
+        self.rnn = keras.layers.RNN(
+            cell, return_sequences=True, return_state=return_state, name="rnn"
+        )
+        self.supports_masking = True
+
+    @property
+    def cell(self):
+        return self.rnn.cell
+
+    def build(self, inputs_shape, memory_shape=None):
+        if memory_shape is not None and memory_shape[-1] != self.cell.memory_dim:
+            raise ValueError(
+                f"The memory's last dimension must be memory_dim="
+                f"{self.cell.memory_dim}. Received: memory.shape={memory_shape}"
+            )
+        if not self.cell.built:
+            self.cell.build((inputs_shape[0], inputs_shape[-1]))
+        if not self.rnn.built:
+            self.rnn.build(inputs_shape)
+
+    def call(
+        self,
+        inputs,
+        memory,
+        inputs_mask=None,
+        memory_mask=None,
+        initial_state=None,
+        training=None,
+    ):
+        states = self.cell.initial_state(memory, memory_mask, initial_state)
+        return self.rnn(
+            inputs, initial_state=states, mask=inputs_mask, training=training
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            cell=keras.saving.serialize_keras_object(self.cell),
+            return_state=self.return_state,
         )
         return config

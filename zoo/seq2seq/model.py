@@ -6,7 +6,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_attention.decoding import BeamSearch, GreedySearch
-from keras_attention.layers import AttentionDecoderCell
+from keras_attention.layers import AttentionDecoder, AttentionDecoderCell
 from zoo.seq2seq.preprocessor import TranslationPreprocessor
 from zoo.task import Task
 
@@ -137,9 +137,7 @@ class Seq2Seq(Task):
             dtype=dtype,
             name="decoder_cell",
         )
-        decoder = keras.layers.RNN(
-            decoder_cell, return_sequences=True, dtype=dtype, name="decoder"
-        )
+        decoder = AttentionDecoder(decoder_cell, dtype=dtype, name="decoder")
         embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
         output_dropout = keras.layers.Dropout(dropout, name="output_dropout")
         deep_output = keras.layers.Dense(
@@ -162,8 +160,9 @@ class Seq2Seq(Task):
             bidirectional,
         )
         x = embedding_dropout(target_embedding(decoder_ids))
-        initial_state = decoder_cell.initial_state(memory, memory_mask, cell_states)
-        hidden = decoder(x, initial_state=initial_state)
+        # AttentionDecoder builds the cell's state (memory, projected keys)
+        # inside its call, so the score's key weights train.
+        hidden = decoder(x, memory, memory_mask=memory_mask, initial_state=cell_states)
         readout = deep_output(ops.concatenate([hidden, x], axis=-1))
         logits = projection(output_dropout(readout))
         super().__init__(

@@ -46,6 +46,7 @@ def parse_args(argv=None):
         help="stop training after this many minutes",
     )
     p.add_argument("--vocabulary-size", type=int, default=8000)
+    p.add_argument("--vocabulary-dir", help="reuse/keep learned vocabularies here")
     p.add_argument("--max-length", type=int, default=64, help="subwords per side")
     p.add_argument("--embedding-dim", type=int, default=256)
     p.add_argument("--units", type=int, default=256)
@@ -92,6 +93,33 @@ def load_splits(args):
     )
     test = parallel_text.read_tsv(args.test_tsv) if args.test_tsv else []
     return train, validation, test
+
+
+def vocabularies(train, args):
+    """WordPiece vocabularies learned on the training pairs (keras-hub).
+
+    With `--vocabulary-dir`, vocabularies saved there by an earlier run with
+    the same data and size are reused (learning them takes minutes).
+    """
+    paths = None
+    if args.vocabulary_dir:
+        os.makedirs(args.vocabulary_dir, exist_ok=True)
+        paths = [
+            os.path.join(args.vocabulary_dir, f"{side}_{args.vocabulary_size}.txt")
+            for side in ("source", "target")
+        ]
+        if all(os.path.isfile(p) for p in paths):
+            return [vocabulary.load_vocabulary(p) for p in paths]
+    vocabs = [
+        vocabulary.train_wordpiece(
+            [p[i] for p in train], args.vocabulary_size, lowercase=False
+        )
+        for i in (0, 1)
+    ]
+    if paths:
+        for tokens, path in zip(vocabs, paths):
+            vocabulary.save_vocabulary(tokens, path)
+    return vocabs
 
 
 def bucketed(pairs, batch_size, seed, shuffle=True):
@@ -156,12 +184,7 @@ def main(argv=None):
     )
 
     start = time.time()
-    source_vocab = vocabulary.train_wordpiece(
-        [p[0] for p in train], args.vocabulary_size, lowercase=False
-    )
-    target_vocab = vocabulary.train_wordpiece(
-        [p[1] for p in train], args.vocabulary_size, lowercase=False
-    )
+    source_vocab, target_vocab = vocabularies(train, args)
     print(
         f"vocabularies: {len(source_vocab)} EN, {len(target_vocab)} ES subwords "
         f"({time.time() - start:.0f} s)"

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_attention.layers import AttentionDecoderCell
+from keras_attention.layers import AttentionDecoder, AttentionDecoderCell
 
 RNG = np.random.default_rng(0)
 MEMORY = RNG.normal(size=(2, 5, 6)).astype("float32")
@@ -75,8 +75,8 @@ def test_one_step_matches_numpy(style):
 )
 def test_rnn_over_sequence_equals_step_loop(kwargs):
     cell = AttentionDecoderCell(6, memory_dim=6, **kwargs)
-    rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True)
-    outputs, *final = rnn(INPUTS, initial_state=cell.initial_state(MEMORY, MASK))
+    decoder = AttentionDecoder(cell, return_state=True)
+    outputs, *final = decoder(INPUTS, MEMORY, memory_mask=MASK)
     states = cell.initial_state(MEMORY, MASK)
     coverage = 0.0
     for t in range(INPUTS.shape[1]):
@@ -104,24 +104,53 @@ def test_local_monotonic_window_follows_the_step():
 def test_saves_inside_a_model(tmp_path):
     memory = keras.Input((5, 6))
     inputs = keras.Input((4, 3))
-    cell = AttentionDecoderCell(4, memory_dim=6, style="luong", score="general")
-    rnn = keras.layers.RNN(cell, return_sequences=True)
-    model = keras.Model(
-        [inputs, memory], rnn(inputs, initial_state=cell.initial_state(memory))
-    )
+    cell = AttentionDecoderCell(4, memory_dim=6, style="luong", score="additive")
+    model = keras.Model([inputs, memory], AttentionDecoder(cell)(inputs, memory))
     expected = model.predict([INPUTS, MEMORY], verbose=0)
+    # Training changes every weight, including the score's key projection,
+    # and the reloaded model must use the trained values.
+    model.compile("sgd", "mse")
+    model.fit([INPUTS, MEMORY], np.ones_like(expected), epochs=1, verbose=0)
+    trained = model.predict([INPUTS, MEMORY], verbose=0)
+    assert not np.allclose(trained, expected)
     model.save(tmp_path / "m.keras")
     loaded = keras.saving.load_model(tmp_path / "m.keras")
-    np.testing.assert_allclose(
-        loaded.predict([INPUTS, MEMORY], verbose=0), expected, atol=1e-6
-    )
+    out = loaded.predict([INPUTS, MEMORY], verbose=0)
+    np.testing.assert_allclose(out, trained, atol=1e-6)
+
+
+@pytest.mark.tensorflow_only
+def test_gradients_reach_every_weight_in_a_functional_model():
+    import tensorflow as tf
+
+    inputs = keras.Input((None, 3))
+    memory = keras.Input((None, 6))
+    cell = AttentionDecoderCell(4, memory_dim=6, score="additive")
+    model = keras.Model([inputs, memory], AttentionDecoder(cell)(inputs, memory))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model([INPUTS, MEMORY]) ** 2)
+    grads = tape.gradient(loss, model.trainable_variables)
+    names = [v.path for v, g in zip(model.trainable_variables, grads) if g is None]
+    assert names == []
+    assert any("key_kernel" in v.path for v in model.trainable_variables)
+
+
+def test_initial_state_refuses_symbolic_memory():
+    cell = AttentionDecoderCell(4, memory_dim=6)
+    with pytest.raises(ValueError, match="AttentionDecoder"):
+        cell.initial_state(keras.Input((5, 6)))
+
+
+def test_decoder_checks_memory_dim():
+    decoder = AttentionDecoder(AttentionDecoderCell(4, memory_dim=6))
+    with pytest.raises(ValueError, match="memory_dim=6"):
+        decoder(INPUTS, np.zeros((2, 5, 7), "float32"))
 
 
 def test_mixed_precision_is_finite():
     keras.config.set_dtype_policy("mixed_float16")
     cell = AttentionDecoderCell(4, memory_dim=6, score="additive")
-    rnn = keras.layers.RNN(cell, return_sequences=True)
-    out = np_(rnn(INPUTS, initial_state=cell.initial_state(MEMORY, MASK)))
+    out = np_(AttentionDecoder(cell)(INPUTS, MEMORY, memory_mask=MASK))
     assert out.dtype == np.float16 and np.all(np.isfinite(out))
 
 
