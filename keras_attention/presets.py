@@ -90,7 +90,8 @@ def save_preset(model, directory, preprocessor=None, metadata=None):
         )
         assets = os.path.join(directory, ASSETS_DIR)
         os.makedirs(assets, exist_ok=True)
-        preprocessor.save_assets(assets)
+        if hasattr(preprocessor, "save_assets"):  # Keras layers may have none.
+            preprocessor.save_assets(assets)
     import keras_attention
 
     meta = {
@@ -130,8 +131,13 @@ def read_metadata(directory):
             meta = json.load(f)
     except json.JSONDecodeError as e:
         raise PresetError(f"Corrupt preset file {path}: {e}") from e
+    if not isinstance(meta, dict):
+        raise PresetError(f"Corrupt preset file {path}: not a JSON object")
     version = str(meta.get("format_version", "0"))
-    if int(version.split(".")[0]) > int(FORMAT_VERSION.split(".")[0]):
+    major = version.split(".")[0]
+    if not major.isdigit():
+        raise PresetError(f"Corrupt preset file {path}: format_version={version!r}")
+    if int(major) > int(FORMAT_VERSION.split(".")[0]):
         raise PresetError(
             f"Preset {directory} has format version {version}, newer than this "
             f"library's {FORMAT_VERSION}: upgrade keras-attention-zoo to load it."
@@ -196,10 +202,14 @@ def load_preset(directory, expected_class=None, load_weights=True, **overrides):
     pre_path = os.path.join(directory, PREPROCESSOR_FILE)
     if os.path.isfile(pre_path):
         preprocessor = _read_object(pre_path)
-        preprocessor.load_assets(os.path.join(directory, ASSETS_DIR))
+        if hasattr(preprocessor, "load_assets"):
+            preprocessor.load_assets(os.path.join(directory, ASSETS_DIR))
     config_path = os.path.join(directory, CONFIG_FILE)
-    with open(config_path, encoding="utf-8") as f:
-        config = json.load(f)
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            config = json.load(f)
+    except json.JSONDecodeError as e:
+        raise PresetError(f"Corrupt preset file {config_path}: {e}") from e
     config.setdefault("config", {}).update(overrides)
     if preprocessor is not None:
         config["config"]["preprocessor"] = preprocessor

@@ -88,6 +88,10 @@ class Seq2Seq(Task):
                 )
         if cell not in RNN_LAYERS:
             raise ValueError(f"`cell` must be 'lstm' or 'gru'. Received: cell={cell!r}")
+        if not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+            raise ValueError(
+                f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}"
+            )
         if isinstance(score, keras.layers.Layer):
             score = keras.saving.serialize_keras_object(score)
         num_states = 2 if cell == "lstm" else 1
@@ -163,7 +167,9 @@ class Seq2Seq(Task):
         # AttentionDecoder builds the cell's state (memory, projected keys)
         # inside its call, so the score's key weights train.
         hidden = decoder(x, memory, memory_mask=memory_mask, initial_state=cell_states)
-        readout = deep_output(ops.concatenate([hidden, x], axis=-1))
+        # A layer, not `ops.concatenate`: it keeps the target padding mask on
+        # the logits, so Keras losses average over real tokens only.
+        readout = deep_output(keras.layers.Concatenate(name="readout")([hidden, x]))
         logits = projection(output_dropout(readout))
         super().__init__(
             inputs={"encoder_token_ids": encoder_ids, "decoder_token_ids": decoder_ids},

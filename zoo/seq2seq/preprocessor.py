@@ -150,7 +150,13 @@ class TranslationPreprocessor(keras.layers.Layer):
         target = target_packer(self.target_tokenizer(tf.convert_to_tensor(y)))
         if self.trim_padding:
             target = _trim(target)
-        features["decoder_token_ids"] = target[..., :-1]
+        # `[START] tokens [PAD]...`: a shorter row's [END] is no decoder input
+        # (its label is padding), so the decoder's padding mask matches the
+        # sample weight.
+        decoder = target[..., :-1]
+        features["decoder_token_ids"] = tf.where(
+            decoder == self.target_end_id, self.target_pad_id, decoder
+        )
         labels = target[..., 1:]
         weights = tf.cast(tf.not_equal(labels, self.target_pad_id), "float32")
         return features, labels, weights

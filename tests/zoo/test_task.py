@@ -1,0 +1,246 @@
+"""`zoo.task.Task`: raw-data fit/evaluate/predict and presets, on a tiny task."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention.presets import PresetError
+from zoo import task as task_module
+from zoo.task import Task, list_presets, resolve_preset
+
+pytestmark = pytest.mark.tensorflow_only
+
+TEXTS = ["a", "bb cc", "in the beginning", "jesus wept", "x y z w", "hello there"]
+TARGETS = np.array([0.1, 0.5, 1.6, 1.0, 0.7, 1.1], "float32")
+
+
+@keras.saving.register_keras_serializable(package="tests_task")
+class LengthFeatures(keras.layers.Layer):
+    """Raw strings -> `{"features": [characters / 10, words / 10]}`."""
+
+    def call(self, x, y=None, sample_weight=None):
+        x = tf.convert_to_tensor(x)
+        chars = tf.cast(tf.strings.length(x), "float32") / 10
+        words = tf.cast(tf.strings.split(x).row_lengths(), "float32") / 10
+        features = {"features": tf.stack([chars, words], axis=-1)}
+        return keras.utils.pack_x_y_sample_weight(features, y, sample_weight)
+
+
+@keras.saving.register_keras_serializable(package="tests_task")
+class TinyTask(Task):
+    """`features (2,) -> Dense(units, tanh) -> Dense(1)`."""
+
+    def __init__(self, units=4, preprocessor=None, **kwargs):
+        features = keras.Input((2,), name="features")
+        hidden = keras.layers.Dense(units, activation="tanh", name="hidden")(features)
+        outputs = keras.layers.Dense(1, name="out")(hidden)
+        super().__init__(inputs={"features": features}, outputs=outputs, **kwargs)
+        self.units = units
+        self.preprocessor = preprocessor
+
+    def get_config(self):
+        pre = self.preprocessor
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "units": self.units,
+            "preprocessor": None
+            if pre is None
+            else keras.saving.serialize_keras_object(pre),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("preprocessor"), dict):
+            config["preprocessor"] = keras.saving.deserialize_keras_object(
+                config["preprocessor"]
+            )
+        return cls(**config)
+
+
+def features(texts):
+    """The preprocessor's output, computed independently in Python."""
+    return {
+        "features": np.array(
+            [[len(t) / 10, len(t.split()) / 10] for t in texts], "float32"
+        )
+    }
+
+
+def make(seed=0, preprocessor=True):
+    keras.utils.set_random_seed(seed)
+    model = TinyTask(4, preprocessor=LengthFeatures() if preprocessor else None)
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    return model
+
+
+def weights_of(model):
+    return [np.array(w) for w in model.get_weights()]
+
+
+def assert_same_weights(a, b):
+    for x, y in zip(weights_of(a), weights_of(b)):
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)
+
+
+def test_predict_raw_equals_prepared():
+    model = make()
+    raw = model.predict(TEXTS, batch_size=4, verbose=0)
+    prepared = model.predict(features(TEXTS), batch_size=4, verbose=0)
+    assert raw.shape == (6, 1)
+    np.testing.assert_allclose(raw, prepared, rtol=1e-6)
+    unbatched = tf.data.Dataset.from_tensor_slices(TEXTS)
+    np.testing.assert_allclose(model.predict(unbatched, verbose=0), raw, rtol=1e-6)
+
+
+def test_evaluate_raw_equals_numpy_mse():
+    model = make()
+    predictions = np.asarray(model(features(TEXTS)))[:, 0]
+    expected = float(np.mean((predictions - TARGETS) ** 2))
+    assert model.evaluate(TEXTS, TARGETS, verbose=0) == pytest.approx(expected, 1e-5)
+    pairs = tf.data.Dataset.from_tensor_slices((TEXTS, TARGETS))
+    assert model.evaluate(pairs, verbose=0) == pytest.approx(expected, 1e-5)
+    assert model.evaluate(pairs.batch(4), verbose=0) == pytest.approx(expected, 1e-5)
+    # Sample weights travel through the preprocessor.
+    weights = np.array([1, 1, 1, 0, 0, 0], "float32")
+    weighted = model.evaluate(TEXTS, TARGETS, sample_weight=weights, verbose=0)
+    reference = model.evaluate(
+        features(TEXTS), TARGETS, sample_weight=weights, verbose=0
+    )
+    assert weighted == pytest.approx(reference, 1e-6)
+    assert weighted != pytest.approx(expected, 1e-3)
+
+
+@pytest.mark.parametrize("source", ["lists", "unbatched", "batched"])
+def test_fit_raw_equals_fit_prepared(source):
+    reference = make()
+    reference.fit(
+        features(TEXTS), TARGETS, batch_size=4, epochs=2, shuffle=False, verbose=0
+    )
+    model = make()
+    if source == "lists":
+        model.fit(TEXTS, TARGETS, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    elif source == "unbatched":
+        dataset = tf.data.Dataset.from_tensor_slices((TEXTS, TARGETS))
+        model.fit(dataset, batch_size=4, epochs=2, verbose=0)
+    else:
+        dataset = tf.data.Dataset.from_tensor_slices((TEXTS, TARGETS)).batch(4)
+        model.fit(dataset, epochs=2, verbose=0)
+    assert_same_weights(model, reference)
+    assert not np.allclose(weights_of(model)[0], weights_of(make())[0])
+
+
+def test_fit_shuffles_raw_lists_and_validates():
+    model = make()
+    history = model.fit(
+        TEXTS,
+        TARGETS,
+        batch_size=2,
+        epochs=1,
+        validation_data=(TEXTS[:3], TARGETS[:3]),
+        verbose=0,
+    )
+    val = model.evaluate(TEXTS[:3], TARGETS[:3], verbose=0)
+    assert history.history["val_loss"][-1] == pytest.approx(val, 1e-5)
+    dataset_val = tf.data.Dataset.from_tensor_slices((TEXTS[:3], TARGETS[:3]))
+    history = model.fit(
+        TEXTS, TARGETS, epochs=1, validation_data=dataset_val, verbose=0
+    )
+    val = model.evaluate(TEXTS[:3], TARGETS[:3], verbose=0)
+    assert history.history["val_loss"][-1] == pytest.approx(val, 1e-5)
+
+
+def test_dataset_argument_errors():
+    model = make()
+    pairs = tf.data.Dataset.from_tensor_slices((TEXTS, TARGETS))
+    with pytest.raises(ValueError, match="pass labels inside it"):
+        model.fit(pairs, TARGETS, verbose=0)
+    with pytest.raises(ValueError, match="already batched.*batch_size=2"):
+        model.fit(pairs.batch(3), batch_size=2, verbose=0)
+
+
+def test_without_preprocessor():
+    model = make(preprocessor=False)
+    x = features(TEXTS)
+    model.fit(x, TARGETS, batch_size=3, epochs=1, verbose=0)
+    predictions = model.predict(x, verbose=0)
+    np.testing.assert_allclose(predictions, np.asarray(model(x)), rtol=1e-6)
+    packed = model.preprocess_samples(x, TARGETS)
+    assert packed[0] is x and packed[1] is TARGETS
+
+
+def test_preset_round_trip(tmp_path):
+    model = make()
+    model.fit(TEXTS, TARGETS, batch_size=3, epochs=1, verbose=0)
+    directory = str(tmp_path / "tiny")
+    meta = model.save_to_preset(directory, metadata={"metrics": {"mse": 0.5}})
+    assert meta["class_name"] == "TinyTask"
+    expected = model.predict(TEXTS, verbose=0)
+    for cls in (TinyTask, Task):  # `Task.from_preset` loads any task class.
+        loaded = cls.from_preset(directory)
+        assert type(loaded) is TinyTask
+        assert isinstance(loaded.preprocessor, LengthFeatures)
+        assert loaded.preset_metadata["metrics"] == {"mse": 0.5}
+        np.testing.assert_array_equal(loaded.predict(TEXTS, verbose=0), expected)
+    fresh = TinyTask.from_preset(directory, load_weights=False)
+    assert not np.array_equal(fresh.predict(TEXTS, verbose=0), expected)
+    renamed = TinyTask.from_preset(directory, name="renamed")
+    assert renamed.name == "renamed"
+
+
+def test_from_preset_checks_the_class(tmp_path):
+    from zoo.seq2seq import Seq2Seq
+
+    make().save_to_preset(str(tmp_path))
+    with pytest.raises(PresetError, match="holds a TinyTask, not a Seq2Seq"):
+        Seq2Seq.from_preset(str(tmp_path))
+
+
+@pytest.fixture
+def shipped(tmp_path, monkeypatch):
+    """A fake zoo tree: `<root>/<model>/presets/<name>/metadata.json`."""
+    root = tmp_path / "zoo"
+    root.mkdir()
+    monkeypatch.setattr(task_module, "__file__", str(root / "task.py"))
+    return root
+
+
+def test_list_and_resolve_shipped_presets(shipped):
+    make().save_to_preset(str(shipped / "tiny" / "presets" / "tiny_small"))
+    (shipped / "tiny" / "presets" / "not_a_preset").mkdir()  # No metadata.
+    (shipped / "other" / "presets" / "other_base").mkdir(parents=True)
+    (shipped / "other" / "presets" / "other_base" / "metadata.json").write_text(
+        json.dumps({"format_version": "1.0"})
+    )
+    (shipped / "data").mkdir()  # A folder without presets.
+    found = list_presets()
+    assert found == {
+        "other_base": str(shipped / "other" / "presets" / "other_base"),
+        "tiny_small": str(shipped / "tiny" / "presets" / "tiny_small"),
+    }
+    assert resolve_preset("tiny_small") == found["tiny_small"]
+    assert resolve_preset(str(shipped)) == str(shipped)  # A directory.
+    with pytest.raises(
+        ValueError, match="Unknown preset 'nope'.*other_base, tiny_small"
+    ):
+        resolve_preset("nope")
+    loaded = TinyTask.from_preset("tiny_small")
+    np.testing.assert_array_equal(
+        loaded.predict(TEXTS, verbose=0), make().predict(TEXTS, verbose=0)
+    )
+
+
+def test_unknown_preset_without_shipped_ones(shipped):
+    with pytest.raises(ValueError, match=r"Unknown preset 'x'.*\(none shipped yet\)"):
+        Task.from_preset("x")
+
+
+def test_real_shipped_presets_are_complete():
+    for name, directory in list_presets().items():
+        assert os.path.basename(directory) == name
+        assert os.path.isfile(os.path.join(directory, "metadata.json"))
