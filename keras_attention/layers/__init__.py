@@ -13,3 +13,19 @@ from keras_attention.layers.transformer import (
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
+
+__all__ = [
+    "Attention",
+    "AttentionDecoder",
+    "AttentionDecoderCell",
+    "GlimpseNetwork",
+    "GlimpseSensor",
+    "MultiHeadAttention",
+    "PositionEmbedding",
+    "SinusoidalPositionEncoding",
+    "TransformerDecoderBlock",
+    "TransformerEncoderBlock",
+    "causal_mask",
+    "masked_softmax",
+    "merge_masks",
+]
