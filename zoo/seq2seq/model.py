@@ -14,6 +14,62 @@ RNN_LAYERS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
 
 
 @keras.saving.register_keras_serializable(package="zoo")
+class Maxout(keras.layers.Layer):
+    """Maxout units: `max_j (x W_j + b_j)` over `pool_size` linear pieces.
+
+    Bahdanau et al.'s deep output layer. Unlike `tanh` it never saturates:
+    with a large target vocabulary a `tanh` readout was pushed into
+    saturation within a few dozen steps (its gradient became exactly zero
+    and training stalled at the unigram distribution).
+
+    Args:
+        units: int. Output size.
+        pool_size: int. Linear pieces per unit. Defaults to `2`.
+        **kwargs: base layer arguments.
+
+    Call arguments:
+        inputs: tensor `(..., input_dim)`.
+
+    Returns:
+        Tensor `(..., units)`.
+
+    Example:
+    >>> Maxout(4)(np.ones((2, 3))).shape
+    (2, 4)
+
+    Reference:
+        Goodfellow et al., 2013, "Maxout Networks"; Bahdanau et al., 2014,
+        appendix A.2.2.
+    """
+
+    def __init__(self, units, pool_size=2, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.pool_size = pool_size
+        self.supports_masking = True
+
+    def build(self, inputs_shape):
+        self.dense = keras.layers.Dense(
+            self.units * self.pool_size, dtype=self.dtype_policy, name="pieces"
+        )
+        self.dense.build(inputs_shape)
+
+    def call(self, inputs):
+        pieces = self.dense(inputs)
+        shape = ops.shape(pieces)
+        pieces = ops.reshape(pieces, (*shape[:-1], self.units, self.pool_size))
+        return ops.max(pieces, axis=-1)
+
+    def compute_output_shape(self, inputs_shape):
+        return (*inputs_shape[:-1], self.units)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(units=self.units, pool_size=self.pool_size)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="zoo")
 class Seq2Seq(Task):
     """Attention-based RNN encoder-decoder for translation.
 
@@ -144,9 +200,7 @@ class Seq2Seq(Task):
         decoder = AttentionDecoder(decoder_cell, dtype=dtype, name="decoder")
         embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
         output_dropout = keras.layers.Dropout(dropout, name="output_dropout")
-        deep_output = keras.layers.Dense(
-            embedding_dim, activation="tanh", dtype=dtype, name="deep_output"
-        )
+        deep_output = Maxout(embedding_dim, dtype=dtype, name="deep_output")
         projection = keras.layers.Dense(
             target_vocabulary_size, dtype=dtype, name="logits"
         )

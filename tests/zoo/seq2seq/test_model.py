@@ -402,3 +402,24 @@ def test_bad_arguments(kwargs, name):
     config.update(kwargs)
     with pytest.raises(ValueError, match=f"{name}"):
         Seq2Seq(**config)
+
+
+@pytest.mark.tensorflow_only
+def test_maxout_deep_output_matches_numpy_and_passes_gradients():
+
+    from zoo.seq2seq.model import Maxout
+
+    layer = Maxout(3, pool_size=2)
+    x = np.random.default_rng(0).normal(size=(2, 4, 5)).astype("float32")
+    out = keras.ops.convert_to_numpy(layer(x))
+    kernel, bias = (keras.ops.convert_to_numpy(w) for w in layer.dense.weights)
+    expected = (x @ kernel + bias).reshape(2, 4, 3, 2).max(-1)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+    # Large inputs do not saturate it (a tanh readout did): gradients stay.
+    big = tf.constant(x * 100.0)
+    with tf.GradientTape() as tape:
+        tape.watch(big)
+        y = tf.reduce_sum(layer(big))
+    assert float(tf.reduce_sum(tf.abs(tape.gradient(y, big)))) > 0.0
+    clone = Maxout.from_config(layer.get_config())
+    assert clone.units == 3 and clone.pool_size == 2
