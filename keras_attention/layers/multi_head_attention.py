@@ -267,8 +267,14 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             fused,
         )
         if fused:
+            row_valid = None
+            if mask is not None and attention_mask is None and not use_causal_mask:
+                # Padding masks only: which rows have anything to attend to
+                # follows from the 1-D masks, O(B * (Tq + Tv)), instead of a
+                # reduction over the (B, Tq, Tv) mask.
+                row_valid = _rows_with_keys(query_mask, value_mask, key_mask)
             output = self._fused_attention(
-                projected_query, key, value, mask, causal_only
+                projected_query, key, value, mask, causal_only, row_valid
             )
             weights = None
         else:
@@ -395,8 +401,13 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             mask = part if mask is None else ops.logical_and(mask, part)
         return mask, False
 
-    def _fused_attention(self, query, key, value, mask, causal_only):
-        """Scaled dot-product attention through `ops.dot_product_attention`."""
+    def _fused_attention(self, query, key, value, mask, causal_only, row_valid=None):
+        """Scaled dot-product attention through `ops.dot_product_attention`.
+
+        `row_valid` `(B, Tq)`, when the caller knows it, says which query rows
+        have at least one key to attend to; otherwise it is derived from
+        `mask`.
+        """
         output = ops.dot_product_attention(
             query,
             key,
@@ -408,7 +419,9 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         )
         if mask is not None:
             # Keras attends uniformly on a fully masked row; we return zeros.
-            valid = ops.any(mask, axis=-1)[:, :, None, None]
+            if row_valid is None:
+                row_valid = ops.any(mask, axis=-1)
+            valid = ops.broadcast_to(row_valid, ops.shape(output)[:2])[:, :, None, None]
             output = ops.where(valid, output, ops.zeros_like(output))
         return output
 
@@ -472,3 +485,17 @@ def _check_batch(query_shape, value_shape, key_shape):
             f"query.shape={tuple(query_shape)}, value.shape="
             f"{tuple(value_shape)}, key.shape={tuple(key_shape)}"
         )
+
+
+def _rows_with_keys(query_mask, value_mask, key_mask):
+    """`(B, Tq)` or `(B, 1)` bool: rows with at least one key under padding masks."""
+    keys = None
+    for m in (value_mask, key_mask):
+        if m is not None:
+            m = ops.cast(m, "bool")
+            keys = m if keys is None else ops.logical_and(keys, m)
+    rows = None if keys is None else ops.any(keys, axis=-1, keepdims=True)
+    if query_mask is not None:
+        query_mask = ops.cast(query_mask, "bool")
+        rows = query_mask if rows is None else ops.logical_and(query_mask, rows)
+    return rows

@@ -512,3 +512,21 @@ def test_call_errors():
         MultiHeadAttention(HEADS, KEY_DIM, score="general")(
             rand(2, 3, 3, DIM), rand(2, 3, 3, DIM)
         )
+
+
+def test_fused_path_zeroes_rows_of_an_empty_value_sequence():
+    # Padding masks only: the fused path finds the empty rows from the 1-D
+    # masks; it must agree with the explicit path (which reduces the full
+    # mask) and give the output bias alone on the empty example.
+    _, ours = twin_layers(bias_initializer="random_normal")
+    query, value = rand(2, 5, DIM, seed=9), rand(2, 7, DIM, seed=10)
+    value_mask = np.ones((2, 7), bool)
+    value_mask[1] = False
+    fused = np_(ours(query, value, value_mask=value_mask))
+    unfused, _ = ours(query, value, value_mask=value_mask, return_attention_scores=True)
+    np.testing.assert_allclose(fused, np_(unfused), atol=1e-5)
+    bias = np_(ours.output_dense.bias)
+    np.testing.assert_allclose(
+        fused[1], np.broadcast_to(bias, fused[1].shape), atol=1e-6
+    )
+    assert not np.allclose(fused[0], bias)
