@@ -19,7 +19,14 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["keras_attention*", "zoo*"]),
     include_package_data=True,
-    package_data={"zoo": ["data/samples/*", "*/presets/*/*", "*/presets/*/*/*"]},
+    package_data={
+        "zoo": [
+            "data/samples/*",
+            "*/presets/*/*",
+            "*/presets/*/*/*",
+            "*/presets/*/*/*/*",
+        ]
+    },
     install_requires=[
         "tensorflow==2.21.*",
         "keras>=3.15",

@@ -82,7 +82,9 @@ def save_preset(model, directory, preprocessor=None, metadata=None):
     _write_json(
         os.path.join(directory, CONFIG_FILE), keras.saving.serialize_keras_object(model)
     )
-    model.save_weights(os.path.join(directory, WEIGHTS_FILE))
+    weights_path = os.path.join(directory, WEIGHTS_FILE)
+    model.save_weights(weights_path)
+    _drop_optimizer_state(weights_path)
     if preprocessor is not None:
         _write_json(
             os.path.join(directory, PREPROCESSOR_FILE),
@@ -115,6 +117,30 @@ def save_preset(model, directory, preprocessor=None, metadata=None):
     }
     _write_json(os.path.join(directory, METADATA_FILE), meta)
     return meta
+
+
+def _drop_optimizer_state(path):
+    """Rewrites a weights file without a compiled model's optimizer state.
+
+    A preset holds the model, not a training run: whoever fine-tunes it
+    compiles their own optimizer. (Keras writes the optimizer variables of
+    a compiled model into `.weights.h5`, which tripled the Seq2Seq preset.)
+    The file is copied rather than edited, because HDF5 does not give back
+    the space of deleted groups.
+    """
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        if "optimizer" not in f:
+            return
+    temporary = path + ".tmp"
+    with h5py.File(path, "r") as source, h5py.File(temporary, "w") as target:
+        for key, value in source.attrs.items():
+            target.attrs[key] = value
+        for name in source:
+            if name != "optimizer":
+                source.copy(source[name], target, name=name)
+    os.replace(temporary, path)
 
 
 def read_metadata(directory):
