@@ -52,7 +52,7 @@ def main():
         rows = []
         for t in range(6):
             _, states = decoder.cell(x[:, t], states)
-            rows.append(np.asarray(states[-2])[0])
+            rows.append(np.asarray(decoder.cell.attention_weights(states))[0])
         print("alignment (rows: target step, columns: source position):")
         print(np.round(np.stack(rows), 2))
 

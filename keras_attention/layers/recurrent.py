@@ -158,6 +158,10 @@ class AttentionDecoderCell(keras.layers.Layer):
             )
             self.combine.build((inputs_shape[0], self.memory_dim + self.units))
 
+    def attention_weights(self, states):
+        """The last step's attention weights `(B, Tv)` held in `states`."""
+        return states[self.num_cell_states + EXTRA_STATES.index("weights")]
+
     def _build_attention(self):
         """Creates the attention sublayer; it needs only known sizes."""
         if getattr(self, "attention", None) is not None:

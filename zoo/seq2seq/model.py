@@ -296,7 +296,7 @@ class Seq2Seq(Task):
         hidden, cache = self.decoder_cell(x, list(cache))
         readout = self.deep_output(ops.concatenate([hidden, x], axis=-1))
         logits = self.projection(readout)
-        return logits, cache[-2], cache
+        return logits, self.decoder_cell.attention_weights(cache), cache
 
     def _search(self, beam_width, **kwargs):
         if beam_width is None or beam_width <= 1:
