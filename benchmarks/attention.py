@@ -24,6 +24,7 @@ Two measurements, printed as tables:
 Usage:
     python benchmarks/attention.py            # full run, a few minutes
     python benchmarks/attention.py --quick    # length 128 only, fewer steps
+    python benchmarks/attention.py --warmup 10 --steps 60   # steadier medians
     KERAS_BACKEND=jax python benchmarks/attention.py
 """
 
@@ -161,6 +162,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="length 128 only")
     parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--warmup", type=int, help="warm-up steps (default 3)")
+    parser.add_argument("--steps", type=int, help="timed steps each (default 20)")
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
@@ -169,6 +172,8 @@ def main():
 
     lengths = (128,) if args.quick else (128, 512)
     warmup, steps = (2, 6) if args.quick else (3, 20)
+    warmup = args.warmup if args.warmup is not None else warmup
+    steps = args.steps if args.steps is not None else steps
     print(
         f"keras {keras.__version__}, backend {keras.backend.backend()}, "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"

@@ -268,11 +268,19 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         )
         if fused:
             row_valid = None
-            if mask is not None and attention_mask is None and not use_causal_mask:
-                # Padding masks only: which rows have anything to attend to
-                # follows from the 1-D masks, O(B * (Tq + Tv)), instead of a
-                # reduction over the (B, Tq, Tv) mask.
+            if (
+                mask is not None
+                and attention_mask is None
+                and not use_causal_mask
+                and self._sliding_window is None
+            ):
+                # Padding masks only: the kernel gets the `(B, 1, Tv)` key
+                # mask (broadcast over queries, no `(B, Tq, Tv)` tensor), and
+                # which rows have anything to attend to follows from the 1-D
+                # masks, O(B * (Tq + Tv)).
                 row_valid = _rows_with_keys(query_mask, value_mask, key_mask)
+                keys = _valid_keys(value_mask, key_mask)
+                mask = None if keys is None else keys[:, None, :]
             output = self._fused_attention(
                 projected_query, key, value, mask, causal_only, row_valid
             )
@@ -417,7 +425,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             is_causal=causal_only,
             flash_attention=self._flash_attention,
         )
-        if mask is not None:
+        if mask is not None or row_valid is not None:
             # Keras attends uniformly on a fully masked row; we return zeros.
             if row_valid is None:
                 row_valid = ops.any(mask, axis=-1)
@@ -487,13 +495,19 @@ def _check_batch(query_shape, value_shape, key_shape):
         )
 
 
-def _rows_with_keys(query_mask, value_mask, key_mask):
-    """`(B, Tq)` or `(B, 1)` bool: rows with at least one key under padding masks."""
+def _valid_keys(value_mask, key_mask):
+    """`(B, Tv)` bool: keys both padding masks keep, or None without either."""
     keys = None
     for m in (value_mask, key_mask):
         if m is not None:
             m = ops.cast(m, "bool")
             keys = m if keys is None else ops.logical_and(keys, m)
+    return keys
+
+
+def _rows_with_keys(query_mask, value_mask, key_mask):
+    """`(B, Tq)` or `(B, 1)` bool: rows with at least one key under padding masks."""
+    keys = _valid_keys(value_mask, key_mask)
     rows = None if keys is None else ops.any(keys, axis=-1, keepdims=True)
     if query_mask is not None:
         query_mask = ops.cast(query_mask, "bool")

@@ -45,6 +45,13 @@ def parse_args(argv=None):
         default=None,
         help="stop training after this many minutes",
     )
+    p.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="stop training after this many optimizer steps (an equal budget "
+        "for comparisons that does not depend on machine load)",
+    )
     p.add_argument("--vocabulary-size", type=int, default=8000)
     p.add_argument("--vocabulary-dir", help="reuse/keep learned vocabularies here")
     p.add_argument("--max-length", type=int, default=64, help="subwords per side")
@@ -52,6 +59,12 @@ def parse_args(argv=None):
     p.add_argument("--units", type=int, default=256)
     p.add_argument("--encoder-layers", type=int, default=1)
     p.add_argument("--cell", default="lstm", choices=["lstm", "gru"])
+    p.add_argument(
+        "--bidirectional",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="bidirectional encoder (Luong et al. used --no-bidirectional)",
+    )
     p.add_argument("--style", default="bahdanau", choices=["bahdanau", "luong"])
     p.add_argument("--score", default="additive")
     p.add_argument("--window", type=int, default=None)
@@ -150,6 +163,20 @@ class TimeBudget(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+class StepBudget(keras.callbacks.Callback):
+    """Stops training after `steps` batches in all (across epochs)."""
+
+    def __init__(self, steps):
+        super().__init__()
+        self.steps = steps
+        self.seen = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.seen += 1
+        if self.seen >= self.steps:
+            self.model.stop_training = True
+
+
 def evaluate_translations(model, test_pairs, beam_width, limit=None):
     """BLEU/chrF of greedy and beam decoding on `test_pairs`."""
     pairs = test_pairs[:limit] if limit else test_pairs
@@ -201,6 +228,7 @@ def main(argv=None):
             embedding_dim=args.embedding_dim,
             units=args.units,
             encoder_layers=args.encoder_layers,
+            bidirectional=args.bidirectional,
             cell=args.cell,
             style=args.style,
             score=args.score,
@@ -226,6 +254,8 @@ def main(argv=None):
     ]
     if args.time_budget:
         callbacks.append(TimeBudget(args.time_budget))
+    if args.max_steps:
+        callbacks.append(StepBudget(args.max_steps))
     train_ds = bucketed(train, args.batch_size, args.seed)
     val_ds = (
         bucketed(validation, args.batch_size, args.seed, shuffle=False)
@@ -242,11 +272,16 @@ def main(argv=None):
     )
     train_seconds = time.time() - start
     epochs_run = len(history.history["loss"])
-    print(f"trained {epochs_run} epochs in {train_seconds / 60:.1f} min")
+    steps_run = int(model.optimizer.iterations.numpy())
+    print(
+        f"trained {epochs_run} epochs ({steps_run} steps) in "
+        f"{train_seconds / 60:.1f} min"
+    )
 
     metrics = {
         "train_minutes": round(train_seconds / 60, 1),
         "epochs": epochs_run,
+        "steps": steps_run,
         "history": {
             k: [round(float(v), 4) for v in vals] for k, vals in history.history.items()
         },
