@@ -11,9 +11,11 @@ metadata.json        format version, library versions, metrics, the command
                      that trained it, and the sha256 of every other file
 ```
 
-Loading verifies every checksum first, deserializes in Keras safe mode (no
-lambdas, no pickle) and only then reads the weights, so a corrupt or edited
-file gives a clear error naming it.
+Loading verifies every checksum first (and refuses files the metadata does
+not list), deserializes in Keras safe mode (no lambdas, no pickle) and only
+then reads the weights, so a corrupt, edited, missing or added file gives a
+clear error naming it. A preset saved by a newer major version of the format,
+of keras-attention-zoo or of Keras is refused with a message saying so.
 """
 
 import datetime
@@ -168,20 +170,64 @@ def read_metadata(directory):
             f"Preset {directory} has format version {version}, newer than this "
             f"library's {FORMAT_VERSION}: upgrade keras-attention-zoo to load it."
         )
+    _check_versions(directory, meta.get("versions", {}))
     return meta
 
 
+def _major(version):
+    """The leading integer of a version string (`"3.15.1"` -> 3), or None."""
+    head = str(version).split(".")[0]
+    return int(head) if head.isdigit() else None
+
+
+def _check_versions(directory, saved):
+    """Refuses a preset saved by a newer major version of a package."""
+    import keras_attention
+
+    if not isinstance(saved, dict):
+        raise PresetError(
+            f"Corrupt preset file {os.path.join(directory, METADATA_FILE)}: "
+            f"versions={saved!r} is not a JSON object"
+        )
+    running = {
+        "keras_attention": ("keras-attention-zoo", keras_attention.__version__),
+        "keras": ("Keras", keras.__version__),
+    }
+    for key, (package, version) in running.items():
+        if key not in saved:
+            continue
+        major, running_major = _major(saved[key]), _major(version)
+        if None not in (major, running_major) and major > running_major:
+            raise PresetError(
+                f"Preset {directory} was saved by {package} {saved[key]}, a "
+                f"newer major version than the running {version}: upgrade "
+                f"{package} to load it."
+            )
+
+
 def verify_preset(directory):
-    """Checks that every file listed in the metadata exists with its sha256.
+    """Checks the directory holds exactly the listed files, with their sha256.
 
     Returns:
         The metadata dict.
 
     Raises:
-        PresetError: naming the first missing or changed file.
+        PresetError: naming the unlisted files, or the first missing or
+            changed file; or when the preset is from a newer major version.
     """
     meta = read_metadata(directory)
-    for name, digest in sorted(meta.get("files", {}).items()):
+    listed = meta.get("files", {})
+    for name in (CONFIG_FILE, WEIGHTS_FILE):
+        if name not in listed:
+            raise PresetError(f"Preset {directory} lists no {name} in its metadata")
+    unlisted = sorted(set(_files(directory)) - set(listed))
+    if unlisted:
+        raise PresetError(
+            f"Preset {directory} holds files its {METADATA_FILE} does not list "
+            f"(added after it was saved?): {', '.join(unlisted)}. Remove them, "
+            "or save the preset again."
+        )
+    for name, digest in sorted(listed.items()):
         path = os.path.join(directory, name)
         if not os.path.isfile(path):
             raise PresetError(f"Preset {directory} is missing file {name} ({path})")
@@ -190,9 +236,6 @@ def verify_preset(directory):
                 f"Checksum mismatch for {path}: the file is corrupt, truncated "
                 "or was changed after the preset was saved."
             )
-    for name in (CONFIG_FILE, WEIGHTS_FILE):
-        if name not in meta.get("files", {}):
-            raise PresetError(f"Preset {directory} lists no {name} in its metadata")
     return meta
 
 

@@ -114,6 +114,50 @@ class Task(keras.Model):
             return super().predict(x, batch_size=batch_size, **kwargs)
         return super().predict(dataset, **kwargs)
 
+    # Distribution --------------------------------------------------------
+
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
+        """The compiled loss, averaged over the global batch under `tf.distribute`.
+
+        Keras divides each replica's loss by that replica's own count of
+        (unmasked) outputs, e.g. target tokens, and then averages the
+        replicas, so a token in a short slice of the batch would weigh more
+        than one in a long slice. The sample weights of each replica are
+        scaled by `replicas * local count / global count` instead, which
+        makes the summed gradients those of the mean over every output of
+        the global batch, as on one device.
+        """
+        sample_weight = _global_average_weights(y, y_pred, sample_weight)
+        return super().compute_loss(x, y, y_pred, sample_weight, training=training)
+
+    def train_step(self, data):
+        return _per_worker_logs(super().train_step(data))
+
+    def test_step(self, data):
+        return _per_worker_logs(super().test_step(data))
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Keras 3 averages the first distributed batch over all replicas to
+        # build the model, which MultiWorkerMirroredStrategy cannot do for a
+        # dict of inputs (keras-team/keras#20329), nor for batches trimmed to
+        # different lengths. Only shapes matter: this worker's batch has them.
+        strategy = self._distribute_strategy
+        if iterator is not None and strategy is not None:
+            for _, _, batches in iterator:
+                data_batch = tf.nest.map_structure(
+                    lambda v: (
+                        strategy.experimental_local_results(v)[0]
+                        if isinstance(v, tf.distribute.DistributedValues)
+                        else v
+                    ),
+                    next(batches),
+                )
+                break
+            iterator = None
+        return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
     # Presets -------------------------------------------------------------
 
     def save_to_preset(self, directory, metadata=None):
@@ -152,6 +196,43 @@ class Task(keras.Model):
         )
         model.preset_metadata = meta
         return model
+
+
+def _global_average_weights(y, y_pred, sample_weight):
+    """Sample weights that make each replica's loss a share of the global mean."""
+    context = tf.distribute.get_replica_context()
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    if replicas == 1 or context is None or y is None:
+        return sample_weight
+    # What Keras divides a replica's loss by: its unmasked outputs (e.g. real
+    # target tokens), else its samples (other axes are equal across replicas).
+    labels = tf.nest.flatten(y)[0]
+    mask = getattr(y_pred, "_keras_mask", None)
+    if mask is not None:
+        count = tf.reduce_sum(tf.cast(mask, "float32"))
+    else:
+        count = tf.cast(tf.shape(labels)[0], "float32")
+    total = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
+    scale = tf.math.divide_no_nan(replicas * count, total)
+    if sample_weight is None:
+        sample_weight = tf.ones(tf.shape(labels)[:1])
+    return tf.nest.map_structure(lambda w: tf.cast(w, "float32") * scale, sample_weight)
+
+
+def _per_worker_logs(logs):
+    """Gives a step's logs the leading axis Keras reduces across workers.
+
+    Under MultiWorkerMirroredStrategy, Keras 3 averages the logs of a step
+    with `strategy.reduce("MEAN", value, axis=0)`, which fails on scalars
+    (tensorflow/tensorflow#72388); a length-1 axis reduces back to them.
+    """
+    strategy = tf.distribute.get_strategy()
+    if (
+        isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+        and strategy.extended._in_multi_worker_mode()
+    ):
+        return tf.nest.map_structure(lambda v: tf.expand_dims(v, 0), logs)
+    return logs
 
 
 def list_presets():

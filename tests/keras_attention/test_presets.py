@@ -305,3 +305,65 @@ def test_lambda_preprocessor_is_refused(tmp_path):
     ):
         presets.load_preset(str(tmp_path / "p"))
     assert not marker.exists()
+
+
+def _edit_metadata(directory, **changes):
+    meta_path = directory / presets.METADATA_FILE
+    meta = json.loads(meta_path.read_text())
+    meta.update(changes)
+    meta_path.write_text(json.dumps(meta))
+    return meta
+
+
+@pytest.mark.parametrize(
+    "package, saved, running, loads",
+    [
+        ("keras_attention", "1.0.0", "0.1.0", False),
+        ("keras_attention", "0.9.3", "0.1.0", True),  # Newer minor: fine.
+        ("keras_attention", "0.0.1", "0.1.0", True),  # Older: fine.
+        ("keras", "4.0.0", "3.15.1", False),
+        ("keras", "3.99.0", "3.15.1", True),
+    ],
+)
+def test_newer_major_package_version(
+    tmp_path, monkeypatch, package, saved, running, loads
+):
+    _save(tmp_path)
+    meta = json.loads((tmp_path / presets.METADATA_FILE).read_text())
+    _edit_metadata(tmp_path, versions={**meta["versions"], package: saved})
+    module = keras_attention if package == "keras_attention" else keras
+    monkeypatch.setattr(module, "__version__", running)
+    if loads:
+        presets.load_preset(str(tmp_path))
+        return
+    name = "keras-attention-zoo" if package == "keras_attention" else "Keras"
+    message = (
+        f"saved by {name} {saved}, a newer major version than the running "
+        f"{running}: upgrade {name}"
+    )
+    with pytest.raises(PresetError, match=message.replace(".", r"\.")):
+        presets.load_preset(str(tmp_path))
+    with pytest.raises(PresetError, match="newer major version"):
+        presets.read_metadata(str(tmp_path))
+
+
+def test_versions_must_be_an_object(tmp_path):
+    _save(tmp_path)
+    _edit_metadata(tmp_path, versions="0.1.0")
+    with pytest.raises(PresetError, match="metadata.json: versions='0.1.0'"):
+        presets.load_preset(str(tmp_path))
+
+
+@pytest.mark.parametrize("name", ["notes.txt", "assets/extra_tokens.txt"])
+def test_unlisted_file_is_refused(tmp_path, name):
+    _save(tmp_path)
+    presets.verify_preset(str(tmp_path))
+    (tmp_path / name).write_text("not part of the preset\n")
+    with pytest.raises(
+        PresetError, match=f"does not list .*: {name}. Remove them"
+    ) as info:
+        presets.load_preset(str(tmp_path))
+    assert str(tmp_path) in str(info.value)
+    # Saving again lists (and so accepts) whatever the directory holds.
+    model, _ = _save(tmp_path)
+    assert name in presets.verify_preset(str(tmp_path))["files"]

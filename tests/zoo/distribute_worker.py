@@ -1,0 +1,112 @@
+"""One training step of a tiny zoo model on one device and mirrored.
+
+Splits the CPU into `--replicas` logical devices (which must happen before
+TensorFlow initialises, hence a process of its own), then runs one
+`model.fit` step with plain SGD on the same global batch twice: under the
+default strategy (one device) and under `MirroredStrategy` over all the
+logical CPUs. SGD makes the step's gradient readable from the weights:
+`g = (w_before - w_after) / learning_rate`. Prints one JSON line with both
+losses and gradients' differences.
+
+Usage (from the repository root):
+
+    python tests/zoo/distribute_worker.py seq2seq --replicas 2
+"""
+
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import tiny_models  # noqa: E402
+
+LEARNING_RATE = 1.0
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("case", choices=sorted(tiny_models.CASES))
+    p.add_argument("--replicas", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args(argv)
+
+
+def train_step(strategy, case, seed):
+    """Returns `(loss, {variable path: gradient})` of one `fit` step."""
+    import keras
+
+    build, batch, loss = tiny_models.CASES[case]
+    x, y = batch()
+    with strategy.scope():
+        model = build(seed)
+        model.compile(optimizer=keras.optimizers.SGD(LEARNING_RATE), loss=loss())
+    before = {v.path: v.numpy() for v in model.trainable_variables}
+    history = model.fit(tiny_models.dataset(x, y, len(x)), epochs=1, verbose=0)
+    gradients = {
+        v.path: (before[v.path] - v.numpy()) / LEARNING_RATE
+        for v in model.trainable_variables
+    }
+    return float(history.history["loss"][0]), before, gradients, model
+
+
+def tokens_per_replica(model, case, replicas):
+    """Loss-weighted positions (e.g. target tokens) in each replica's slice."""
+    import numpy as np
+    import tensorflow as tf
+
+    _, batch, _ = tiny_models.CASES[case]
+    x, y = batch()
+    _, _, weights = model.preprocess_samples(tf.constant(x), tf.constant(y))
+    weights = np.array(weights).reshape(len(x), -1)
+    return [float(w.sum()) for w in np.split(weights, replicas)]
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * args.replicas
+    )
+    import numpy as np
+
+    one_loss, one_init, one_grads, model = train_step(
+        tf.distribute.get_strategy(), args.case, args.seed
+    )
+    mirrored = tf.distribute.MirroredStrategy(
+        [d.name for d in tf.config.list_logical_devices("CPU")]
+    )
+    loss, init, grads, _ = train_step(mirrored, args.case, args.seed)
+    same_init = all(np.array_equal(one_init[k], init[k]) for k in one_init)
+    differences = {
+        k: float(np.abs(grads[k] - one_grads[k]).max()) for k in sorted(one_grads)
+    }
+    worst = sorted(differences, key=differences.get, reverse=True)[:3]
+    print(
+        json.dumps(
+            {
+                "case": args.case,
+                "replicas": mirrored.num_replicas_in_sync,
+                "devices": list(mirrored.extended.worker_devices),
+                "same_initial_weights": same_init,
+                "tokens_per_replica": tokens_per_replica(
+                    model, args.case, args.replicas
+                ),
+                "loss_one_device": one_loss,
+                "loss_mirrored": loss,
+                "gradient_max_abs": max(
+                    float(np.abs(g).max()) for g in one_grads.values()
+                ),
+                "gradient_max_abs_difference": max(differences.values()),
+                "worst_variables": {k: differences[k] for k in worst},
+                "variables": len(one_grads),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
