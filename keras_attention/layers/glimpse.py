@@ -89,8 +89,9 @@ class GlimpseSensor(keras.layers.Layer):
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
-        images: float tensor `(batch, height, width, channels)`; any height
-            and width.
+        images: tensor `(batch, height, width, channels)`, any height and
+            width, float or integer (e.g. uint8): only the gathered pixels
+            are cast to the layer's compute dtype.
         locations: float tensor `(batch, 2)`, `(y, x)` in `[-1, 1]`.
 
     Returns:
@@ -131,7 +132,7 @@ class GlimpseSensor(keras.layers.Layer):
 
     def call(self, images, locations):
         _check_input_shapes(self, images.shape, locations.shape)
-        images = ops.cast(images, self.compute_dtype)
+        images = ops.convert_to_tensor(images)
         locations = ops.cast(locations, "float32")
         shape = ops.shape(images)
         batch, height, width = shape[0], shape[1], shape[2]
@@ -154,9 +155,16 @@ class GlimpseSensor(keras.layers.Layer):
         indices = ops.concatenate(indices, axis=1)
         valid = ops.concatenate(valid, axis=1)
 
-        pixels = ops.reshape(images, (batch, -1, channels))
-        gathered = ops.take_along_axis(pixels, indices[:, :, None], axis=1)
-        gathered = ops.where(valid[:, :, None], gathered, ops.cast(0, images.dtype))
+        # One flat gather over (batch * height * width, channels) rows: a
+        # reshape of the images (no copy) and work in the gathered pixels
+        # only (`take_along_axis` would transpose the whole image). Cast
+        # after the gather, so e.g. uint8 images are never cast whole.
+        pixels = ops.reshape(images, (-1, channels))
+        offsets = ops.arange(batch, dtype="int32") * (height * width)
+        flat = ops.reshape(indices + offsets[:, None], (-1,))
+        gathered = ops.reshape(ops.take(pixels, flat, axis=0), (batch, -1, channels))
+        gathered = ops.cast(gathered, self.compute_dtype)
+        gathered = ops.where(valid[:, :, None], gathered, ops.cast(0, gathered.dtype))
 
         patches, start = [], 0
         p = self.patch_size

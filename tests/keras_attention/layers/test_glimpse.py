@@ -141,6 +141,15 @@ def test_large_image_matches_numpy_crop():
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
 
 
+def test_uint8_images_are_cast_after_the_gather():
+    pixels = RNG.integers(0, 256, size=(2, 30, 30, 1), dtype="uint8")
+    locations = np.array([[0.23, -0.31], [-0.97, 0.88]], "float32")
+    out = run(GlimpseSensor(6, num_scales=2), pixels, locations)
+    assert out.dtype == np.float32
+    ref = np_glimpse(pixels.astype("float64"), locations, 6, 2, 2)
+    np.testing.assert_allclose(out, ref, rtol=1e-6)
+
+
 def test_any_image_size_in_a_compiled_model():
     images = keras.Input((None, None, 2))
     locations = keras.Input((2,))

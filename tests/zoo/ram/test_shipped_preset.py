@@ -1,0 +1,32 @@
+"""The shipped RAM preset loads, verifies and classifies translated items."""
+
+import numpy as np
+import pytest
+
+import zoo
+from keras_attention import presets
+from zoo.data import fashion_mnist
+from zoo.ram import RecurrentAttentionModel
+
+NAME = "ram_fashion_mnist_translated"
+
+
+@pytest.mark.tensorflow_only
+def test_shipped_preset_is_listed_verified_and_classifies():
+    directory = zoo.list_presets()[NAME]
+    meta = presets.verify_preset(directory)
+    assert meta["class_name"] == "RecurrentAttentionModel"
+    assert "python -m zoo.ram.train" in meta["command"]
+    assert meta["data"]["test_images"] == 10000
+    assert set(meta["table"]) >= {"ram_translated_6", "fc_translated"}
+    model = zoo.from_preset(NAME)
+    assert isinstance(model, RecurrentAttentionModel)
+    assert (model.num_glimpses, model.patch_size, model.num_scales) == (6, 12, 3)
+    # The shipped sample's 1,000 test items, translated (other positions than
+    # the full test set's): 27.43% error on the full set, chance is 90%.
+    images, labels = fashion_mnist.load("test", "translated", sample=True, seed=1)
+    predicted = model.predict(images, verbose=0).argmax(-1)
+    error = float(np.mean(predicted != labels))
+    assert error < 0.4, error
+    paths = model.glimpses(images[:4])
+    assert paths.shape == (4, 6, 2)

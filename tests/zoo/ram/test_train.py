@@ -1,0 +1,52 @@
+"""The table script on the shipped sample: results, preset and figure."""
+
+import json
+
+import numpy as np
+import pytest
+
+from zoo.ram import RecurrentAttentionModel, train
+
+pytestmark = pytest.mark.tensorflow_only
+
+
+def test_table_rows_preset_and_plot(tmp_path):
+    out, results, plot = tmp_path / "preset", tmp_path / "t.json", tmp_path / "g.png"
+    rows = train.main(
+        [
+            "--data", "sample",
+            "--epochs", "1",
+            "--rows", "ram_translated_6", "fc_translated",
+            "--units", "32",
+            "--batch-size", "64",
+            "--out", str(out),
+            "--results", str(results),
+            "--plot", str(plot),
+            "--verbose", "0",
+        ]
+    )  # fmt: skip
+    assert set(rows) == {"ram_translated_6", "fc_translated"}
+    for row in rows.values():
+        assert 0.0 <= row["test_error_percent"] <= 100.0
+        assert row["test_images"] == 1000
+    saved = json.loads(results.read_text())
+    assert saved["rows"]["fc_translated"]["model"] == "fc"
+    assert saved["command"].startswith("python -m zoo.ram.train --data sample")
+    model = RecurrentAttentionModel.from_preset(str(out))
+    meta = model.preset_metadata
+    assert meta["command"] == saved["command"]
+    assert set(meta["table"]) == set(rows)
+    assert (
+        meta["metrics"]["test_error_percent"]
+        == rows["ram_translated_6"]["test_error_percent"]
+    )
+    assert model.num_glimpses == 6 and model.num_scales == 3
+    assert model.predict(np.zeros((1, 60, 60), "uint8"), verbose=0).shape == (1, 10)
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_baselines_take_any_size():
+    convnet = train.small_convnet()
+    for size in (28, 61):
+        assert convnet(np.zeros((2, size, size, 1), "float32")).shape == (2, 10)
+    assert train.fully_connected((60, 60, 1)).output_shape == (None, 10)
