@@ -1,4 +1,4 @@
-"""`make demo`: a small attention model trained on real Fashion-MNIST images.
+"""Layer demo: a small attention model trained on real Fashion-MNIST images.
 
 Each 28x28 image is read as a sequence of 28 rows. A Transformer encoder block
 (self-attention between rows, sinusoidal positions) feeds an additive
@@ -14,7 +14,7 @@ when installed and `--full` is given), then saves:
 - `demo_output/attention_demo.keras`: the trained model, reloaded to check
   it round-trips without `custom_objects`.
 
-Run: `python examples/demo.py [--epochs 3] [--full] [--out demo_output]`.
+Run: `python examples/layer_demo.py [--epochs 3] [--full] [--out demo_output]`.
 """
 
 import argparse

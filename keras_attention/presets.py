@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import platform
+import warnings
 
 import keras
 
@@ -294,7 +295,13 @@ def load_preset(directory, expected_class=None, load_weights=True, **overrides):
     if load_weights:
         weights = os.path.join(directory, WEIGHTS_FILE)
         try:
-            model.load_weights(weights)
+            with warnings.catch_warnings():
+                # Presets store no optimizer state (see `save_preset`), so
+                # Keras's notice that it skipped the optimizer is expected.
+                warnings.filterwarnings(
+                    "ignore", message="Skipping variable loading for optimizer"
+                )
+                model.load_weights(weights)
         except Exception as e:
             raise PresetError(f"Cannot read weights file {weights}: {e}") from e
     return model, preprocessor, meta

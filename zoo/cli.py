@@ -3,14 +3,43 @@
 Commands:
   presets                          list shipped presets with their metrics
   train MODEL [training flags]     train a zoo model and write a preset
-  evaluate PRESET [--split test]   score a translation preset with sacreBLEU
+  evaluate PRESET [--split test]   translation: sacreBLEU BLEU/chrF; glimpse
+                                   classifier: error rate; captioner: BLEU-1..4
+                                   and attention correctness
   translate PRESET TEXT... [--beam 4] [--plot out.png]
+  caption PRESET IMAGE... [--beam 3] [--plot out.png]
+  classify PRESET IMAGE... [--plot out.png]
 """
 
 import argparse
+import os
 import sys
 
-MODELS = {"seq2seq": "zoo.seq2seq.train"}
+MODELS = {
+    "seq2seq": "zoo.seq2seq.train",
+    "transformer": "zoo.transformer.train",
+    "ram": "zoo.ram.train",
+    "show_attend_tell": "zoo.show_attend_tell.train",
+}
+
+
+def metrics_summary(meta):
+    """One line of the measured quality stored in a preset's metadata."""
+    metrics = meta.get("metrics", {})
+    parts = []
+    test = metrics.get("test", {})
+    for name, values in test.items() if isinstance(test, dict) else ():
+        if isinstance(values, dict) and "bleu" in values:
+            parts.append(f"{name}: BLEU {values['bleu']:.2f} chrF {values['chrf']:.2f}")
+        elif isinstance(values, dict) and "bleu4" in values:
+            text = f"{name}: BLEU-4 {values['bleu4']:.2f}"
+            attention = values.get("attention", {})
+            if "either" in attention:
+                text += f", attention correctness {attention['either']:.1f}%"
+            parts.append(text)
+    if "test_error_percent" in metrics:
+        parts.append(f"test error {metrics['test_error_percent']:.2f}%")
+    return ", ".join(parts) or "(no metrics recorded)"
 
 
 def _presets(args):
@@ -23,13 +52,7 @@ def _presets(args):
         return 0
     for name, path in found.items():
         meta = read_metadata(path)
-        test = meta.get("metrics", {}).get("test", {})
-        scores = ", ".join(
-            f"{decoding}: BLEU {m['bleu']:.2f} chrF {m['chrf']:.2f}"
-            for decoding, m in test.items()
-            if isinstance(m, dict) and "bleu" in m
-        )
-        print(f"{name:40s} {meta.get('class_name', '?'):12s} {scores}")
+        print(f"{name:40s} {meta.get('class_name', '?'):24s} {metrics_summary(meta)}")
         print(f"{'':40s} {path}")
     return 0
 
@@ -85,16 +108,137 @@ def _translate(args):
     return 0
 
 
-def _evaluate(args):
-    from zoo.data import bible
-    from zoo.seq2seq.train import evaluate_translations
+def _read_image(path, channels, size=None):
+    """A PNG/JPEG file as a uint8 array `(H, W, channels)`, resized to `size`."""
+    import keras
+    import numpy as np
+
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"No image file {path!r}")
+    image = keras.utils.load_img(
+        path,
+        color_mode="grayscale" if channels == 1 else "rgb",
+        target_size=size,
+    )
+    return np.asarray(keras.utils.img_to_array(image), dtype="uint8")
+
+
+def _numbered(path, index, count):
+    """`out.png` for one output, `out_0.png`, `out_1.png`, ... for several."""
+    if count == 1:
+        return path
+    root, ext = os.path.splitext(path)
+    return f"{root}_{index}{ext or '.png'}"
+
+
+def _caption(args):
+    import numpy as np
 
     model = _load(args.preset)
-    pairs = [
-        (en, es)
-        for en, es, _ in bible.load_pairs(args.split, sword_path=args.sword_path)
-    ]
-    evaluate_translations(model, pairs, args.beam, args.limit)
+    if not hasattr(model, "caption"):
+        print(f"Preset {args.preset} is not a captioning model.", file=sys.stderr)
+        return 2
+    height, width, channels = model.image_shape
+    images = np.stack([_read_image(p, channels, (height, width)) for p in args.image])
+    texts, maps = model.caption(images, beam_width=args.beam, return_attention=True)
+    for i, (path, text) in enumerate(zip(args.image, texts)):
+        print(f"{path}: {text}")
+        if args.plot:
+            from zoo.show_attend_tell.plotting import plot_caption_attention
+
+            out = _numbered(args.plot, i, len(texts))
+            plot_caption_attention(
+                images[i], maps[i]["tokens"], maps[i]["weights"], out, title=text
+            )
+            print(f"  attention: {out}")
+    return 0
+
+
+def _classify(args):
+    import numpy as np
+
+    from zoo.data.fashion_mnist import CLASS_NAMES
+
+    model = _load(args.preset)
+    if not hasattr(model, "glimpses"):
+        print(f"Preset {args.preset} is not a glimpse classifier.", file=sys.stderr)
+        return 2
+    channels = model.preprocessor.channels
+    for i, path in enumerate(args.image):
+        # Any image size: glimpse locations are relative to the image.
+        image = _read_image(path, channels)[None]
+        logits = np.asarray(model.predict(image, verbose=0))[0]
+        probabilities = np.exp(logits - logits.max())
+        probabilities /= probabilities.sum()
+        label = int(np.argmax(probabilities))
+        name = CLASS_NAMES[label] if label < len(CLASS_NAMES) else str(label)
+        print(f"{path}: {name} ({probabilities[label]:.2f})")
+        if args.plot:
+            from zoo.ram.plotting import plot_glimpses
+
+            out = _numbered(args.plot, i, len(args.image))
+            plot_glimpses(
+                image,
+                model.glimpses(image),
+                out,
+                patch_size=model.patch_size,
+                num_scales=model.num_scales,
+                scale_factor=model.scale_factor,
+                titles=[name],
+            )
+            print(f"  glimpse path: {out}")
+    return 0
+
+
+def _evaluate(args):
+    model = _load(args.preset)
+    if hasattr(model, "translate"):
+        from zoo.data import bible
+        from zoo.seq2seq.train import evaluate_translations
+
+        pairs = [
+            (en, es)
+            for en, es, _ in bible.load_pairs(args.split, sword_path=args.sword_path)
+        ]
+        evaluate_translations(model, pairs, args.beam, args.limit)
+        return 0
+    if hasattr(model, "caption"):
+        from zoo.data import scenes
+        from zoo.show_attend_tell.evaluation import evaluate_scenes
+
+        # The scenes are generated from the Fashion-MNIST split (test images
+        # for the test split), seeded, as the training script does.
+        test = scenes.load(args.split, num_scenes=args.limit, path=args.data_path)
+        evaluate_scenes(model, test, beam_widths=sorted({1, args.beam}))
+        return 0
+    if hasattr(model, "glimpses"):
+        return _evaluate_classifier(model, args)
+    print(f"Preset {args.preset} has no evaluation here.", file=sys.stderr)
+    return 2
+
+
+def _evaluate_classifier(model, args):
+    """Error rate of a glimpse classifier on the Fashion-MNIST variant it learned."""
+    import numpy as np
+
+    from zoo.data import fashion_mnist
+
+    variant = model.preset_metadata.get("data", {}).get("variant", "translated")
+    variant = variant.split(":")[0].strip()
+    if args.split == "validation":
+        raise ValueError("Fashion-MNIST has no validation split: use train or test.")
+    seed = 1 if args.split == "test" else 0  # the seeds of zoo.ram.train
+    images, labels = fashion_mnist.load(
+        args.split, variant, seed=seed, path=args.data_path
+    )
+    if args.limit:
+        images, labels = images[: args.limit], labels[: args.limit]
+    logits = np.asarray(model.predict(images, batch_size=256, verbose=1))
+    error = 100.0 * float(np.mean(logits.argmax(-1) != labels))
+    print(
+        f"{variant} Fashion-MNIST {args.split}: error {error:.2f}% "
+        f"({len(labels)} images)"
+    )
     return 0
 
 
@@ -108,12 +252,15 @@ def build_parser():
         "train", help="train a model (see MODEL --help)", add_help=False
     )
     train.add_argument("model")
-    evaluate = sub.add_parser("evaluate", help="BLEU/chrF of a translation preset")
+    evaluate = sub.add_parser("evaluate", help="score a preset on held-out data")
     evaluate.add_argument("preset")
     evaluate.add_argument(
         "--split", default="test", choices=["train", "validation", "test"]
     )
     evaluate.add_argument("--sword-path", default="/usr/share/sword")
+    evaluate.add_argument(
+        "--data-path", help="Fashion-MNIST IDX directory (default: the Debian one)"
+    )
     evaluate.add_argument("--beam", type=int, default=4)
     evaluate.add_argument("--limit", type=int, default=None)
     translate = sub.add_parser("translate", help="translate text with a preset")
@@ -121,6 +268,15 @@ def build_parser():
     translate.add_argument("text", nargs="+")
     translate.add_argument("--beam", type=int, default=4)
     translate.add_argument("--plot", help="save the alignment heatmap(s) to this PNG")
+    caption = sub.add_parser("caption", help="caption images with a preset")
+    caption.add_argument("preset")
+    caption.add_argument("image", nargs="+", help="PNG/JPEG files")
+    caption.add_argument("--beam", type=int, default=3)
+    caption.add_argument("--plot", help="save per-word attention overlays to this PNG")
+    classify = sub.add_parser("classify", help="classify images with a RAM preset")
+    classify.add_argument("preset")
+    classify.add_argument("image", nargs="+", help="PNG/JPEG files, any size")
+    classify.add_argument("--plot", help="save the glimpse path(s) to this PNG")
     return parser
 
 
@@ -133,9 +289,13 @@ def main(argv=None):
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
-        return {"presets": _presets, "translate": _translate, "evaluate": _evaluate}[
-            args.command
-        ](args)
+        return {
+            "presets": _presets,
+            "translate": _translate,
+            "evaluate": _evaluate,
+            "caption": _caption,
+            "classify": _classify,
+        }[args.command](args)
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -52,15 +52,24 @@ def train_step(strategy, case, seed):
 
 
 def tokens_per_replica(model, case, replicas):
-    """Loss-weighted positions (e.g. target tokens) in each replica's slice."""
+    """Loss-weighted positions (target tokens, or samples) of each replica.
+
+    `tf.distribute` splits a global batch as evenly as it can, the first
+    replicas taking one sample more when it does not divide.
+    """
+    import keras
     import numpy as np
     import tensorflow as tf
 
     _, batch, _ = tiny_models.CASES[case]
     x, y = batch()
-    _, _, weights = model.preprocess_samples(tf.constant(x), tf.constant(y))
-    weights = np.array(weights).reshape(len(x), -1)
-    return [float(w.sum()) for w in np.split(weights, replicas)]
+    _, _, weights = keras.utils.unpack_x_y_sample_weight(
+        model.preprocess_samples(tf.constant(x), tf.constant(y))
+    )
+    if weights is None:
+        weights = np.ones(len(y))
+    weights = np.array(weights).reshape(len(y), -1)
+    return [float(w.sum()) for w in np.array_split(weights, replicas)]
 
 
 def main(argv=None):

@@ -6,15 +6,20 @@ over 2 logical CPUs (`distribute_worker.py`, in a fresh process because
 logical devices must be set before TensorFlow starts). The loss and every
 gradient must agree to float32 summation-order error.
 
-Tolerance: |loss_mirrored - loss_one| <= 1e-5 * |loss_one| and, for every
-gradient entry, |g_mirrored - g_one| <= 1e-6 (the largest gradient entry of
-the tiny Seq2Seq is ~0.09, so ~1e-5 of it). Measured with a global token
-normalisation: 2.6e-8. A loss averaged per replica instead of over the
-global batch is off by ~5e-4 on the Seq2Seq batch (191 vs 180 target tokens
-on the two replicas), 20,000 times the tolerance.
+Tolerance: |loss_mirrored - loss_one| <= 1e-5 * |loss_one|, and for every
+gradient entry |g_mirrored - g_one| <= 1e-5 * max|g_one| (the largest entry
+of the one-device gradient). Measured where the model is right: Seq2Seq
+2.6e-8 for a largest entry of 0.09 (3e-7 of it); RAM on an even batch
+6e-8 of 0.30; Transformer, given the mask fix below, 1.2e-7 of 0.19.
+A loss averaged over each replica's own target tokens (the Transformer
+below) is off by 1.2e-3 of 0.19 in the gradients, 650 times the tolerance,
+and by 8e-5 relative in the loss, 8 times.
+
+Each batch splits unevenly over the two replicas (different token counts,
+or 5 and 4 images), so a per-replica average shows.
 """
 
-import functools
+import concurrent.futures
 import importlib.util
 import json
 import os
@@ -34,21 +39,52 @@ tiny_models = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tiny_models)
 
 LOSS_RTOL = 1e-5
-GRADIENT_ATOL = 1e-6
+GRADIENT_RTOL = 1e-5
 
-# Models whose loss is still averaged per replica (Keras's default
-# `sum_over_batch_size` divides by each replica's own token count), so
-# mirrored gradients differ from one device's. `zoo.Task.compute_loss`
-# rescales sample weights to the global count, so this is empty; strict
-# xfail makes a listed model's test fail as soon as it is fixed.
-PER_REPLICA_LOSS = set()
+# Models whose mirrored step differs from one device's because of the model,
+# not of the test (measured with `distribute_worker.py`). Strict xfail: a
+# listed case fails as soon as it is fixed, so it leaves the list.
+GRADIENT_BUGS = {
+    # Fixed, kept as a record: the Transformer's loss was averaged over each
+    # replica's own target tokens (gradients off by 1.2e-3 of 0.19) until
+    # `Transformer.compute_loss` put the label mask on the logits; RAM's
+    # REINFORCE/baseline terms were a per-replica mean divided by the replica
+    # count (2.3e-3 of 0.36 on a 5 + 4 split) until `global_batch_mean`.
+    #
+    # Gradients off by 3.1 (largest 4.5), loss 25.372 vs 25.001. The small
+    # CNN's BatchNormalization normalises each replica's 3 images with their
+    # own statistics. With `synchronized=True`: 3.1e-5 (7e-6 of the
+    # largest entry).
+    "show_attend_tell": "unsynchronised BatchNormalization in the encoder",
+}
+LOSS_BUGS = {
+    **GRADIENT_BUGS,
+    # Keras logs each replica's loss weighted
+    # by its sample count, which `zoo.Task`'s global rescaling only survives
+    # when the counts are equal: the right gradients, a wrong logged loss
+    # (Seq2Seq on 7 pairs, 4 + 3: 4.4434 vs 4.3304, gradients to 3e-8).
+    "ram": "logged loss of uneven splits (zoo.Task)",
+    # With synchronised batch normalisation the logged loss is 47.04 vs
+    # 25.37: the doubly stochastic penalty counts twice, as both replicas'
+    # `add_loss` terms land in each replica's `model.losses` once the
+    # all-reduce interleaves their forward passes.
+    "show_attend_tell": "unsynchronised BatchNormalization; add_loss per replica",
+}
 
 
-@functools.cache
+def expected_failures(bugs):
+    return [
+        pytest.param(case, marks=pytest.mark.xfail(strict=True, reason=bugs[case]))
+        if case in bugs
+        else case
+        for case in sorted(tiny_models.CASES)
+    ]
+
+
 def run_worker(case):
     env = dict(os.environ, KERAS_BACKEND="tensorflow", CUDA_VISIBLE_DEVICES="")
     env.pop("TF_CONFIG", None)
-    result = subprocess.run(
+    return subprocess.run(
         [sys.executable, os.path.join(HERE, "distribute_worker.py"), case],
         capture_output=True,
         text=True,
@@ -56,13 +92,35 @@ def run_worker(case):
         env=env,
         timeout=300,
     )
+
+
+@pytest.fixture(scope="module")
+def reports(request):
+    """Runs the worker of every selected case, two processes at a time.
+
+    Each worker spends most of its time tracing on one core, so two at a
+    time halve the wall time on a two-core machine.
+    """
+    cases = sorted(
+        {
+            item.callspec.params["case"]
+            for item in request.session.items
+            if item.module is request.module and hasattr(item, "callspec")
+        }
+    )
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        return dict(zip(cases, pool.map(run_worker, cases)))
+
+
+def report_of(reports, case):
+    result = reports[case]
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("case", sorted(tiny_models.CASES))
-def test_mirrored_set_up(case):
-    report = run_worker(case)
+def test_mirrored_set_up(reports, case):
+    report = report_of(reports, case)
     assert report["replicas"] == 2
     assert [d[-5:] for d in report["devices"]] == ["CPU:0", "CPU:1"]
     assert report["same_initial_weights"]
@@ -73,26 +131,16 @@ def test_mirrored_set_up(case):
     assert first > 0 and second > 0 and first != second
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        pytest.param(
-            case,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="loss averaged per replica, not over the global batch",
-            ),
-        )
-        if case in PER_REPLICA_LOSS
-        else case
-        for case in sorted(tiny_models.CASES)
-    ],
-)
-def test_mirrored_step_matches_one_device(case):
-    report = run_worker(case)
+@pytest.mark.parametrize("case", expected_failures(LOSS_BUGS))
+def test_mirrored_loss_matches_one_device(reports, case):
+    report = report_of(reports, case)
     assert report["loss_mirrored"] == pytest.approx(
         report["loss_one_device"], rel=LOSS_RTOL
     )
-    assert report["gradient_max_abs_difference"] <= GRADIENT_ATOL, report[
-        "worst_variables"
-    ]
+
+
+@pytest.mark.parametrize("case", expected_failures(GRADIENT_BUGS))
+def test_mirrored_gradients_match_one_device(reports, case):
+    report = report_of(reports, case)
+    tolerance = GRADIENT_RTOL * report["gradient_max_abs"]
+    assert report["gradient_max_abs_difference"] <= tolerance, report["worst_variables"]

@@ -2,8 +2,9 @@
 
 Starts `multi_worker_worker.py` twice with a `TF_CONFIG` naming both workers
 (free local ports), lets `get_strategy("auto")` pick the strategy from it,
-trains the tiny model with `model.fit` for a few steps, and checks that both
-workers end with bit-identical weights that differ from the initial ones.
+trains the tiny Transformer (`tiny_models.MULTI_WORKER_CASE`) with
+`model.fit` for a few steps, and checks that both workers end with
+bit-identical weights that differ from the initial ones.
 """
 
 import json

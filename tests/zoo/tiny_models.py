@@ -73,23 +73,163 @@ def seq2seq(seed=0):
 
 
 def seq2seq_loss():
+    return sparse_categorical_loss()
+
+
+def transformer(seed=0):
+    """A 1-layer, d_model 16 `zoo.Transformer`, shared vocabulary, no dropout."""
+    import keras
+
+    from zoo.seq2seq import TranslationPreprocessor
+    from zoo.transformer import Transformer
+
+    vocab = _joint_vocabulary()
+    keras.utils.set_random_seed(seed)
+    preprocessor = TranslationPreprocessor(vocab, vocab, 48, 48, lowercase=True)
+    return Transformer(
+        len(vocab),
+        num_layers=1,
+        hidden_dim=16,
+        intermediate_dim=32,
+        num_heads=2,
+        dropout=0.0,
+        preprocessor=preprocessor,
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _joint_vocabulary():
+    from zoo.data import vocabulary
+
+    sources, targets = zip(*bible_pairs())
+    return vocabulary.train_wordpiece(sources + targets, 400)
+
+
+def transformer_loss():
+    """The loss `zoo/transformer/train.py` trains with (label smoothing 0.1)."""
+    from zoo.transformer import MaskedLabelSmoothingCrossEntropy
+
+    return MaskedLabelSmoothingCrossEntropy(0.1)
+
+
+def fashion_mnist_batch(size=9):
+    """`size` real Fashion-MNIST training images, translated on 40x40 canvases.
+
+    An odd global batch is split 5/4 over 2 replicas: the replicas average
+    their losses over different numbers of images, the case a per-replica
+    mean gets wrong (Keras's own last partial batch of `fit` is one).
+    """
+    from zoo.data import fashion_mnist
+
+    images, labels = fashion_mnist.load_arrays("train", fashion_mnist.sample_path())
+    canvases = fashion_mnist.translate(images[:size], canvas_size=40, seed=0)[0]
+    return canvases, labels[:size].astype("int32")
+
+
+def ram(seed=0):
+    """A 3-glimpse `zoo.RecurrentAttentionModel` in a deterministic setting.
+
+    Sampling differs per replica by design (`zoo.ram.model.replica_normal`;
+    tests/zoo/ram/test_distributed.py checks that the replicas draw
+    different noise), so one device and two replicas never see the same
+    glimpse path. Two settings make the step comparable without changing
+    the model: `location_std=1e-7` puts every sampled location within a few
+    float32 roundings of the policy mean (the glimpse corners, rounded to
+    whole pixels, are those of the mean), and `reinforce_weight=0` drops
+    the REINFORCE term, whose gradient `(l - mean) / std**2` would amplify
+    that noise by 1e7. What is compared is then the cross-entropy plus the
+    baseline's squared error (reward 1 for a correct class) and their
+    gradients for every variable; the location policy's gradient is zero
+    on both sides.
+    """
+    import keras
+
+    from zoo.ram import RecurrentAttentionModel
+
+    keras.utils.set_random_seed(seed)
+    return RecurrentAttentionModel(
+        num_classes=10,
+        num_glimpses=3,
+        patch_size=4,
+        num_scales=2,
+        glimpse_units=8,
+        location_units=8,
+        glimpse_output_units=16,
+        units=16,
+        location_std=1e-7,
+        reinforce_weight=0.0,
+        seed=seed,
+    )
+
+
+def sparse_categorical_loss():
     import keras
 
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 
+@functools.lru_cache(maxsize=1)
+def _scenes():
+    """16 real scenes of Fashion-MNIST items with their generated captions."""
+    from zoo.data import scenes
+
+    return scenes.load("train", num_scenes=16, sample=True)
+
+
+def scenes_batch(size=6):
+    """`size` (84x84 scene, caption) pairs of 2 to 12 words.
+
+    The first three captions hold 25 words, the next three 36: the two
+    replicas of the default batch weigh different numbers of tokens.
+    """
+    from zoo.data import scenes
+
+    images, captions = scenes.pairs(_scenes())
+    return images[:size], captions[:size]
+
+
+@functools.lru_cache(maxsize=1)
+def _caption_vocabulary():
+    from zoo.data import vocabulary
+
+    return vocabulary.train_wordpiece(_scenes()["captions"], 100)
+
+
+def show_attend_tell(seed=0):
+    """A soft-attention `zoo.ShowAttendTell` (deterministic), no dropout.
+
+    The doubly stochastic penalty (`attention_regularization=1`) is on, so
+    the `add_loss` term is compared too.
+    """
+    import keras
+
+    from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
+
+    vocab = _caption_vocabulary()
+    keras.utils.set_random_seed(seed)
+    return ShowAttendTell(
+        len(vocab),
+        annotation_dim=8,
+        embedding_dim=8,
+        units=16,
+        attention="soft",
+        dropout=0.0,
+        seed=seed,
+        preprocessor=CaptionPreprocessor(vocab, 20),
+    )
+
+
 # name -> (model factory(seed), global batch (x, y) of raw samples, loss)
 CASES = {
     "seq2seq": (seq2seq, seq2seq_batch, seq2seq_loss),
-    # "transformer": (transformer, seq2seq_batch, seq2seq_loss),
-    # "ram": (ram, fashion_mnist_batch, ...),
-    # "show_attend_tell": (show_attend_tell, scenes_batch, ...),
+    "transformer": (transformer, seq2seq_batch, transformer_loss),
+    "ram": (ram, fashion_mnist_batch, sparse_categorical_loss),
+    "show_attend_tell": (show_attend_tell, scenes_batch, sparse_categorical_loss),
 }
 
-# The model the multi-worker test trains. TODO(issue 7): switch to
-# "transformer" (and add its CASES entry above) once zoo.Transformer lands;
-# the issue asks for the tiny Transformer there.
-MULTI_WORKER_CASE = "seq2seq"
+# The model the multi-worker test trains (the issue asks for the tiny
+# Transformer there).
+MULTI_WORKER_CASE = "transformer"
 
 
 def dataset(x, y, batch_size):

@@ -1,5 +1,25 @@
-"""Real-data loaders (Bible EN-ES, Fashion-MNIST, TSV parallel text) and samples."""
+"""Real-data loaders and the samples shipped with them.
 
-from zoo.data import bible, fashion_mnist, parallel_text, vocabulary
+Bible EN-ES verse pairs (`bible`), Fashion-MNIST (`fashion_mnist`), Fashion-MNIST
+scenes with captions and boxes (`scenes`), caption datasets in Karpathy's split
+format (`captions`), TSV parallel text (`parallel_text`), WordPiece
+vocabularies (`vocabulary`).
+"""
 
-__all__ = ["bible", "fashion_mnist", "parallel_text", "vocabulary"]
+from zoo.data import (
+    bible,
+    captions,
+    fashion_mnist,
+    parallel_text,
+    scenes,
+    vocabulary,
+)
+
+__all__ = [
+    "bible",
+    "captions",
+    "fashion_mnist",
+    "parallel_text",
+    "scenes",
+    "vocabulary",
+]

@@ -639,12 +639,12 @@ class RecurrentAttentionModel(Task):
         discounts = self.discount ** np.arange(steps - 1, -1, -1, dtype="float32")
         returns = reward[:, None] * ops.convert_to_tensor(discounts)[None, :]
         advantage = ops.stop_gradient(returns - baselines)
-        reinforce = -ops.mean(ops.sum(log_probs * advantage, axis=1))
-        baseline_loss = ops.mean(ops.sum(ops.square(returns - baselines), axis=1))
-        self.reinforce_tracker.update_state(reinforce)
-        self.baseline_tracker.update_state(baseline_loss)
+        reinforce = -ops.sum(log_probs * advantage, axis=1)
+        baseline_loss = ops.sum(ops.square(returns - baselines), axis=1)
+        self.reinforce_tracker.update_state(ops.mean(reinforce))
+        self.baseline_tracker.update_state(ops.mean(baseline_loss))
         extra = self.reinforce_weight * reinforce + baseline_loss
-        return loss + ops.cast(scale_for_replicas(extra), loss.dtype)
+        return loss + ops.cast(global_batch_mean(extra), loss.dtype)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         return super().compute_metrics(x, y, y_pred["logits"], sample_weight)
@@ -706,18 +706,22 @@ class RecurrentAttentionModel(Task):
         return cls(**config)
 
 
-def scale_for_replicas(value):
-    """Divides a per-replica mean by the replica count, as Keras scales losses.
+def global_batch_mean(values):
+    """This replica's share of the mean of per-image `values` over the global batch.
 
-    Keras's compiled losses return the replica's batch mean divided by
-    `num_replicas_in_sync` (`keras.src.losses.loss.scale_loss_for_distribution`)
-    and `tf.distribute` sums the replicas' gradients, which gives the gradient
-    of the global-batch mean. Extra loss terms must be scaled the same way.
+    Returns `sum(values) / N`, `N` the number of images of the global batch
+    (all-reduced across replicas). `tf.distribute` sums the replicas'
+    gradients, so they add up to the gradient of the global-batch mean, as
+    for Keras's compiled losses, even when the replicas hold different
+    numbers of images (e.g. the last, partial batch). On one device this is
+    the plain mean.
     """
+    count = ops.cast(ops.shape(values)[0], "float32")
+    context = tf.distribute.get_replica_context()
     replicas = tf.distribute.get_strategy().num_replicas_in_sync
-    if replicas > 1:
-        value = value / replicas
-    return value
+    if replicas > 1 and context is not None:
+        count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
+    return ops.sum(values) / count
 
 
 __all__ = [

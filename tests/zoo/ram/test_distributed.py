@@ -29,7 +29,7 @@ WORKER = textwrap.dedent(
     )
     import keras
     from zoo.ram import RecurrentAttentionModel
-    from zoo.ram.model import replica_normal, scale_for_replicas
+    from zoo.ram.model import global_batch_mean, replica_normal
 
     def build():
         model = RecurrentAttentionModel(
@@ -61,7 +61,7 @@ WORKER = textwrap.dedent(
 
     @tf.function
     def draw():
-        return replica_normal((4,), generator), scale_for_replicas(tf.constant(1.0))
+        return replica_normal((4,), generator), global_batch_mean(tf.ones((3,)))
 
     noise, scale = strategy.run(draw)
     noise = [v.numpy().tolist() for v in strategy.experimental_local_results(noise)]

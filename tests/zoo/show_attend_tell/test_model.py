@@ -1,0 +1,173 @@
+"""`ShowAttendTell`: overfitting real scenes, presets, decoding, backbones."""
+
+import functools
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention.decoding import BeamSearch, GreedySearch
+from zoo.data import scenes, vocabulary
+from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
+from zoo.task import Task
+
+pytestmark = pytest.mark.tensorflow_only
+
+
+@functools.lru_cache(maxsize=1)
+def data():
+    return scenes.load("train", num_scenes=48, sample=True)
+
+
+@functools.lru_cache(maxsize=1)
+def vocab():
+    return vocabulary.train_wordpiece(data()["captions"], 100)
+
+
+def tiny(seed=0, **kwargs):
+    keras.utils.set_random_seed(seed)
+    config = dict(annotation_dim=16, embedding_dim=16, units=32, dropout=0.0, seed=seed)
+    config.update(kwargs)
+    preprocessor = CaptionPreprocessor(vocab(), 20)
+    return ShowAttendTell(len(vocab()), preprocessor=preprocessor, **config)
+
+
+def compiled(model, learning_rate=3e-3):
+    model.compile(
+        optimizer=keras.optimizers.Adam(learning_rate),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        weighted_metrics=["accuracy"],
+    )
+    return model
+
+
+def randomize(model, seed=1, scale=0.3):
+    """Weights no fresh model has, so a reload must really read them."""
+    rng = np.random.default_rng(seed)
+    # Trainable only: batch norm's moving variance must stay positive.
+    for variable in model.trainable_weights:
+        variable.assign(rng.normal(0, scale, variable.shape).astype("float32"))
+
+
+def test_tiny_model_overfits_a_handful_of_scenes():
+    images, captions = scenes.pairs(data())
+    images, captions = images[:4], captions[:4]
+    model = compiled(tiny(), 1e-2)
+    history = model.fit(images, captions, batch_size=4, epochs=120, verbose=0)
+    print(history.history["loss"][::10], model.caption(images, beam_width=1))
+    assert history.history["loss"][-1] < 0.05 < history.history["loss"][0]
+    assert model.caption(images, beam_width=1) == captions
+    assert model.caption(images, beam_width=3) == captions
+
+
+def test_beam_width_one_equals_greedy_search():
+    model = tiny(seed=3)
+    randomize(model, seed=3, scale=0.2)
+    images = scenes.pairs(data())[0][:6]
+    pre = model.preprocessor
+    cache = model.decoder_cell.initial_state(model.encode(model._prepare(images)))
+    prompt = np.zeros((6, 12), "int32")
+    prompt[:, 0] = pre.start_id
+    kwargs = dict(
+        cache=cache, index=1, stop_token_ids=[pre.end_id], pad_token_id=pre.pad_id
+    )
+    greedy = GreedySearch()(model.next, prompt, **kwargs)
+    beam = BeamSearch(beam_width=1, length_penalty=0.0)(model.next, prompt, **kwargs)
+    np.testing.assert_array_equal(np.asarray(greedy), np.asarray(beam))
+    assert model.caption(images, beam_width=1, max_length=11) == pre.detokenize(
+        np.asarray(greedy)[:, 1:]
+    )
+
+
+def test_teacher_forced_logits_equal_step_by_step_decoding():
+    model = tiny(seed=4)
+    randomize(model, seed=4, scale=0.2)
+    images, captions = scenes.pairs(data())
+    x, _, _ = model.preprocessor(images[:5], tf.constant(captions[:5]))
+    logits = np.asarray(model(x, training=False))
+    cache = model.decoder_cell.initial_state(model.encode(x["images"]))
+    ids = np.asarray(x["decoder_token_ids"])
+    for t in range(ids.shape[1]):
+        step, _, cache = model.next(ids, cache, t + 1)
+        real = ids[:, t] != 0
+        np.testing.assert_allclose(
+            np.asarray(step)[real], logits[real, t], rtol=1e-4, atol=1e-4
+        )
+
+
+def test_save_and_load_preset_round_trip(tmp_path):
+    model = tiny(seed=5)
+    randomize(model, seed=5)
+    images = scenes.pairs(data())[0][:3]
+    before = model.caption(images, beam_width=2)
+    model.save_to_preset(str(tmp_path / "preset"), metadata={"note": "test"})
+    loaded = Task.from_preset(str(tmp_path / "preset"))
+    assert isinstance(loaded, ShowAttendTell)
+    assert loaded.preset_metadata["note"] == "test"
+    assert loaded.get_config() == model.get_config()
+    for a, b in zip(model.weights, loaded.weights):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert loaded.caption(images, beam_width=2) == before
+    fresh = ShowAttendTell.from_preset(str(tmp_path / "preset"), load_weights=False)
+    assert fresh.caption(images, beam_width=2) != before
+
+
+def test_fit_on_tf_data_of_raw_pairs_and_a_distribution_strategy():
+    images, captions = scenes.pairs(data())
+    ds = tf.data.Dataset.from_tensor_slices((images[:16], tf.constant(captions[:16])))
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    with strategy.scope():
+        model = compiled(tiny(seed=6))
+    history = model.fit(ds, batch_size=8, epochs=1, verbose=0)
+    assert model.optimizer.iterations.numpy() == 2
+    assert np.isfinite(history.history["loss"][0])
+
+
+def test_caption_returns_attention_maps_per_word():
+    model = tiny(seed=7)
+    randomize(model, seed=7, scale=0.2)
+    image = scenes.pairs(data())[0][0]
+    text, maps = model.caption(image, beam_width=1, return_attention=True)
+    assert isinstance(text, str)
+    assert maps["weights"].shape == (len(maps["tokens"]), 7, 7)
+    np.testing.assert_allclose(maps["weights"].sum(axis=(1, 2)), 1.0, rtol=1e-5)
+    pre = model.preprocessor
+    ids = [pre.tokenizer.token_to_id(t) for t in maps["tokens"]]
+    assert pre.detokenize([ids]) == [text]
+
+
+def test_keras_applications_backbone_offline_and_from_a_local_file(tmp_path):
+    backbone = keras.applications.MobileNetV2(
+        include_top=False, weights=None, input_shape=(32, 32, 3)
+    )
+    randomize(backbone, seed=8, scale=0.05)
+    path = str(tmp_path / "mobilenet.weights.h5")
+    backbone.save_weights(path)
+    model = tiny(
+        image_shape=(32, 32, 1),
+        backbone="MobileNetV2",
+        backbone_weights=path,
+        freeze_backbone=True,
+    )
+    loaded = model.get_layer(backbone.name)
+    for a, b in zip(backbone.weights, loaded.weights):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert not loaded.trainable and model.grid_shape == (1, 1)
+    assert model.get_config()["backbone_weights"] is None
+    offline = tiny(image_shape=(32, 32, 3), backbone="MobileNetV2")
+    out = offline(
+        {"images": np.zeros((2, 32, 32, 3)), "decoder_token_ids": np.ones((2, 4))}
+    )
+    assert tuple(out.shape) == (2, 4, len(vocab()))
+
+
+def test_invalid_arguments_raise():
+    with pytest.raises(ValueError, match="units"):
+        ShowAttendTell(10, units=0)
+    with pytest.raises(ValueError, match="image_shape"):
+        ShowAttendTell(10, image_shape=(84, 84))
+    with pytest.raises(ValueError, match="backbone"):
+        ShowAttendTell(10, backbone="NoSuchNet")
+    with pytest.raises(ValueError, match="attention"):
+        ShowAttendTell(10, attention="medium")

@@ -1,0 +1,360 @@
+"""Trains a `zoo.Transformer` on the Bible EN->ES split and writes a preset.
+
+One WordPiece vocabulary is learned on the English and Spanish training
+sentences together (shared embeddings, tied pre-softmax weights); batches
+hold about `--batch-tokens` subwords of sentences of similar length; Adam
+(0.9, 0.98, 1e-9) with the warmup / inverse-square-root schedule and label
+smoothing 0.1, as in Vaswani et al.; greedy and beam-4 sacreBLEU on the test
+books at the end.
+
+Example (a CPU-sized model under a 45-minute budget):
+
+    python -m zoo.transformer.train --config small --time-budget 45 \\
+        --out zoo/transformer/presets/transformer_bible_en_es
+
+On the embedded sample (no Debian data needed, seconds):
+
+    python -m zoo.transformer.train --data sample --config tiny --epochs 2 \\
+        --out /tmp/transformer
+"""
+
+import argparse
+import os
+import platform
+import shlex
+import sys
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_attention.training.schedules import InverseSqrtSchedule
+from keras_attention.training.strategy import get_strategy
+from zoo.data import bible, vocabulary
+from zoo.seq2seq.preprocessor import TranslationPreprocessor
+from zoo.seq2seq.train import (
+    StepBudget,
+    TimeBudget,
+    evaluate_translations,
+    load_splits,
+)
+from zoo.transformer import configs
+from zoo.transformer.averaging import (
+    Checkpoints,
+    average_checkpoints,
+    checkpoint_paths,
+)
+from zoo.transformer.losses import MaskedLabelSmoothingCrossEntropy, TargetTokens
+from zoo.transformer.model import Transformer
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--data",
+        default="bible",
+        help="'bible' (Debian SWORD modules), 'sample', or a TSV path",
+    )
+    p.add_argument("--sword-path", default=bible.DEFAULT_SWORD_PATH)
+    p.add_argument("--validation-tsv", help="with a TSV --data: validation pairs")
+    p.add_argument("--test-tsv", help="with a TSV --data: test pairs")
+    p.add_argument("--out", required=True, help="preset directory to write")
+    p.add_argument("--config", default="small", choices=sorted(configs.CONFIGS))
+    p.add_argument("--num-layers", type=int, help="override the config")
+    p.add_argument("--hidden-dim", type=int, help="override the config")
+    p.add_argument("--intermediate-dim", type=int, help="override the config")
+    p.add_argument("--num-heads", type=int, help="override the config")
+    p.add_argument("--dropout", type=float, help="override the config")
+    p.add_argument("--normalize-first", action="store_true", help="pre-norm")
+    p.add_argument("--score", default="scaled_dot")
+    p.add_argument("--epochs", type=int, default=100)
+    p.add_argument(
+        "--batch-tokens",
+        type=int,
+        default=4096,
+        help="subwords per batch (source or target side, padding included)",
+    )
+    p.add_argument(
+        "--time-budget", type=float, help="stop training after this many minutes"
+    )
+    p.add_argument("--max-steps", type=int, help="stop after this many steps")
+    p.add_argument("--vocabulary-size", type=int, default=16000)
+    p.add_argument("--vocabulary-dir", help="reuse/keep the learned vocabulary here")
+    p.add_argument("--max-length", type=int, default=64, help="subwords per side")
+    p.add_argument("--warmup-steps", type=int, default=4000)
+    p.add_argument("--lr-scale", type=float, default=1.0, help="schedule factor")
+    p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument(
+        "--average-last",
+        type=int,
+        default=0,
+        help="average the last N checkpoints (kept if validation loss improves)",
+    )
+    p.add_argument("--checkpoint-minutes", type=float, default=10.0)
+    p.add_argument("--jit-compile", action="store_true", help="XLA training step")
+    p.add_argument("--strategy", default="auto")
+    p.add_argument("--beam-width", type=int, default=4)
+    p.add_argument("--eval-limit", type=int, help="translate only the first N")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--verbose", type=int, default=1)
+    return p.parse_args(argv)
+
+
+def shared_vocabulary(train, args):
+    """One WordPiece vocabulary learned on both sides of the training pairs.
+
+    With `--vocabulary-dir`, a vocabulary saved there by an earlier run with
+    the same data and size is reused.
+    """
+    path = None
+    if args.vocabulary_dir:
+        os.makedirs(args.vocabulary_dir, exist_ok=True)
+        path = os.path.join(args.vocabulary_dir, f"joint_{args.vocabulary_size}.txt")
+        if os.path.isfile(path):
+            return vocabulary.load_vocabulary(path)
+    texts = [p[0] for p in train] + [p[1] for p in train]
+    tokens = vocabulary.train_wordpiece(texts, args.vocabulary_size, lowercase=False)
+    if path:
+        vocabulary.save_vocabulary(tokens, path)
+    return tokens
+
+
+def subword_lengths(pairs, preprocessor):
+    """Subwords per pair (the longer side, plus [START]/[END])."""
+    lengths = []
+    for begin in range(0, len(pairs), 4096):
+        chunk = pairs[begin : begin + 4096]
+        sides = []
+        for i, tokenizer in enumerate(
+            (preprocessor.source_tokenizer, preprocessor.target_tokenizer)
+        ):
+            ids = tokenizer(tf.constant([p[i] for p in chunk]))
+            sides.append(np.array([len(row) for row in ids]))
+        lengths.extend(np.maximum(*sides) + 1)
+    return np.minimum(np.array(lengths), preprocessor.source_sequence_length)
+
+
+def token_batches(pairs, lengths, batch_tokens, seed=0, shuffle=True):
+    """Raw string pairs batched by length, about `batch_tokens` subwords each.
+
+    Pairs are bucketed by subword length (boundaries every 8 subwords); a
+    bucket of length `L` makes batches of `batch_tokens // L` pairs, so
+    short sentences come in large batches and padding stays small.
+    """
+    longest = int(max(lengths))
+    boundaries = list(range(8, longest + 1, 8))
+    sizes = [max(1, batch_tokens // b) for b in boundaries + [longest + 8]]
+    ds = tf.data.Dataset.from_tensor_slices(
+        (
+            tf.constant([p[0] for p in pairs]),
+            tf.constant([p[1] for p in pairs]),
+            tf.constant(lengths, "int32"),
+        )
+    )
+    if shuffle:
+        ds = ds.shuffle(len(pairs), seed=seed, reshuffle_each_iteration=True)
+    ds = ds.bucket_by_sequence_length(
+        lambda s, t, n: n, bucket_boundaries=boundaries, bucket_batch_sizes=sizes
+    )
+    return ds.map(lambda s, t, n: (s, t))
+
+
+class Throughput(keras.callbacks.Callback):
+    """Steps/s and target tokens/s of the training steps.
+
+    The first `skip` steps (tracing, compilation) are left out, and so is
+    the time between epochs (validation).
+    """
+
+    def __init__(self, skip=10):
+        super().__init__()
+        self.skip = skip
+        self.steps = 0
+        self.seconds = 0.0
+        self.measured_steps = 0
+        self.measured_tokens = 0.0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_tokens = 0.0
+        self._last = time.time()
+
+    def on_train_batch_end(self, batch, logs=None):
+        now = time.time()
+        epoch_tokens = float((logs or {}).get("tokens", 0.0))
+        new_tokens, self._epoch_tokens = epoch_tokens - self._epoch_tokens, epoch_tokens
+        self.steps += 1
+        if self.steps > self.skip:
+            self.seconds += now - self._last
+            self.measured_steps += 1
+            self.measured_tokens += new_tokens
+        self._last = now
+
+    @property
+    def steps_per_second(self):
+        return self.measured_steps / self.seconds if self.seconds else 0.0
+
+    @property
+    def tokens_per_second(self):
+        return self.measured_tokens / self.seconds if self.seconds else 0.0
+
+
+def build_model(args, vocabulary_size, preprocessor):
+    overrides = {
+        key: getattr(args, key)
+        for key in ("num_layers", "hidden_dim", "intermediate_dim", "num_heads")
+        if getattr(args, key) is not None
+    }
+    if args.dropout is not None:
+        overrides["dropout"] = args.dropout
+    model = Transformer.from_name(
+        args.config,
+        vocabulary_size=vocabulary_size,
+        normalize_first=args.normalize_first,
+        score=args.score,
+        preprocessor=preprocessor,
+        **overrides,
+    )
+    schedule = InverseSqrtSchedule(
+        model.hidden_dim, warmup_steps=args.warmup_steps, scale=args.lr_scale
+    )
+    model.compile(
+        optimizer=keras.optimizers.Adam(
+            schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9
+        ),
+        loss=MaskedLabelSmoothingCrossEntropy(args.label_smoothing),
+        weighted_metrics=["accuracy", TargetTokens()],
+        jit_compile=args.jit_compile,
+    )
+    return model
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    command = "python -m zoo.transformer.train " + " ".join(
+        shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)
+    )
+    keras.utils.set_random_seed(args.seed)
+    train, validation, test = load_splits(args)
+    print(
+        f"data: {len(train)} train, {len(validation)} validation, {len(test)} test pairs"
+    )
+    start = time.time()
+    vocab = shared_vocabulary(train, args)
+    print(
+        f"vocabulary: {len(vocab)} joint EN+ES subwords ({time.time() - start:.0f} s)"
+    )
+
+    strategy = get_strategy(args.strategy)
+    with strategy.scope():
+        preprocessor = TranslationPreprocessor(
+            vocab, vocab, args.max_length, args.max_length
+        )
+        model = build_model(args, len(vocab), preprocessor)
+    print(
+        f"model: {args.config}, {model.num_layers} layers, d_model "
+        f"{model.hidden_dim}, d_ff {model.intermediate_dim}, {model.num_heads} "
+        f"heads, {model.count_params():,} parameters; strategy "
+        f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replica(s)"
+    )
+
+    lengths = subword_lengths(train, preprocessor)
+    train_ds = token_batches(train, lengths, args.batch_tokens, args.seed)
+    val_ds = None
+    if validation:
+        val_lengths = subword_lengths(validation, preprocessor)
+        val_ds = token_batches(
+            validation, val_lengths, args.batch_tokens, shuffle=False
+        )
+    throughput = Throughput()
+    callbacks = [throughput]
+    if args.time_budget:
+        callbacks.append(TimeBudget(args.time_budget))
+    if args.max_steps:
+        callbacks.append(StepBudget(args.max_steps))
+    checkpoints = None
+    if args.average_last > 1:
+        checkpoints = Checkpoints(
+            os.path.join(args.out + "_checkpoints"),
+            args.checkpoint_minutes,
+            keep=args.average_last,
+        )
+        callbacks.append(checkpoints)
+
+    start = time.time()
+    history = model.fit(
+        train_ds,
+        validation_data=val_ds,
+        epochs=args.epochs,
+        callbacks=callbacks,
+        verbose=args.verbose,
+    )
+    train_seconds = time.time() - start
+    epochs_run = len(history.history["loss"])
+    steps_run = int(model.optimizer.iterations.numpy())
+    print(
+        f"trained {epochs_run} epochs ({steps_run} steps) in "
+        f"{train_seconds / 60:.1f} min; after the first {throughput.skip} steps: "
+        f"{throughput.steps_per_second:.2f} steps/s, "
+        f"{throughput.tokens_per_second:.0f} target subwords/s"
+    )
+
+    averaged = None
+    if checkpoints is not None and val_ds is not None:
+        paths = checkpoint_paths(checkpoints.directory)[-args.average_last :]
+        last_loss = model.evaluate(val_ds, verbose=0, return_dict=True)["loss"]
+        last_weights = model.get_weights()
+        average_checkpoints(model, paths)
+        avg_loss = model.evaluate(val_ds, verbose=0, return_dict=True)["loss"]
+        averaged = {
+            "checkpoints": [os.path.basename(p) for p in paths],
+            "validation_loss_last": round(float(last_loss), 4),
+            "validation_loss_averaged": round(float(avg_loss), 4),
+            "kept": "averaged" if avg_loss < last_loss else "last",
+        }
+        if avg_loss >= last_loss:
+            model.set_weights(last_weights)
+        print(
+            f"checkpoint average of {len(paths)}: validation loss "
+            f"{avg_loss:.4f} vs last {last_loss:.4f}; kept {averaged['kept']}"
+        )
+
+    metrics = {
+        "train_minutes": round(train_seconds / 60, 1),
+        "epochs": epochs_run,
+        "steps": steps_run,
+        "steps_per_second": round(throughput.steps_per_second, 3),
+        "target_subwords_per_second": round(throughput.tokens_per_second, 1),
+        "history": {
+            k: [round(float(v), 4) for v in vals] for k, vals in history.history.items()
+        },
+    }
+    if averaged:
+        metrics["checkpoint_average"] = averaged
+    if test:
+        metrics["test"] = evaluate_translations(
+            model, test, args.beam_width, args.eval_limit
+        )
+    metadata = {
+        "task": "translation en->es",
+        "command": command,
+        "data": {
+            "source": args.data,
+            "train_pairs": len(train),
+            "validation_pairs": len(validation),
+            "test_pairs": len(test),
+            "split": "by book: test = "
+            + ", ".join(bible.TEST_BOOKS)
+            + "; validation = "
+            + ", ".join(bible.VALIDATION_BOOKS),
+        },
+        "hardware": f"{platform.machine()} CPU, {os.cpu_count()} cores, no GPU",
+        "metrics": metrics,
+    }
+    model.save_to_preset(args.out, metadata=metadata)
+    print(f"preset written to {args.out}")
+    return model, metadata
+
+
+if __name__ == "__main__":
+    main()
