@@ -50,12 +50,9 @@ GRADIENT_BUGS = {
     # `Transformer.compute_loss` put the label mask on the logits; RAM's
     # REINFORCE/baseline terms were a per-replica mean divided by the replica
     # count (2.3e-3 of 0.36 on a 5 + 4 split) until `global_batch_mean`.
-    #
-    # Gradients off by 3.1 (largest 4.5), loss 25.372 vs 25.001. The small
-    # CNN's BatchNormalization normalises each replica's 3 images with their
-    # own statistics. With `synchronized=True`: 3.1e-5 (7e-6 of the
-    # largest entry).
-    "show_attend_tell": "unsynchronised BatchNormalization in the encoder",
+    # ShowAttendTell's gradients were off by 3.1 (of 4.5) while its small
+    # CNN's BatchNormalization used each replica's own statistics; it is
+    # synchronised now.
 }
 LOSS_BUGS = {
     **GRADIENT_BUGS,
@@ -64,11 +61,6 @@ LOSS_BUGS = {
     # when the counts are equal: the right gradients, a wrong logged loss
     # (Seq2Seq on 7 pairs, 4 + 3: 4.4434 vs 4.3304, gradients to 3e-8).
     "ram": "logged loss of uneven splits (zoo.Task)",
-    # With synchronised batch normalisation the logged loss is 47.04 vs
-    # 25.37: the doubly stochastic penalty counts twice, as both replicas'
-    # `add_loss` terms land in each replica's `model.losses` once the
-    # all-reduce interleaves their forward passes.
-    "show_attend_tell": "unsynchronised BatchNormalization; add_loss per replica",
 }
 
 

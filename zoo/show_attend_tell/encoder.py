@@ -102,8 +102,8 @@ class BackbonePreprocessing(keras.layers.Layer):
 def small_cnn(dtype=None):
     """Layers of the built-in CNN for small images (84x84 -> 7x7 grid).
 
-    Four 'same' convolutions, each followed by batch normalisation and a
-    ReLU (32 5x5 stride 2, 64 3x3 stride 2, 3x3 max pooling, 128 3x3, 128
+    Four 'same' convolutions, each followed by (synchronised) batch
+    normalisation and a ReLU (32 5x5 stride 2, 64 3x3 stride 2, 3x3 max pooling, 128 3x3, 128
     3x3): a stride of 12 pixels and a receptive field of 65, so each of the
     7x7 cells sees a whole 28x28 item around it.
 
@@ -122,8 +122,11 @@ def small_cnn(dtype=None):
                 dtype=dtype,
                 name=name,
             ),
+            # Synchronised: under `tf.distribute` every replica normalises
+            # with the global batch's statistics (same gradients as one
+            # device); nothing changes on one device.
             keras.layers.BatchNormalization(
-                momentum=0.9, dtype=dtype, name=f"{name}_bn"
+                momentum=0.9, synchronized=True, dtype=dtype, name=f"{name}_bn"
             ),
             keras.layers.ReLU(dtype=dtype, name=f"{name}_relu"),
         ]

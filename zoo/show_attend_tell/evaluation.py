@@ -160,6 +160,49 @@ def attention_correctness(attention, labels, boxes, image_size, offset=0):
     }
 
 
+def caption_errors(hypotheses, references, top=8):
+    """Sorts scene captions into exact, wrong-noun, wrong-relation, wrong-count.
+
+    Args:
+        hypotheses: list of str.
+        references: list of str (scene captions).
+        top: int. Most frequent noun substitutions to list. Defaults to 8.
+
+    Returns:
+        dict with the counts `exact`, `noun`, `relation`, `noun+relation`,
+        `count` (a different number of items) and `substitutions`: the most
+        frequent `"reference->output"` noun pairs with their counts.
+
+    Example:
+    >>> caption_errors(["a top", "a bag above a coat"], ["a shirt", "a bag below a coat"])["noun"]
+    1
+    """
+    nouns = set(scene_data.NOUNS)
+    kinds = {"exact": 0, "noun": 0, "relation": 0, "noun+relation": 0, "count": 0}
+    substitutions = {}
+    for hyp, ref in zip(hypotheses, references):
+        if hyp == ref:
+            kinds["exact"] += 1
+            continue
+        h_nouns = [w for w in hyp.split() if w in nouns]
+        r_nouns = [w for w in ref.split() if w in nouns]
+        if len(h_nouns) != len(r_nouns):
+            kinds["count"] += 1
+            continue
+        frame_h = ["N" if w in nouns else w for w in hyp.split()]
+        frame_r = ["N" if w in nouns else w for w in ref.split()]
+        wrong_noun, wrong_relation = h_nouns != r_nouns, frame_h != frame_r
+        key = "+".join(
+            k for k, bad in (("noun", wrong_noun), ("relation", wrong_relation)) if bad
+        )
+        kinds[key] += 1
+        for a, b in zip(r_nouns, h_nouns):
+            if a != b:
+                substitutions[f"{a}->{b}"] = substitutions.get(f"{a}->{b}", 0) + 1
+    ranked = sorted(substitutions.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {**kinds, "substitutions": dict(ranked[:top])}
+
+
 def evaluate_scenes(model, test, beam_widths=(1, 3), limit=None, examples=3):
     """BLEU-1..4 and attention correctness on scenes, for each beam width.
 
@@ -191,6 +234,7 @@ def evaluate_scenes(model, test, beam_widths=(1, 3), limit=None, examples=3):
         scores["attention_step_before"] = attention_correctness(
             attention, test["labels"][:n], test["boxes"][:n], image_size, offset=-1
         )
+        scores["errors"] = caption_errors(hypotheses, references)
         scores["exact_match"] = round(
             100 * float(np.mean([h == r for h, r in zip(hypotheses, references)])), 2
         )
@@ -209,6 +253,12 @@ def evaluate_scenes(model, test, beam_widths=(1, 3), limit=None, examples=3):
         print(
             f"  attention one step before the noun: peak {b['peak']:.1f}%, "
             f"mass>=0.5 {b['mass']:.1f}%"
+        )
+        e = scores["errors"]
+        print(
+            f"  errors: {e['noun']} noun, {e['relation']} relation, "
+            f"{e['noun+relation']} both, {e['count']} item count; "
+            f"{e['substitutions']}"
         )
         print(f"  {scores['signature']}")
         for hyp, ref in list(zip(hypotheses, references))[:examples]:

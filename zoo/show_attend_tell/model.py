@@ -6,9 +6,14 @@ import tensorflow as tf
 from keras import ops
 
 from keras_attention.decoding import BeamSearch, GreedySearch
+from zoo.ram.model import global_batch_mean
 from zoo.show_attend_tell import encoder as encoders
 from zoo.show_attend_tell.decoder import ShowAttendTellCell, ShowAttendTellDecoder
-from zoo.show_attend_tell.losses import DoublyStochasticRegularization, ReinforceLoss
+from zoo.show_attend_tell.losses import (
+    ReinforceBaseline,
+    caption_log_likelihood,
+    doubly_stochastic_terms,
+)
 from zoo.show_attend_tell.preprocessor import CaptionPreprocessor
 from zoo.task import Task
 
@@ -34,6 +39,10 @@ class ShowAttendTell(Task):
     Trains with `compile` / `fit` on raw `(images, captions)` (teacher
     forcing; the preprocessor scales images and tokenizes captions inside
     `tf.data`); `caption(images)` decodes with `keras_attention.decoding`.
+    Called on prepared inputs, the model returns a dict: `logits`
+    `(B, T, vocabulary)`, `coverage` `(B, L)` and, for hard attention, the
+    summed `log_prob` and `entropy` `(B, 1)` of the sampled locations;
+    `predict` returns the logits.
 
     Args:
         vocabulary_size: int. Caption vocabulary size.
@@ -184,19 +193,16 @@ class ShowAttendTell(Task):
         output_z = keras.layers.Dense(embedding_dim, dtype=dtype, name="output_z")
         output_dropout = keras.layers.Dropout(dropout, name="output_dropout")
         projection = keras.layers.Dense(vocabulary_size, dtype=dtype, name="logits")
-        if attention == "soft":
-            regularization = DoublyStochasticRegularization(
-                attention_regularization, dtype=dtype, name="doubly_stochastic"
-            )
-        else:
-            regularization = ReinforceLoss(
-                end_token_id,
-                weight=reinforce_weight,
-                entropy_weight=entropy_weight,
-                decay=baseline_decay,
+        reinforce = None
+        if attention == "hard":
+            reinforce = ReinforceBaseline(
+                reinforce_weight,
+                entropy_weight,
+                baseline_decay,
                 dtype=dtype,
                 name="reinforce",
             )
+            reinforce.build()
 
         # === Functional graph ===
         # (the annotations were wired above: the cell needs the grid size)
@@ -209,13 +215,15 @@ class ShowAttendTell(Task):
         )
         readout = keras.layers.Activation("tanh", name="deep_output_tanh")(readout)
         logits = projection(output_dropout(readout))
-        if attention == "soft":
-            logits = regularization(logits, coverage)
-        else:
-            logits = regularization(logits, decoder_ids, log_prob, entropy)
+        outputs = {
+            "logits": logits,
+            "coverage": coverage,
+            "log_prob": log_prob,
+            "entropy": entropy,
+        }
         super().__init__(
             inputs={"images": images, "decoder_token_ids": decoder_ids},
-            outputs=logits,
+            outputs=outputs,
             dtype=dtype,
             **kwargs,
         )
@@ -249,7 +257,44 @@ class ShowAttendTell(Task):
         self.output_h = output_h
         self.output_z = output_z
         self.projection = projection
+        self.reinforce = reinforce
         self.grid_shape = grid_shape
+
+    # Training ----------------------------------------------------------------
+
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
+        """The compiled caption loss plus the attention terms.
+
+        Soft attention adds `lambda * sum_i (1 - sum_t alpha_{t,i})^2`, hard
+        attention the REINFORCE terms (`ReinforceBaseline`), both as the
+        mean over the global batch, so mirrored replicas add up to one
+        device's gradient.
+        """
+        loss = super().compute_loss(
+            x, y, y_pred["logits"], sample_weight, training=training
+        )
+        if self.attention == "soft":
+            if self.attention_regularization <= 0:
+                return loss
+            extra = self.attention_regularization * doubly_stochastic_terms(
+                y_pred["coverage"]
+            )
+        elif training:
+            reward = caption_log_likelihood(
+                y_pred["logits"], x["decoder_token_ids"], self.end_token_id
+            )
+            extra = self.reinforce.terms(reward, y_pred["log_prob"], y_pred["entropy"])
+        else:
+            return loss
+        return loss + ops.cast(global_batch_mean(extra), loss.dtype)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        return super().compute_metrics(x, y, y_pred["logits"], sample_weight)
+
+    def predict_step(self, data):
+        return super().predict_step(data)["logits"]
 
     def _as_dataset(
         self, x, y=None, sample_weight=None, batch_size=None, shuffle=False

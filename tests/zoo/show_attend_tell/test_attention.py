@@ -7,7 +7,11 @@ import tensorflow as tf
 
 from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
 from zoo.show_attend_tell.decoder import ShowAttendTellCell, ShowAttendTellDecoder
-from zoo.show_attend_tell.losses import caption_labels, doubly_stochastic_penalty
+from zoo.show_attend_tell.losses import (
+    caption_labels,
+    caption_log_likelihood,
+    doubly_stochastic_penalty,
+)
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -122,13 +126,26 @@ def inputs():
     return images, CAPTIONS
 
 
+def compiled(m, optimizer="sgd"):
+    m.compile(
+        optimizer=optimizer,
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    return m
+
+
 def test_model_adds_the_doubly_stochastic_term_to_the_loss():
-    m = model(attention_regularization=0.7)
+    m = compiled(model(attention_regularization=0.7))
     images, captions = inputs()
-    x, _, _ = m.preprocessor(images, tf.constant(captions))
+    x, y, w = m.preprocessor(images, tf.constant(captions))
     # Inference mode, so batch norm uses the same statistics as `encode`.
-    m(x, training=False)
-    assert len(m.losses) == 1
+    y_pred = m(x, training=False)
+    total = float(m.compute_loss(x, y, y_pred, w, training=False))
+    caption_loss = float(
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True)(
+            y, y_pred["logits"], sample_weight=w
+        )
+    )
     # Independent coverage: step the cell one word at a time.
     ids = np.asarray(x["decoder_token_ids"])
     cache = m.decoder_cell.initial_state(m.encode(x["images"]))
@@ -137,10 +154,18 @@ def test_model_adds_the_doubly_stochastic_term_to_the_loss():
         _, weights, cache = m.next(ids, cache, t + 1)
         coverage += np.asarray(weights) * (ids[:, t] != 0)[:, None]
     expected = 0.7 * np.mean(np.sum((1 - coverage) ** 2, axis=-1))
-    np.testing.assert_allclose(float(m.losses[0]), expected, rtol=1e-4)
-    m0 = model(attention_regularization=0.0)
-    m0(x, training=True)
-    assert not m0.losses
+    np.testing.assert_allclose(total - caption_loss, expected, rtol=1e-4)
+    m0 = compiled(model(attention_regularization=0.0))
+    y_pred = m0(x, training=False)
+    np.testing.assert_allclose(
+        float(m0.compute_loss(x, y, y_pred, w, training=False)),
+        float(
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True)(
+                y, y_pred["logits"], sample_weight=w
+            )
+        ),
+        rtol=1e-6,
+    )
 
 
 def test_caption_labels_match_the_preprocessor():
@@ -152,46 +177,38 @@ def test_caption_labels_match_the_preprocessor():
 
 
 def test_reinforce_trains_the_attention_score_and_updates_the_baseline():
-    m = model(attention="hard", entropy_weight=0.1)
-    m.compile(
-        optimizer=keras.optimizers.SGD(0.1),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-    )
+    m = compiled(model(attention="hard", entropy_weight=0.1), keras.optimizers.SGD(0.1))
     images, captions = inputs()
     x, y, w = m.preprocessor(images, tf.constant(captions))
-    with tf.GradientTape() as tape:
-        logits = m(x, training=True)
-        (surrogate,) = m.losses
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    with tf.GradientTape(persistent=True) as tape:
+        y_pred = m(x, training=True)
+        total = m.compute_loss(x, y, y_pred, w, training=True)
+        caption_loss = loss_fn(y, y_pred["logits"], sample_weight=w)
+        surrogate = total - caption_loss
     score = m.decoder_cell.attention.score_layer
     # The surrogate has value 0 but the REINFORCE gradient: the caption
     # loss does not reach the score through a sampled one-hot choice.
-    assert float(surrogate) == 0.0
+    assert abs(float(surrogate)) < 1e-6
     grads = tape.gradient(surrogate, [score.scale, score.query_kernel])
     assert all(g is not None and np.abs(np.asarray(g)).sum() > 0 for g in grads)
-    reinforce = m.get_layer("reinforce")
-    reward = np.asarray(reinforce.reward(logits, x["decoder_token_ids"]))
+    reward = np.asarray(
+        caption_log_likelihood(y_pred["logits"], x["decoder_token_ids"], 3)
+    )
+    # The reward is the log-likelihood of the labels.
+    per_token = -np.asarray(
+        keras.losses.sparse_categorical_crossentropy(
+            y, y_pred["logits"], from_logits=True
+        )
+    )
+    np.testing.assert_allclose(reward, (per_token * np.asarray(w)).sum(-1), rtol=1e-5)
     # First batch: the baseline becomes the mean reward.
-    np.testing.assert_allclose(float(reinforce.baseline), reward.mean(), rtol=1e-5)
-    assert reward.max() < 0 and float(reinforce.initialized) == 1.0
+    np.testing.assert_allclose(float(m.reinforce.baseline), reward.mean(), rtol=1e-5)
+    assert reward.max() < 0 and float(m.reinforce.initialized) == 1.0
     history = m.fit(images, captions, batch_size=4, epochs=2, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
+    assert float(m.reinforce.baseline) != pytest.approx(reward.mean())
     # Inference is deterministic (argmax location).
-    np.testing.assert_array_equal(np.asarray(m(x)), np.asarray(m(x)))
-
-
-def test_weights_feedback_feeds_where_it_looked_into_the_lstm():
-    keras.utils.set_random_seed(0)
-    cell = ShowAttendTellCell(6, annotation_dim=5, feedback="weights", num_locations=9)
-    annotations = np.random.default_rng(0).normal(size=(3, 9, 5)).astype("float32")
-    states = cell.initial_state(annotations)
-    inputs = np.random.default_rng(1).normal(size=(3, 4)).astype("float32")
-    h, c = states[0], states[1]
-    _, new_states = cell(inputs, states)
-    weights = np.asarray(cell.attention_weights(new_states))
-    _, (expected_h, _) = cell.lstm(np.concatenate([inputs, weights], -1), [h, c])
-    np.testing.assert_allclose(
-        np.asarray(new_states[0]), np.asarray(expected_h), rtol=1e-5, atol=1e-6
+    np.testing.assert_array_equal(
+        np.asarray(m(x)["logits"]), np.asarray(m(x)["logits"])
     )
-    assert tuple(cell.lstm.kernel.shape) == (4 + 9, 24)
-    with pytest.raises(ValueError, match="num_locations"):
-        ShowAttendTellCell(6, annotation_dim=5, feedback="weights")

@@ -10,6 +10,7 @@ from zoo.show_attend_tell.evaluation import (
     attention_correctness,
     attention_in_box,
     bleu_scores,
+    caption_errors,
 )
 from zoo.show_attend_tell.plotting import plot_caption_attention
 
@@ -92,3 +93,25 @@ def test_attention_correctness_offset_checks_the_step_before_the_noun():
     assert attention_correctness(maps, labels, boxes, (20, 20))["peak"] == 0.0
     early = attention_correctness(maps, labels, boxes, (20, 20), offset=-1)
     assert early["peak"] == 100.0 and early["nouns"] == 1
+
+
+def test_caption_errors_sorts_mistakes_by_kind():
+    hyps = ["a top", "a bag below a coat", "a bag", "a top above a bag", "a coat"]
+    refs = [
+        "a shirt",
+        "a bag above a coat",
+        "a bag above a coat",
+        "a shirt below a bag",
+        "a coat",
+    ]
+    errors = caption_errors(hyps, refs)
+    assert {
+        k: errors[k] for k in ("exact", "noun", "relation", "noun+relation", "count")
+    } == {
+        "exact": 1,
+        "noun": 1,
+        "relation": 1,
+        "noun+relation": 1,
+        "count": 1,
+    }
+    assert errors["substitutions"] == {"shirt->top": 2}
