@@ -219,6 +219,25 @@ def _global_average_weights(y, y_pred, sample_weight):
     return tf.nest.map_structure(lambda w: tf.cast(w, "float32") * scale, sample_weight)
 
 
+def global_batch_mean(values):
+    """This replica's share of the mean of per-sample `values` over the global batch.
+
+    Returns `sum(values) / N` (float32), `N` the number of samples of the
+    global batch (all-reduced across replicas). For loss terms a model adds
+    to its compiled loss (e.g. REINFORCE). `tf.distribute` sums the replicas'
+    gradients, so they add up to the gradient of the global-batch mean, as
+    for Keras's compiled losses, even when the replicas hold different
+    numbers of samples (e.g. the last, partial batch). On one device this is
+    the plain mean.
+    """
+    count = tf.cast(tf.shape(values)[0], "float32")
+    context = tf.distribute.get_replica_context()
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    if replicas > 1 and context is not None:
+        count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
+    return tf.reduce_sum(tf.cast(values, "float32")) / count
+
+
 def _per_worker_logs(logs):
     """Gives a step's logs the leading axis Keras reduces across workers.
 

@@ -22,7 +22,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_attention.layers import GlimpseNetwork
-from zoo.task import Task
+from zoo.task import Task, global_batch_mean
 
 CELLS = ("rnn", "lstm")
 
@@ -704,24 +704,6 @@ class RecurrentAttentionModel(Task):
         if isinstance(pre, dict):
             config["preprocessor"] = keras.saving.deserialize_keras_object(pre)
         return cls(**config)
-
-
-def global_batch_mean(values):
-    """This replica's share of the mean of per-image `values` over the global batch.
-
-    Returns `sum(values) / N`, `N` the number of images of the global batch
-    (all-reduced across replicas). `tf.distribute` sums the replicas'
-    gradients, so they add up to the gradient of the global-batch mean, as
-    for Keras's compiled losses, even when the replicas hold different
-    numbers of images (e.g. the last, partial batch). On one device this is
-    the plain mean.
-    """
-    count = ops.cast(ops.shape(values)[0], "float32")
-    context = tf.distribute.get_replica_context()
-    replicas = tf.distribute.get_strategy().num_replicas_in_sync
-    if replicas > 1 and context is not None:
-        count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
-    return ops.sum(values) / count
 
 
 __all__ = [

@@ -20,6 +20,7 @@ import keras
 import tensorflow as tf
 
 from keras_attention.training.strategy import get_strategy
+from zoo.callbacks import StepBudget, TimeBudget
 from zoo.data import bible, parallel_text, vocabulary
 from zoo.seq2seq.model import Seq2Seq
 from zoo.seq2seq.preprocessor import TranslationPreprocessor
@@ -148,33 +149,6 @@ def bucketed(pairs, batch_size, seed, shuffle=True):
         bucket_boundaries=boundaries,
         bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
     )
-
-
-class TimeBudget(keras.callbacks.Callback):
-    """Stops training once `minutes` have passed (checked every batch)."""
-
-    def __init__(self, minutes):
-        super().__init__()
-        self.seconds = minutes * 60
-        self.start = time.time()
-
-    def on_train_batch_end(self, batch, logs=None):
-        if time.time() - self.start > self.seconds:
-            self.model.stop_training = True
-
-
-class StepBudget(keras.callbacks.Callback):
-    """Stops training after `steps` batches in all (across epochs)."""
-
-    def __init__(self, steps):
-        super().__init__()
-        self.steps = steps
-        self.seen = 0
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.seen += 1
-        if self.seen >= self.steps:
-            self.model.stop_training = True
 
 
 def evaluate_translations(model, test_pairs, beam_width, limit=None):

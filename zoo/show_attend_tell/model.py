@@ -6,7 +6,6 @@ import tensorflow as tf
 from keras import ops
 
 from keras_attention.decoding import BeamSearch, GreedySearch
-from zoo.ram.model import global_batch_mean
 from zoo.show_attend_tell import encoder as encoders
 from zoo.show_attend_tell.decoder import ShowAttendTellCell, ShowAttendTellDecoder
 from zoo.show_attend_tell.losses import (
@@ -15,7 +14,7 @@ from zoo.show_attend_tell.losses import (
     doubly_stochastic_terms,
 )
 from zoo.show_attend_tell.preprocessor import CaptionPreprocessor
-from zoo.task import Task
+from zoo.task import Task, global_batch_mean
 
 
 @keras.saving.register_keras_serializable(package="zoo")

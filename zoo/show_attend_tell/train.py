@@ -33,10 +33,10 @@ import numpy as np
 import tensorflow as tf
 
 from keras_attention.training.strategy import get_strategy
+from zoo.callbacks import TimeBudget
 from zoo.data import captions as caption_data
 from zoo.data import fashion_mnist, vocabulary
 from zoo.data import scenes as scene_data
-from zoo.seq2seq.train import TimeBudget
 from zoo.show_attend_tell.evaluation import bleu_scores, evaluate_scenes
 from zoo.show_attend_tell.model import ShowAttendTell
 from zoo.show_attend_tell.preprocessor import CaptionPreprocessor

@@ -31,14 +31,10 @@ import tensorflow as tf
 
 from keras_attention.training.schedules import InverseSqrtSchedule
 from keras_attention.training.strategy import get_strategy
+from zoo.callbacks import StepBudget, TimeBudget
 from zoo.data import bible, vocabulary
 from zoo.seq2seq.preprocessor import TranslationPreprocessor
-from zoo.seq2seq.train import (
-    StepBudget,
-    TimeBudget,
-    evaluate_translations,
-    load_splits,
-)
+from zoo.seq2seq.train import evaluate_translations, load_splits
 from zoo.transformer import configs
 from zoo.transformer.averaging import (
     Checkpoints,

@@ -29,7 +29,8 @@ WORKER = textwrap.dedent(
     )
     import keras
     from zoo.ram import RecurrentAttentionModel
-    from zoo.ram.model import global_batch_mean, replica_normal
+    from zoo.ram.model import replica_normal
+    from zoo.task import global_batch_mean
 
     def build():
         model = RecurrentAttentionModel(
