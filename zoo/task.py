@@ -158,6 +158,19 @@ class Task(keras.Model):
             iterator = None
         return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
 
+    @classmethod
+    def from_config(cls, config):
+        """Rebuilds a subclass from its `get_config()`.
+
+        Zoo models' configs are their constructor arguments, with the
+        preprocessor serialized as a Keras object.
+        """
+        config = dict(config)
+        pre = config.get("preprocessor")
+        if isinstance(pre, dict):
+            config["preprocessor"] = keras.saving.deserialize_keras_object(pre)
+        return cls(**config)
+
     # Presets -------------------------------------------------------------
 
     def save_to_preset(self, directory, metadata=None):

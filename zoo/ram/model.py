@@ -697,14 +697,6 @@ class RecurrentAttentionModel(Task):
             "preprocessor": keras.saving.serialize_keras_object(self.preprocessor),
         }
 
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        pre = config.get("preprocessor")
-        if isinstance(pre, dict):
-            config["preprocessor"] = keras.saving.deserialize_keras_object(pre)
-        return cls(**config)
-
 
 __all__ = [
     "ImagePreprocessor",

@@ -416,13 +416,5 @@ class Seq2Seq(Task):
             else keras.saving.serialize_keras_object(self.preprocessor),
         }
 
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        pre = config.get("preprocessor")
-        if isinstance(pre, dict):
-            config["preprocessor"] = keras.saving.deserialize_keras_object(pre)
-        return cls(**config)
-
 
 __all__ = ["Seq2Seq", "TranslationPreprocessor"]

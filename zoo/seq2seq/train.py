@@ -173,6 +173,34 @@ def evaluate_translations(model, test_pairs, beam_width, limit=None):
     return results
 
 
+def translation_metadata(args, command, splits, metrics):
+    """The `metadata.json` entries of a translation preset.
+
+    Args:
+        args: the parsed arguments (`--data` is recorded).
+        command: str. The exact command that trained the model.
+        splits: `(train, validation, test)` lists of pairs.
+        metrics: dict of what the run measured.
+    """
+    train, validation, test = splits
+    return {
+        "task": "translation en->es",
+        "command": command,
+        "data": {
+            "source": args.data,
+            "train_pairs": len(train),
+            "validation_pairs": len(validation),
+            "test_pairs": len(test),
+            "split": "by book: test = "
+            + ", ".join(bible.TEST_BOOKS)
+            + "; validation = "
+            + ", ".join(bible.VALIDATION_BOOKS),
+        },
+        "hardware": f"{platform.machine()} CPU, {os.cpu_count()} cores, no GPU",
+        "metrics": metrics,
+    }
+
+
 def main(argv=None):
     args = parse_args(argv)
     command = "python -m zoo.seq2seq.train " + " ".join(
@@ -264,22 +292,7 @@ def main(argv=None):
         metrics["test"] = evaluate_translations(
             model, test, args.beam_width, args.eval_limit
         )
-    metadata = {
-        "task": "translation en->es",
-        "command": command,
-        "data": {
-            "source": args.data,
-            "train_pairs": len(train),
-            "validation_pairs": len(validation),
-            "test_pairs": len(test),
-            "split": "by book: test = "
-            + ", ".join(bible.TEST_BOOKS)
-            + "; validation = "
-            + ", ".join(bible.VALIDATION_BOOKS),
-        },
-        "hardware": f"{platform.machine()} CPU, {os.cpu_count()} cores, no GPU",
-        "metrics": metrics,
-    }
+    metadata = translation_metadata(args, command, (train, validation, test), metrics)
     model.save_to_preset(args.out, metadata=metadata)
     print(f"preset written to {args.out}")
     return model, metadata

@@ -500,14 +500,6 @@ class ShowAttendTell(Task):
             else keras.saving.serialize_keras_object(self.preprocessor),
         }
 
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        pre = config.get("preprocessor")
-        if isinstance(pre, dict):
-            config["preprocessor"] = keras.saving.deserialize_keras_object(pre)
-        return cls(**config)
-
 
 def _holds_strings(captions):
     if isinstance(captions, tf.Tensor):

@@ -503,14 +503,6 @@ class Transformer(Task):
             else keras.saving.serialize_keras_object(self.preprocessor),
         }
 
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        pre = config.get("preprocessor")
-        if isinstance(pre, dict):
-            config["preprocessor"] = keras.saving.deserialize_keras_object(pre)
-        return cls(**config)
-
 
 def _check_positive_int(name, value):
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -20,7 +20,6 @@ On the embedded sample (no Debian data needed, seconds):
 
 import argparse
 import os
-import platform
 import shlex
 import sys
 import time
@@ -34,7 +33,11 @@ from keras_attention.training.strategy import get_strategy
 from zoo.callbacks import StepBudget, TimeBudget
 from zoo.data import bible, vocabulary
 from zoo.seq2seq.preprocessor import TranslationPreprocessor
-from zoo.seq2seq.train import evaluate_translations, load_splits
+from zoo.seq2seq.train import (
+    evaluate_translations,
+    load_splits,
+    translation_metadata,
+)
 from zoo.transformer import configs
 from zoo.transformer.averaging import (
     Checkpoints,
@@ -331,22 +334,7 @@ def main(argv=None):
         metrics["test"] = evaluate_translations(
             model, test, args.beam_width, args.eval_limit
         )
-    metadata = {
-        "task": "translation en->es",
-        "command": command,
-        "data": {
-            "source": args.data,
-            "train_pairs": len(train),
-            "validation_pairs": len(validation),
-            "test_pairs": len(test),
-            "split": "by book: test = "
-            + ", ".join(bible.TEST_BOOKS)
-            + "; validation = "
-            + ", ".join(bible.VALIDATION_BOOKS),
-        },
-        "hardware": f"{platform.machine()} CPU, {os.cpu_count()} cores, no GPU",
-        "metrics": metrics,
-    }
+    metadata = translation_metadata(args, command, (train, validation, test), metrics)
     model.save_to_preset(args.out, metadata=metadata)
     print(f"preset written to {args.out}")
     return model, metadata
