@@ -8,6 +8,7 @@ import keras_hub
 import tensorflow as tf
 
 from zoo.data import vocabulary as vocabularies
+from zoo.teacher_forcing import teacher_forcing
 
 RESERVED_TOKENS = vocabularies.DEFAULT_RESERVED_TOKENS
 # WordPiece detokenization puts a space around every piece that was split
@@ -150,15 +151,10 @@ class TranslationPreprocessor(keras.layers.Layer):
         target = target_packer(self.target_tokenizer(tf.convert_to_tensor(y)))
         if self.trim_padding:
             target = _trim(target)
-        # `[START] tokens [PAD]...`: a shorter row's [END] is no decoder input
-        # (its label is padding), so the decoder's padding mask matches the
-        # sample weight.
-        decoder = target[..., :-1]
-        features["decoder_token_ids"] = tf.where(
-            decoder == self.target_end_id, self.target_pad_id, decoder
+        decoder, labels, weights = teacher_forcing(
+            target, self.target_pad_id, self.target_end_id
         )
-        labels = target[..., 1:]
-        weights = tf.cast(tf.not_equal(labels, self.target_pad_id), "float32")
+        features["decoder_token_ids"] = decoder
         return features, labels, weights
 
     def detokenize(self, token_ids):

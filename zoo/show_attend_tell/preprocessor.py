@@ -7,6 +7,7 @@ import keras_hub
 import tensorflow as tf
 
 from zoo.data import vocabulary as vocabularies
+from zoo.teacher_forcing import teacher_forcing
 
 RESERVED_TOKENS = vocabularies.DEFAULT_RESERVED_TOKENS
 
@@ -148,14 +149,8 @@ class CaptionPreprocessor(keras.layers.Layer):
                 tf.reduce_sum(tf.cast(ids != self.pad_id, "int32"), axis=-1)
             )
             ids = ids[:, : tf.maximum(used, 2)]
-        decoder = ids[..., :-1]
-        # A shorter caption's [END] is no decoder input: the decoder's
-        # padding mask then matches the sample weight.
-        features["decoder_token_ids"] = tf.where(
-            decoder == self.end_id, self.pad_id, decoder
-        )
-        labels = ids[..., 1:]
-        weights = tf.cast(tf.not_equal(labels, self.pad_id), "float32")
+        decoder, labels, weights = teacher_forcing(ids, self.pad_id, self.end_id)
+        features["decoder_token_ids"] = decoder
         return features, labels, weights
 
     def detokenize(self, token_ids):
