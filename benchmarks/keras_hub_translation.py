@@ -17,6 +17,7 @@ Smoke run on the shipped sample:
 """
 
 import argparse
+import json
 import time
 
 import keras
@@ -95,6 +96,7 @@ def main(argv=None):
     p.add_argument("--sword-path", default=bible.DEFAULT_SWORD_PATH)
     p.add_argument("--minutes", type=float, default=20.0)
     p.add_argument("--limit", type=int, default=None, help="test pairs to decode")
+    p.add_argument("--json-out", help="also write the measured numbers here (JSON)")
     args = p.parse_args(argv)
     keras.utils.set_random_seed(0)
     train, test = load(args.data, args.sword_path)
@@ -189,6 +191,18 @@ def main(argv=None):
         f"({scores['sentences']} sentences, {time.time() - start:.0f} s to decode)"
     )
     print(f"  {scores['bleu_signature']}\n  {scores['chrf_signature']}")
+    if args.json_out:
+        record = {
+            "model": "keras.io English-to-Spanish KerasHub recipe",
+            "parameters": model.count_params(),
+            "budget_minutes": args.minutes,
+            "train_minutes": round(trained / 60, 1),
+            "steps": int(model.optimizer.iterations.numpy()),
+            "greedy": scores,
+        }
+        with open(args.json_out, "w") as f:
+            json.dump(record, f, indent=2)
+        print(f"measurements written to {args.json_out}")
     for (en, es), hyp in list(zip(pairs, hypotheses))[:3]:
         print(f"  EN  {en}\n  OUT {hyp}\n  REF {es}")
 

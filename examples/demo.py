@@ -172,7 +172,11 @@ def main(argv=None):
             print(f"\n(no {what} preset shipped yet: skipped)")
 
     tuned = None
-    translation = [n for n, kind in kinds.items() if kind in ("Seq2Seq", "Transformer")]
+    # Fine-tune the Transformer when it is shipped (the example).
+    translation = sorted(
+        (n for n, kind in kinds.items() if kind in ("Seq2Seq", "Transformer")),
+        key=lambda n: kinds[n] != "Transformer",
+    )
     if translation and args.fine_tune_steps > 0:
         tuned = fine_tune(translation[0], args.out, args.fine_tune_steps)
 

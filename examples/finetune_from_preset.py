@@ -1,7 +1,7 @@
 """Fine-tunes a shipped zoo translation preset on your own sentence pairs.
 
-Loads a preset (by default `seq2seq_bahdanau_bible_en_es`; any translation
-preset name or directory works, e.g. the Transformer's once it is shipped),
+Loads a preset (by default `transformer_bible_en_es`; any translation
+preset name or directory works, e.g. `seq2seq_bahdanau_bible_en_es`),
 fits it with `model.fit` for a few steps on a tab-separated file of
 `english<TAB>spanish` lines, keeping the preset's vocabularies (new words
 become known subwords or `[UNK]`; the embedding tables keep their size),
@@ -33,7 +33,7 @@ from keras_attention import presets
 from keras_attention.training import get_strategy
 from zoo.data import bible, parallel_text
 
-DEFAULT_PRESET = "seq2seq_bahdanau_bible_en_es"
+DEFAULT_PRESET = "transformer_bible_en_es"
 
 
 def parse_args(argv=None):

@@ -194,7 +194,7 @@ def _evaluate(args):
     model = _load(args.preset)
     if hasattr(model, "translate"):
         from zoo.data import bible
-        from zoo.seq2seq.train import evaluate_translations
+        from zoo.translation import evaluate_translations
 
         pairs = [
             (en, es)

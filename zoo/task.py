@@ -13,6 +13,7 @@ import keras
 import tensorflow as tf
 
 from keras_attention import presets
+from keras_attention.training.strategy import needs_static_shapes
 
 PRESETS_DIR = os.path.join(os.path.dirname(__file__), "presets")
 
@@ -35,6 +36,43 @@ class Task(keras.Model):
     preprocessor; prepared inputs pass through untouched.
     """
 
+    static_shapes = False
+
+    def use_static_shapes(self, enabled=True):
+        """Feeds `fit`/`evaluate` batches of one fixed shape (for TPUs, XLA).
+
+        With static shapes, raw samples are batched with
+        `drop_remainder=True` (the last partial batch of an epoch is
+        skipped) and a preprocessor with a `trim_padding` option pads every
+        batch to its full sequence length instead of the batch's longest
+        row, so every step sees the same shapes and XLA compiles once.
+        `predict` never drops samples. Datasets the caller batched are not
+        re-batched: batch them with `drop_remainder=True` yourself. The
+        preprocessor's `trim_padding` is part of its config: call
+        `use_static_shapes(False)` before `save_to_preset` for a preset
+        that trims padding again.
+
+        Args:
+            enabled: bool. Defaults to `True`.
+
+        Returns:
+            The model (so calls can be chained).
+
+        Example:
+        >>> model = zoo.Seq2Seq.from_preset("seq2seq_bahdanau_bible_en_es")
+        >>> model = model.use_static_shapes()  # doctest: +SKIP
+        """
+        self.static_shapes = bool(enabled)
+        if hasattr(self.preprocessor, "trim_padding"):
+            self.preprocessor.trim_padding = not self.static_shapes
+        return self
+
+    def _batch(self, dataset, batch_size, drop_remainder):
+        """Batches unbatched samples (32 when `batch_size` is `None`)."""
+        return dataset.batch(
+            batch_size or 32, drop_remainder=drop_remainder and self.static_shapes
+        )
+
     def preprocess_samples(self, x, y=None, sample_weight=None):
         """Maps one batch of raw samples to `(inputs, labels, sample_weight)`."""
         if self.preprocessor is None:
@@ -42,7 +80,13 @@ class Task(keras.Model):
         return self.preprocessor(x, y, sample_weight)
 
     def _as_dataset(
-        self, x, y=None, sample_weight=None, batch_size=None, shuffle=False
+        self,
+        x,
+        y=None,
+        sample_weight=None,
+        batch_size=None,
+        shuffle=False,
+        drop_remainder=False,
     ):
         if isinstance(x, tf.data.Dataset):
             if y is not None or sample_weight is not None:
@@ -62,15 +106,23 @@ class Task(keras.Model):
         if not _is_raw(dataset.element_spec):
             return dataset if batch_size is None else None
         if _rank(dataset.element_spec) == 0:
-            dataset = dataset.batch(batch_size or 32)
+            dataset = self._batch(dataset, batch_size, drop_remainder)
         elif batch_size is not None:
             raise ValueError(
                 "The dataset is already batched: do not pass `batch_size`. "
                 f"Received: batch_size={batch_size}"
             )
 
+        batch = tf.nest.flatten(dataset.element_spec)[0].shape[0]
+
         def preprocess(*sample):
-            return self.preprocess_samples(*sample)
+            prepared = self.preprocess_samples(*sample)
+            if self.static_shapes and batch is not None:
+                # Tokenizers lose the static batch size; TPUs need it back.
+                prepared = tf.nest.map_structure(
+                    lambda t: tf.ensure_shape(t, [batch] + t.shape[1:]), prepared
+                )
+            return prepared
 
         return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
             tf.data.AUTOTUNE
@@ -78,13 +130,19 @@ class Task(keras.Model):
 
     def fit(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         shuffle = kwargs.pop("shuffle", True)
-        dataset = self._as_dataset(x, y, sample_weight, batch_size, shuffle=shuffle)
+        dataset = self._as_dataset(
+            x, y, sample_weight, batch_size, shuffle=shuffle, drop_remainder=True
+        )
         validation = kwargs.pop("validation_data", None)
         if validation is not None:
             if isinstance(validation, tf.data.Dataset):
-                validation = self._as_dataset(validation) or validation
+                validation = (
+                    self._as_dataset(validation, drop_remainder=True) or validation
+                )
             else:
-                prepared = self._as_dataset(*validation, batch_size=batch_size)
+                prepared = self._as_dataset(
+                    *validation, batch_size=batch_size, drop_remainder=True
+                )
                 validation = prepared if prepared is not None else validation
         if dataset is None:
             return super().fit(
@@ -101,7 +159,7 @@ class Task(keras.Model):
         return super().fit(dataset, validation_data=validation, shuffle=False, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        dataset = self._as_dataset(x, y, sample_weight, batch_size)
+        dataset = self._as_dataset(x, y, sample_weight, batch_size, drop_remainder=True)
         if dataset is None:
             return super().evaluate(
                 x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
@@ -293,3 +351,22 @@ def resolve_preset(preset):
         f"Unknown preset {preset!r}: not a directory, and not one of the "
         f"shipped presets: {names}."
     )
+
+
+def use_static_shapes_for(model, strategy, requested=False):
+    """Training scripts' switch to static shapes: when asked or on a TPU.
+
+    Args:
+        model: a `Task`.
+        strategy: the `tf.distribute.Strategy` it trains under.
+        requested: bool. The script's `--static-shapes` flag.
+
+    Returns:
+        bool. Whether `model.use_static_shapes()` was turned on; the
+        script then batches with `drop_remainder=True`.
+    """
+    static = bool(requested) or needs_static_shapes(strategy)
+    if static:
+        model.use_static_shapes()
+        print("static shapes: fixed-size batches padded to the full length")
+    return static

@@ -76,3 +76,24 @@ def get_strategy(name="auto"):
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
+
+
+def needs_static_shapes(strategy):
+    """Whether `strategy` runs on TPUs, which want one fixed batch shape.
+
+    Training scripts use it to switch their input pipelines to padded,
+    fixed-size batches (`drop_remainder=True`) when they land on a TPU.
+
+    Args:
+        strategy: a `tf.distribute.Strategy`.
+
+    Returns:
+        bool. `True` for `TPUStrategy` (and its subclasses).
+
+    Example:
+    >>> needs_static_shapes(get_strategy("default"))
+    False
+    """
+    import tensorflow as tf
+
+    return isinstance(strategy, (tf.distribute.TPUStrategy,))

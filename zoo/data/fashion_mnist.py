@@ -406,18 +406,29 @@ def load(
     return clutter(images, canvas_size, num_pieces, seed=seed)[0], labels
 
 
-def as_dataset(images, labels, batch_size, shuffle=True, seed=0, normalize=True):
+def as_dataset(
+    images,
+    labels,
+    batch_size,
+    shuffle=True,
+    seed=0,
+    normalize=True,
+    drop_remainder=False,
+):
     """Wraps image and label arrays in a batched `tf.data.Dataset`.
 
     Args:
         images: uint8 array `(N, H, W)`.
         labels: integer array `(N,)`.
-        batch_size: int. Batch size; the last batch may be smaller.
+        batch_size: int. Batch size; the last batch may be smaller unless
+            `drop_remainder`.
         shuffle: bool. Shuffle the whole set each epoch. Defaults to `True`.
         seed: int. Shuffle seed. Defaults to `0`.
         normalize: bool. Yield float32 images in `[0, 1]` with a trailing
             channel axis `(H, W, 1)`; otherwise the raw uint8 `(H, W)`.
             Defaults to `True`.
+        drop_remainder: bool. Skip the last partial batch, so every batch
+            has one static shape (TPUs). Defaults to `False`.
 
     Returns:
         A `tf.data.Dataset` of `(images, labels)` batches, labels int32.
@@ -439,7 +450,7 @@ def as_dataset(images, labels, batch_size, shuffle=True, seed=0, normalize=True)
     ds = tf.data.Dataset.from_tensor_slices((images, labels))
     if shuffle:
         ds = ds.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)
-    ds = ds.batch(batch_size)
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
     if normalize:  # per batch, so the set stays uint8 in memory
 
         def scale(x, y):

@@ -590,7 +590,13 @@ class RecurrentAttentionModel(Task):
     # Data ------------------------------------------------------------------
 
     def _as_dataset(
-        self, x, y=None, sample_weight=None, batch_size=None, shuffle=False
+        self,
+        x,
+        y=None,
+        sample_weight=None,
+        batch_size=None,
+        shuffle=False,
+        drop_remainder=False,
     ):
         """Batches arrays (or takes a dataset) and standardizes the images."""
         if isinstance(x, tf.data.Dataset):
@@ -603,14 +609,14 @@ class RecurrentAttentionModel(Task):
             spec = tf.nest.flatten(dataset.element_spec)[0]
             rank = spec.shape.rank
             if rank == 2 or (rank == 3 and spec.shape[-1] in (1, 3)):
-                dataset = dataset.batch(batch_size or 32)
+                dataset = self._batch(dataset, batch_size, drop_remainder)
         else:
             data = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
             dataset = tf.data.Dataset.from_tensor_slices(data)
             if shuffle:
                 count = int(dataset.cardinality())
                 dataset = dataset.shuffle(count, reshuffle_each_iteration=True)
-            dataset = dataset.batch(batch_size or 32)
+            dataset = self._batch(dataset, batch_size, drop_remainder)
 
         def preprocess(*sample):
             return self.preprocess_samples(*sample)

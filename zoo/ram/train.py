@@ -28,7 +28,7 @@ import time
 import keras
 import numpy as np
 
-from keras_attention.training.strategy import get_strategy
+from keras_attention.training.strategy import get_strategy, needs_static_shapes
 from zoo.data import fashion_mnist
 from zoo.ram.model import RecurrentAttentionModel
 from zoo.ram.plotting import plot_glimpses
@@ -76,6 +76,11 @@ def parse_args(argv=None):
         help="let the REINFORCE gradient reach the core network too",
     )
     p.add_argument("--strategy", default="auto")
+    p.add_argument(
+        "--static-shapes",
+        action="store_true",
+        help="drop each epoch's last partial batch (automatic on TPUs)",
+    )
     p.add_argument("--out", help=f"preset directory for the {PRESET_ROW} row")
     p.add_argument("--results", help="JSON file for the table")
     p.add_argument("--plot", help="PNG of glimpse paths of the preset row")
@@ -157,7 +162,11 @@ def train_row(name, data, args, strategy):
             metrics=["accuracy"],
         )
     train_ds = fashion_mnist.as_dataset(
-        x_train, y_train, args.batch_size, seed=args.seed
+        x_train,
+        y_train,
+        args.batch_size,
+        seed=args.seed,
+        drop_remainder=args.static_shapes or needs_static_shapes(strategy),
     )
     test_ds = fashion_mnist.as_dataset(x_test, y_test, 500, shuffle=False)
     print(

@@ -11,7 +11,6 @@ On the embedded sample (no Debian data needed, seconds):
 
 import argparse
 import os
-import platform
 import shlex
 import sys
 import time
@@ -21,10 +20,16 @@ import tensorflow as tf
 
 from keras_attention.training.strategy import get_strategy
 from zoo.callbacks import StepBudget, TimeBudget
-from zoo.data import bible, parallel_text, vocabulary
+from zoo.data import bible, vocabulary
 from zoo.seq2seq.model import Seq2Seq
 from zoo.seq2seq.preprocessor import TranslationPreprocessor
-from zoo.translation_metrics import corpus_scores
+from zoo.task import use_static_shapes_for
+from zoo.translation import (
+    evaluate_translations,
+    fixed_batches,
+    load_splits,
+    translation_metadata,
+)
 
 
 def parse_args(argv=None):
@@ -74,6 +79,11 @@ def parse_args(argv=None):
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--patience", type=int, default=2)
     p.add_argument("--strategy", default="auto")
+    p.add_argument(
+        "--static-shapes",
+        action="store_true",
+        help="fixed-size batches padded to --max-length (automatic on TPUs)",
+    )
     p.add_argument("--beam-width", type=int, default=4)
     p.add_argument(
         "--eval-limit",
@@ -84,29 +94,6 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--verbose", type=int, default=1)
     return p.parse_args(argv)
-
-
-def load_splits(args):
-    """Returns lists of (source, target) pairs for train/validation/test."""
-    if args.data == "bible":
-
-        def pairs(split):
-            return [
-                (en, es)
-                for en, es, _ in bible.load_pairs(split, sword_path=args.sword_path)
-            ]
-
-        return pairs("train"), pairs("validation"), pairs("test")
-    if args.data == "sample":
-        train = parallel_text.read_tsv(bible.sample_path("train"))
-        test = parallel_text.read_tsv(bible.sample_path("test"))
-        return train, test[:50], test
-    train = parallel_text.read_tsv(args.data)
-    validation = (
-        parallel_text.read_tsv(args.validation_tsv) if args.validation_tsv else []
-    )
-    test = parallel_text.read_tsv(args.test_tsv) if args.test_tsv else []
-    return train, validation, test
 
 
 def vocabularies(train, args):
@@ -149,56 +136,6 @@ def bucketed(pairs, batch_size, seed, shuffle=True):
         bucket_boundaries=boundaries,
         bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
     )
-
-
-def evaluate_translations(model, test_pairs, beam_width, limit=None):
-    """BLEU/chrF of greedy and beam decoding on `test_pairs`."""
-    pairs = test_pairs[:limit] if limit else test_pairs
-    sources = [p[0] for p in pairs]
-    references = [p[1] for p in pairs]
-    results = {}
-    for name, width in (("greedy", 1), (f"beam{beam_width}", beam_width)):
-        start = time.time()
-        hypotheses = model.translate(sources, beam_width=width)
-        scores = corpus_scores(hypotheses, references)
-        scores["decode_seconds"] = round(time.time() - start, 1)
-        results[name] = scores
-        print(
-            f"{name}: BLEU {scores['bleu']:.2f} chrF {scores['chrf']:.2f} "
-            f"({scores['sentences']} sentences, {scores['decode_seconds']} s)"
-        )
-        print(f"  {scores['bleu_signature']}\n  {scores['chrf_signature']}")
-        for src, hyp, ref in list(zip(sources, hypotheses, references))[:3]:
-            print(f"  EN  {src}\n  OUT {hyp}\n  REF {ref}")
-    return results
-
-
-def translation_metadata(args, command, splits, metrics):
-    """The `metadata.json` entries of a translation preset.
-
-    Args:
-        args: the parsed arguments (`--data` is recorded).
-        command: str. The exact command that trained the model.
-        splits: `(train, validation, test)` lists of pairs.
-        metrics: dict of what the run measured.
-    """
-    train, validation, test = splits
-    return {
-        "task": "translation en->es",
-        "command": command,
-        "data": {
-            "source": args.data,
-            "train_pairs": len(train),
-            "validation_pairs": len(validation),
-            "test_pairs": len(test),
-            "split": "by book: test = "
-            + ", ".join(bible.TEST_BOOKS)
-            + "; validation = "
-            + ", ".join(bible.VALIDATION_BOOKS),
-        },
-        "hardware": f"{platform.machine()} CPU, {os.cpu_count()} cores, no GPU",
-        "metrics": metrics,
-    }
 
 
 def main(argv=None):
@@ -258,9 +195,11 @@ def main(argv=None):
         callbacks.append(TimeBudget(args.time_budget))
     if args.max_steps:
         callbacks.append(StepBudget(args.max_steps))
-    train_ds = bucketed(train, args.batch_size, args.seed)
+    static = use_static_shapes_for(model, strategy, args.static_shapes)
+    batches = fixed_batches if static else bucketed
+    train_ds = batches(train, args.batch_size, args.seed)
     val_ds = (
-        bucketed(validation, args.batch_size, args.seed, shuffle=False)
+        batches(validation, args.batch_size, args.seed, shuffle=False)
         if validation
         else None
     )
@@ -272,6 +211,8 @@ def main(argv=None):
         callbacks=callbacks,
         verbose=args.verbose,
     )
+    if static:
+        model.use_static_shapes(False)  # the preset trims padding again
     train_seconds = time.time() - start
     epochs_run = len(history.history["loss"])
     steps_run = int(model.optimizer.iterations.numpy())

@@ -296,24 +296,34 @@ class ShowAttendTell(Task):
         return super().predict_step(data)["logits"]
 
     def _as_dataset(
-        self, x, y=None, sample_weight=None, batch_size=None, shuffle=False
+        self,
+        x,
+        y=None,
+        sample_weight=None,
+        batch_size=None,
+        shuffle=False,
+        drop_remainder=False,
     ):
         # `Task` tells batched from unbatched data by the rank of the first
         # input, which for images is never 0: batch by the captions' rank.
         if not isinstance(x, tf.data.Dataset):
             if y is None or not _holds_strings(y):
-                return super()._as_dataset(x, y, sample_weight, batch_size, shuffle)
+                return super()._as_dataset(
+                    x, y, sample_weight, batch_size, shuffle, drop_remainder
+                )
             data = keras.utils.pack_x_y_sample_weight(x, list(y), sample_weight)
             dataset = tf.data.Dataset.from_tensor_slices(data)
             if shuffle:
                 count = int(dataset.cardinality())
                 dataset = dataset.shuffle(count, reshuffle_each_iteration=True)
-            return super()._as_dataset(dataset.batch(batch_size or 32))
+            return super()._as_dataset(self._batch(dataset, batch_size, drop_remainder))
         strings = [s for s in tf.nest.flatten(x.element_spec) if s.dtype == tf.string]
         if strings and strings[0].shape.rank == 0:
-            x = x.batch(batch_size or 32)
+            x = self._batch(x, batch_size, drop_remainder)
             batch_size = None
-        return super()._as_dataset(x, y, sample_weight, batch_size, shuffle)
+        return super()._as_dataset(
+            x, y, sample_weight, batch_size, shuffle, drop_remainder
+        )
 
     @staticmethod
     def _annotate(images, backbone_layers, coordinates, annotation_layer):

@@ -40,6 +40,7 @@ from zoo.data import scenes as scene_data
 from zoo.show_attend_tell.evaluation import bleu_scores, evaluate_scenes
 from zoo.show_attend_tell.model import ShowAttendTell
 from zoo.show_attend_tell.preprocessor import CaptionPreprocessor
+from zoo.task import use_static_shapes_for
 
 
 def parse_args(argv=None):
@@ -98,6 +99,11 @@ def parse_args(argv=None):
     )
     p.add_argument("--pretrain-items", type=int, default=20000)
     p.add_argument("--strategy", default="auto")
+    p.add_argument(
+        "--static-shapes",
+        action="store_true",
+        help="fixed-size batches, captions padded to full length (automatic on TPUs)",
+    )
     p.add_argument("--beam-widths", default="1,3")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--verbose", type=int, default=2)
@@ -143,15 +149,15 @@ def load_data(args):
     return train, karpathy("val"), karpathy("test")
 
 
-def dataset(data, batch_size, seed, shuffle=True):
-    """Unbatched raw `(image, caption)` pairs, shuffled each epoch."""
+def dataset(data, batch_size, seed, shuffle=True, drop_remainder=False):
+    """Batches of raw `(image, caption)` pairs, shuffled each epoch."""
     images = data["images"]
     if images.ndim == 3:
         images = images[..., None]
     ds = tf.data.Dataset.from_tensor_slices((images, tf.constant(data["captions"])))
     if shuffle:
         ds = ds.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)
-    return ds.batch(batch_size)
+    return ds.batch(batch_size, drop_remainder=drop_remainder)
 
 
 def pretrain_encoder(model, args):
@@ -268,14 +274,19 @@ def main(argv=None):
     ]
     if args.time_budget:
         callbacks.append(TimeBudget(args.time_budget))
+    static = use_static_shapes_for(model, strategy, args.static_shapes)
     start = time.time()
     history = model.fit(
-        dataset(train, args.batch_size, args.seed),
-        validation_data=dataset(validation, args.batch_size, args.seed, False),
+        dataset(train, args.batch_size, args.seed, drop_remainder=static),
+        validation_data=dataset(
+            validation, args.batch_size, args.seed, False, drop_remainder=static
+        ),
         epochs=args.epochs,
         callbacks=callbacks,
         verbose=args.verbose,
     )
+    if static:
+        model.use_static_shapes(False)  # the preset trims padding again
     train_seconds = time.time() - start
     epochs_run = len(history.history["loss"])
     steps_run = int(model.optimizer.iterations.numpy())

@@ -33,11 +33,7 @@ from keras_attention.training.strategy import get_strategy
 from zoo.callbacks import StepBudget, TimeBudget
 from zoo.data import bible, vocabulary
 from zoo.seq2seq.preprocessor import TranslationPreprocessor
-from zoo.seq2seq.train import (
-    evaluate_translations,
-    load_splits,
-    translation_metadata,
-)
+from zoo.task import use_static_shapes_for
 from zoo.transformer import configs
 from zoo.transformer.averaging import (
     Checkpoints,
@@ -46,6 +42,12 @@ from zoo.transformer.averaging import (
 )
 from zoo.transformer.losses import MaskedLabelSmoothingCrossEntropy, TargetTokens
 from zoo.transformer.model import Transformer
+from zoo.translation import (
+    evaluate_translations,
+    fixed_batches,
+    load_splits,
+    translation_metadata,
+)
 
 
 def parse_args(argv=None):
@@ -93,6 +95,12 @@ def parse_args(argv=None):
     p.add_argument("--checkpoint-minutes", type=float, default=10.0)
     p.add_argument("--jit-compile", action="store_true", help="XLA training step")
     p.add_argument("--strategy", default="auto")
+    p.add_argument(
+        "--static-shapes",
+        action="store_true",
+        help="batches of batch-tokens // max-length pairs padded to --max-length "
+        "(automatic on TPUs)",
+    )
     p.add_argument("--beam-width", type=int, default=4)
     p.add_argument("--eval-limit", type=int, help="translate only the first N")
     p.add_argument("--seed", type=int, default=0)
@@ -257,14 +265,23 @@ def main(argv=None):
         f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replica(s)"
     )
 
-    lengths = subword_lengths(train, preprocessor)
-    train_ds = token_batches(train, lengths, args.batch_tokens, args.seed)
     val_ds = None
-    if validation:
-        val_lengths = subword_lengths(validation, preprocessor)
-        val_ds = token_batches(
-            validation, val_lengths, args.batch_tokens, shuffle=False
-        )
+    static = use_static_shapes_for(model, strategy, args.static_shapes)
+    if static:
+        pairs_per_batch = max(1, args.batch_tokens // args.max_length)
+        train_ds = fixed_batches(train, pairs_per_batch, args.seed)
+        if validation:
+            val_ds = fixed_batches(
+                validation, pairs_per_batch, args.seed, shuffle=False
+            )
+    else:
+        lengths = subword_lengths(train, preprocessor)
+        train_ds = token_batches(train, lengths, args.batch_tokens, args.seed)
+        if validation:
+            val_lengths = subword_lengths(validation, preprocessor)
+            val_ds = token_batches(
+                validation, val_lengths, args.batch_tokens, shuffle=False
+            )
     throughput = Throughput()
     callbacks = [throughput]
     if args.time_budget:
@@ -289,6 +306,8 @@ def main(argv=None):
         verbose=args.verbose,
     )
     train_seconds = time.time() - start
+    if static:
+        model.use_static_shapes(False)  # the preset trims padding again
     epochs_run = len(history.history["loss"])
     steps_run = int(model.optimizer.iterations.numpy())
     print(

@@ -74,3 +74,25 @@ def test_end_to_end_on_the_sample(tmp_path, capsys):
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split()[-1] == str(model.count_params())
+
+
+@pytest.mark.slow
+def test_static_shapes_run_on_the_sample(tmp_path, capsys):
+    out = str(tmp_path / "preset")
+    train.main(
+        [
+            "--data=sample",
+            "--config=tiny",
+            "--max-steps=2",
+            "--batch-tokens=256",
+            "--max-length=16",
+            "--static-shapes",
+            "--eval-limit=1",
+            "--beam-width=2",
+            "--verbose=0",
+            f"--out={out}",
+        ]
+    )
+    assert "static shapes: fixed-size batches" in capsys.readouterr().out
+    # Training padded to the full length; the preset trims padding again.
+    assert Transformer.from_preset(out).preprocessor.trim_padding is True

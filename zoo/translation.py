@@ -1,0 +1,112 @@
+"""Helpers shared by the translation models' scripts (Seq2Seq, Transformer).
+
+Data splits, fixed-shape batches, sacreBLEU evaluation of a model's
+`translate`, and the `metadata.json` entries of a translation preset. Used
+by `zoo/seq2seq/train.py`, `zoo/transformer/train.py`, the CLI and
+`benchmarks/translation_comparison.py`.
+"""
+
+import os
+import platform
+import time
+
+import tensorflow as tf
+
+from zoo.data import bible, parallel_text
+from zoo.translation_metrics import corpus_scores
+
+
+def load_splits(args):
+    """Returns lists of (source, target) pairs for train/validation/test."""
+    if args.data == "bible":
+
+        def pairs(split):
+            return [
+                (en, es)
+                for en, es, _ in bible.load_pairs(split, sword_path=args.sword_path)
+            ]
+
+        return pairs("train"), pairs("validation"), pairs("test")
+    if args.data == "sample":
+        train = parallel_text.read_tsv(bible.sample_path("train"))
+        test = parallel_text.read_tsv(bible.sample_path("test"))
+        return train, test[:50], test
+    train = parallel_text.read_tsv(args.data)
+    validation = (
+        parallel_text.read_tsv(args.validation_tsv) if args.validation_tsv else []
+    )
+    test = parallel_text.read_tsv(args.test_tsv) if args.test_tsv else []
+    return train, validation, test
+
+
+def fixed_batches(pairs, batch_size, seed, shuffle=True):
+    """Batches of exactly `batch_size` raw string pairs (the rest is dropped).
+
+    With `model.use_static_shapes()`, which pads every row to the full
+    sequence length, every step then has one shape: what TPUs and XLA want.
+    """
+    ds = tf.data.Dataset.from_tensor_slices(
+        (tf.constant([p[0] for p in pairs]), tf.constant([p[1] for p in pairs]))
+    )
+    if shuffle:
+        ds = ds.shuffle(len(pairs), seed=seed, reshuffle_each_iteration=True)
+    return ds.batch(batch_size, drop_remainder=True)
+
+
+def evaluate_translations(model, test_pairs, beam_width, limit=None):
+    """BLEU/chrF of greedy and beam decoding on `test_pairs`."""
+    pairs = test_pairs[:limit] if limit else test_pairs
+    sources = [p[0] for p in pairs]
+    references = [p[1] for p in pairs]
+    results = {}
+    for name, width in (("greedy", 1), (f"beam{beam_width}", beam_width)):
+        start = time.time()
+        hypotheses = model.translate(sources, beam_width=width)
+        scores = corpus_scores(hypotheses, references)
+        scores["decode_seconds"] = round(time.time() - start, 1)
+        results[name] = scores
+        print(
+            f"{name}: BLEU {scores['bleu']:.2f} chrF {scores['chrf']:.2f} "
+            f"({scores['sentences']} sentences, {scores['decode_seconds']} s)"
+        )
+        print(f"  {scores['bleu_signature']}\n  {scores['chrf_signature']}")
+        for src, hyp, ref in list(zip(sources, hypotheses, references))[:3]:
+            print(f"  EN  {src}\n  OUT {hyp}\n  REF {ref}")
+    return results
+
+
+def hardware():
+    """The machine in words, with the cores this process may use (`taskset`)."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    cores = f"{os.cpu_count()} cores"
+    if usable is not None and usable != os.cpu_count():
+        cores += f" ({usable} available to the run)"
+    return f"{platform.machine()} CPU, {cores}, no GPU"
+
+
+def translation_metadata(args, command, splits, metrics):
+    """The `metadata.json` entries of a translation preset.
+
+    Args:
+        args: the parsed arguments (`--data` is recorded).
+        command: str. The exact command that trained the model.
+        splits: `(train, validation, test)` lists of pairs.
+        metrics: dict of what the run measured.
+    """
+    train, validation, test = splits
+    return {
+        "task": "translation en->es",
+        "command": command,
+        "data": {
+            "source": args.data,
+            "train_pairs": len(train),
+            "validation_pairs": len(validation),
+            "test_pairs": len(test),
+            "split": "by book: test = "
+            + ", ".join(bible.TEST_BOOKS)
+            + "; validation = "
+            + ", ".join(bible.VALIDATION_BOOKS),
+        },
+        "hardware": hardware(),
+        "metrics": metrics,
+    }
