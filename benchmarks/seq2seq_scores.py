@@ -74,8 +74,11 @@ def run_row(name, args):
         args.data,
         "--out",
         out,
-        "--max-steps",
-        str(args.steps),
+        *(
+            ["--time-budget", str(args.minutes)]
+            if args.minutes
+            else ["--max-steps", str(args.steps)]
+        ),
         "--units",
         str(args.units),
         *COMMON,
@@ -88,26 +91,29 @@ def run_row(name, args):
 
 
 def table(args, names):
+    budget = f"{args.minutes:g} minutes" if args.minutes else f"{args.steps} steps"
     print(
-        f"\n{args.steps} steps of batch 64 per row, GRU {args.units} units; sacreBLEU on the test "
-        "verses (greedy | beam 4, length penalty 0.6)\n"
+        f"\n{budget} of batch 64 per row, GRU {args.units} units; sacreBLEU on "
+        "the test verses (greedy | beam 4, length penalty 0.6)\n"
     )
     print(
-        "| attention | minutes | greedy BLEU | greedy chrF | beam-4 BLEU | "
-        "beam-4 chrF |"
+        "| attention | minutes | steps | val loss | greedy BLEU | greedy chrF "
+        "| beam-4 BLEU | beam-4 chrF |"
     )
-    print("|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name in names:
         path = os.path.join(args.out, name, "metadata.json")
         if not os.path.isfile(path):
-            print(f"| {name} | (not run) | | | | |")
+            print(f"| {name} | (not run) | | | | | | |")
             continue
         with open(path) as f:
             metrics = json.load(f)["metrics"]
         test = metrics.get("test", {})
         greedy, beam = test.get("greedy", {}), test.get("beam4", {})
+        val_loss = metrics.get("history", {}).get("val_loss") or [float("nan")]
         print(
-            f"| {name} | {metrics['train_minutes']:.1f} | "
+            f"| {name} | {metrics['train_minutes']:.1f} | {metrics.get('steps', '?')} "
+            f"| {min(val_loss):.3f} | "
             f"{greedy.get('bleu', float('nan')):.2f} | "
             f"{greedy.get('chrf', float('nan')):.2f} | "
             f"{beam.get('bleu', float('nan')):.2f} | "
@@ -118,6 +124,12 @@ def table(args, names):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        help="wall-clock budget per row instead of --steps (give every row "
+        "the same machine, e.g. one `taskset` core each)",
+    )
     parser.add_argument("--units", type=int, default=256, help="GRU units")
     parser.add_argument("--out", required=True, help="where the row presets go")
     parser.add_argument("--data", default="bible", help="'bible' or 'sample'")

@@ -185,10 +185,14 @@ class Task(keras.Model):
         than one in a long slice. The sample weights of each replica are
         scaled by `replicas * local count / global count` instead, which
         makes the summed gradients those of the mean over every output of
-        the global batch, as on one device.
+        the global batch, as on one device. The value returned is adjusted
+        (without touching its gradient) so that the loss Keras logs is that
+        mean too, even when the replicas hold different numbers of samples
+        (see `logged_as_share`).
         """
         sample_weight = _global_average_weights(y, y_pred, sample_weight)
-        return super().compute_loss(x, y, y_pred, sample_weight, training=training)
+        loss = super().compute_loss(x, y, y_pred, sample_weight, training=training)
+        return logged_as_share(loss, _samples(x, y))
 
     def train_step(self, data):
         return _per_worker_logs(super().train_step(data))
@@ -290,6 +294,42 @@ def _global_average_weights(y, y_pred, sample_weight):
     return tf.nest.map_structure(lambda w: tf.cast(w, "float32") * scale, sample_weight)
 
 
+def _samples(x, y):
+    """The number of samples of a batch (the rows of its first input)."""
+    first = next((t for t in tf.nest.flatten((x, y)) if t is not None), None)
+    return 0 if first is None else tf.shape(first)[0]
+
+
+def logged_as_share(value, samples):
+    """A replica's loss share, with the value Keras's loss tracker needs.
+
+    Under `tf.distribute`, `value` is this replica's share of a loss that is
+    a mean over the global batch (the shares add up to it, and so do their
+    gradients). Keras logs `sum_r replicas * value_r * b_r / B`, each
+    replica's loss weighted by its own sample count `b_r` (`B` the global
+    count), which is that mean only when every `b_r` is `B / replicas`.
+    This returns `value * B / (replicas * b_r)` with the gradient of
+    `value` (a `stop_gradient` correction), so the logged loss is the
+    global mean for any split. Off a replica context, or with one replica,
+    `value` is returned unchanged.
+
+    Args:
+        value: scalar float tensor, this replica's share.
+        samples: int scalar, this replica's number of samples `b_r`.
+
+    Returns:
+        A scalar tensor with the value described and the gradient of `value`.
+    """
+    context = tf.distribute.get_replica_context()
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    if replicas == 1 or context is None:
+        return value
+    local = tf.cast(samples, value.dtype)
+    total = context.all_reduce(tf.distribute.ReduceOp.SUM, local)
+    factor = tf.math.divide_no_nan(total, replicas * local)
+    return value + tf.stop_gradient(value * (factor - 1.0))
+
+
 def global_batch_mean(values):
     """This replica's share of the mean of per-sample `values` over the global batch.
 
@@ -299,14 +339,17 @@ def global_batch_mean(values):
     gradients, so they add up to the gradient of the global-batch mean, as
     for Keras's compiled losses, even when the replicas hold different
     numbers of samples (e.g. the last, partial batch). On one device this is
-    the plain mean.
+    the plain mean. Its value, not its gradient, is adjusted for Keras's
+    loss log (`logged_as_share`).
     """
-    count = tf.cast(tf.shape(values)[0], "float32")
+    samples = tf.shape(values)[0]
+    count = tf.cast(samples, "float32")
     context = tf.distribute.get_replica_context()
     replicas = tf.distribute.get_strategy().num_replicas_in_sync
     if replicas > 1 and context is not None:
         count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
-    return tf.reduce_sum(tf.cast(values, "float32")) / count
+    share = tf.reduce_sum(tf.cast(values, "float32")) / count
+    return logged_as_share(share, samples)
 
 
 def _per_worker_logs(logs):

@@ -56,11 +56,10 @@ GRADIENT_BUGS = {
 }
 LOSS_BUGS = {
     **GRADIENT_BUGS,
-    # Keras logs each replica's loss weighted
-    # by its sample count, which `zoo.Task`'s global rescaling only survives
-    # when the counts are equal: the right gradients, a wrong logged loss
-    # (Seq2Seq on 7 pairs, 4 + 3: 4.4434 vs 4.3304, gradients to 3e-8).
-    "ram": "logged loss of uneven splits (zoo.Task)",
+    # Fixed, kept as a record: Keras logs each replica's loss weighted by its
+    # sample count, which `zoo.Task`'s global rescaling only survived when
+    # the counts were equal (RAM on 9 images, 5 + 4: a wrong logged loss,
+    # right gradients) until `zoo.task.logged_as_share`.
 }
 
 
