@@ -68,7 +68,11 @@ class Task(keras.Model):
         return self
 
     def _batch(self, dataset, batch_size, drop_remainder):
-        """Batches unbatched samples (32 when `batch_size` is `None`)."""
+        """Batches unbatched samples (32 when `batch_size` is `None`).
+
+        `drop_remainder` says the caller may drop a last partial batch
+        (`fit`, `evaluate`); it is dropped only with static shapes on.
+        """
         return dataset.batch(
             batch_size or 32, drop_remainder=drop_remainder and self.static_shapes
         )
@@ -300,7 +304,7 @@ def _samples(x, y):
     return 0 if first is None else tf.shape(first)[0]
 
 
-def logged_as_share(value, samples):
+def logged_as_share(value, samples, total=None):
     """A replica's loss share, with the value Keras's loss tracker needs.
 
     Under `tf.distribute`, `value` is this replica's share of a loss that is
@@ -316,6 +320,8 @@ def logged_as_share(value, samples):
     Args:
         value: scalar float tensor, this replica's share.
         samples: int scalar, this replica's number of samples `b_r`.
+        total: optional float32 scalar, `B` when the caller has already
+            all-reduced it.
 
     Returns:
         A scalar tensor with the value described and the gradient of `value`.
@@ -325,8 +331,9 @@ def logged_as_share(value, samples):
     if replicas == 1 or context is None:
         return value
     local = tf.cast(samples, value.dtype)
-    total = context.all_reduce(tf.distribute.ReduceOp.SUM, local)
-    factor = tf.math.divide_no_nan(total, replicas * local)
+    if total is None:
+        total = context.all_reduce(tf.distribute.ReduceOp.SUM, local)
+    factor = tf.math.divide_no_nan(tf.cast(total, value.dtype), replicas * local)
     return value + tf.stop_gradient(value * (factor - 1.0))
 
 
@@ -349,7 +356,7 @@ def global_batch_mean(values):
     if replicas > 1 and context is not None:
         count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
     share = tf.reduce_sum(tf.cast(values, "float32")) / count
-    return logged_as_share(share, samples)
+    return logged_as_share(share, samples, total=count)
 
 
 def _per_worker_logs(logs):
