@@ -16,6 +16,22 @@ from zoo.data import bible, parallel_text
 from zoo.translation_metrics import corpus_scores
 
 
+def add_data_arguments(parser):
+    """Adds the arguments `load_splits` reads to an `argparse` parser.
+
+    `--data` (`bible`, `sample` or a TSV path), `--sword-path`, and with a
+    TSV, `--validation-tsv` / `--test-tsv`.
+    """
+    parser.add_argument(
+        "--data",
+        default="bible",
+        help="'bible' (Debian SWORD modules), 'sample', or a TSV path",
+    )
+    parser.add_argument("--sword-path", default=bible.DEFAULT_SWORD_PATH)
+    parser.add_argument("--validation-tsv", help="with a TSV --data: validation pairs")
+    parser.add_argument("--test-tsv", help="with a TSV --data: test pairs")
+
+
 def load_splits(args):
     """Returns lists of (source, target) pairs for train/validation/test."""
     if args.data == "bible":

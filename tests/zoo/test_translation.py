@@ -75,3 +75,13 @@ def test_translation_metadata_records_command_split_and_hardware():
     assert "Ruth" in meta["data"]["split"] and "Joel" in meta["data"]["split"]
     assert meta["metrics"] == {"steps": 7}
     assert f"{os.cpu_count()} cores" in meta["hardware"]
+
+
+def test_add_data_arguments_feed_load_splits(tmp_path):
+    parser = argparse.ArgumentParser()
+    translation.add_data_arguments(parser)
+    assert parser.parse_args([]).data == "bible"
+    path = tmp_path / "pairs.tsv"
+    path.write_text("a\tb\n", encoding="utf-8")
+    args = parser.parse_args([f"--data={path}", f"--test-tsv={path}"])
+    assert translation.load_splits(args) == ([("a", "b")], [], [("a", "b")])

@@ -20,11 +20,12 @@ import tensorflow as tf
 
 from keras_attention.training.strategy import get_strategy
 from zoo.callbacks import StepBudget, TimeBudget
-from zoo.data import bible, vocabulary
+from zoo.data import vocabulary
 from zoo.seq2seq.model import Seq2Seq
 from zoo.seq2seq.preprocessor import TranslationPreprocessor
 from zoo.task import use_static_shapes_for
 from zoo.translation import (
+    add_data_arguments,
     evaluate_translations,
     fixed_batches,
     load_splits,
@@ -34,14 +35,7 @@ from zoo.translation import (
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument(
-        "--data",
-        default="bible",
-        help="'bible' (Debian SWORD modules), 'sample', or a TSV path",
-    )
-    p.add_argument("--sword-path", default=bible.DEFAULT_SWORD_PATH)
-    p.add_argument("--validation-tsv", help="with a TSV --data: validation pairs")
-    p.add_argument("--test-tsv", help="with a TSV --data: test pairs")
+    add_data_arguments(p)
     p.add_argument("--out", required=True, help="preset directory to write")
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--batch-size", type=int, default=64, help="global batch size")

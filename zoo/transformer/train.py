@@ -31,7 +31,7 @@ import tensorflow as tf
 from keras_attention.training.schedules import InverseSqrtSchedule
 from keras_attention.training.strategy import get_strategy
 from zoo.callbacks import StepBudget, TimeBudget
-from zoo.data import bible, vocabulary
+from zoo.data import vocabulary
 from zoo.seq2seq.preprocessor import TranslationPreprocessor
 from zoo.task import use_static_shapes_for
 from zoo.transformer import configs
@@ -43,6 +43,7 @@ from zoo.transformer.averaging import (
 from zoo.transformer.losses import MaskedLabelSmoothingCrossEntropy, TargetTokens
 from zoo.transformer.model import Transformer
 from zoo.translation import (
+    add_data_arguments,
     evaluate_translations,
     fixed_batches,
     load_splits,
@@ -52,14 +53,7 @@ from zoo.translation import (
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument(
-        "--data",
-        default="bible",
-        help="'bible' (Debian SWORD modules), 'sample', or a TSV path",
-    )
-    p.add_argument("--sword-path", default=bible.DEFAULT_SWORD_PATH)
-    p.add_argument("--validation-tsv", help="with a TSV --data: validation pairs")
-    p.add_argument("--test-tsv", help="with a TSV --data: test pairs")
+    add_data_arguments(p)
     p.add_argument("--out", required=True, help="preset directory to write")
     p.add_argument("--config", default="small", choices=sorted(configs.CONFIGS))
     p.add_argument("--num-layers", type=int, help="override the config")
