@@ -66,17 +66,17 @@ class MaskedLabelSmoothingCrossEntropy(keras.losses.Loss):
         y_true = ops.cast(y_true, "int32")
         y_pred = ops.cast(y_pred, "float32")
         if self.from_logits:
-            # -log p[k] = logsumexp(z) - z[k]: no (batch, T, K) log-softmax
-            # tensor is materialised.
-            scores, normalizer = y_pred, ops.logsumexp(y_pred, axis=-1)
+            losses = _smoothed_cross_entropy_from_logits(
+                y_pred, y_true, self.label_smoothing
+            )
         else:
-            scores, normalizer = ops.log(ops.clip(y_pred, 1e-7, 1.0)), 0.0
-        true_score = ops.squeeze(
-            ops.take_along_axis(scores, ops.expand_dims(y_true, -1), axis=-1), -1
-        )
-        nll = normalizer - true_score
-        smooth = normalizer - ops.mean(scores, axis=-1)
-        losses = (1.0 - self.label_smoothing) * nll + self.label_smoothing * smooth
+            scores = ops.log(ops.clip(y_pred, 1e-7, 1.0))
+            true_score = ops.squeeze(
+                ops.take_along_axis(scores, ops.expand_dims(y_true, -1), axis=-1), -1
+            )
+            losses = -(1.0 - self.label_smoothing) * true_score - (
+                self.label_smoothing * ops.mean(scores, axis=-1)
+            )
         if self.pad_token_id is not None:
             mask = ops.not_equal(y_true, self.pad_token_id)
             losses = ops.where(mask, losses, 0.0)
@@ -128,3 +128,47 @@ class TargetTokens(keras.metrics.Metric):
 
     def reset_state(self):
         self.count.assign(0.0)
+
+
+def _smoothed_cross_entropy_from_logits(logits, labels, label_smoothing):
+    """Per-token label-smoothed cross-entropy of float32 logits, fused.
+
+    Forward: `logsumexp(z) - (1 - eps) * z[y] - eps * mean_k(z[k])`, which
+    is `-sum_k q_k log softmax(z)_k` for `q = (1 - eps) onehot(y) + eps / K`
+    without a `(..., K)` log-softmax tensor. The gradient is written out,
+    `upstream * (softmax(z) - (1 - eps) onehot(y) - eps / K)`, from the
+    exponentials the forward pass already computed: automatic
+    differentiation of the same forward pass builds one `(..., K)` tensor
+    per term (the softmax, the broadcast mean, the scattered gather) and
+    made the loss the slowest part of a Transformer training step without
+    XLA (see `benchmarks/transformer_throughput.py`).
+    """
+    num_classes = ops.shape(logits)[-1]
+    eps = label_smoothing
+
+    @ops.custom_gradient
+    def smoothed(z):
+        shift = ops.max(z, axis=-1, keepdims=True)
+        exps = ops.exp(z - shift)
+        total = ops.sum(exps, axis=-1, keepdims=True)
+        log_normalizer = ops.squeeze(shift + ops.log(total), -1)
+        true_logit = ops.squeeze(
+            ops.take_along_axis(z, ops.expand_dims(labels, -1), axis=-1), -1
+        )
+        loss = log_normalizer - (1.0 - eps) * true_logit
+        if eps:
+            loss = loss - eps * ops.mean(z, axis=-1)
+
+        def grad(*args, upstream=None):
+            if upstream is None:
+                (upstream,) = args
+            upstream = ops.expand_dims(upstream, -1)
+            gradient = exps * (upstream / total)
+            if eps:
+                gradient = gradient - upstream * (eps / num_classes)
+            target = ops.one_hot(labels, num_classes, dtype=gradient.dtype)
+            return gradient - target * ((1.0 - eps) * upstream)
+
+        return loss, grad
+
+    return smoothed(logits)
