@@ -35,8 +35,11 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
     then a cast back to the compute dtype. When the score is scaled dot, the
     weights are not returned, no dropout is active and `value_dim ==
     key_dim` (a requirement of some backends' kernels), the layer takes the
-    fused `keras.ops.dot_product_attention` path instead and zeroes the
-    output rows whose mask is all `False`.
+    fused `keras.ops.dot_product_attention` path instead; there the rows
+    whose mask is all `False` get the output projection's bias alone, as the
+    explicit path gives them (a zero context projected). That is done after
+    the projection, where XLA fuses it into the bias add, so the padding
+    case costs no extra pass over the context.
 
     Inputs of rank other than 3 or a non-default `attention_axes` are
     handed to the Keras implementation, which only supports
@@ -266,8 +269,8 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             cache_update_index,
             fused,
         )
+        row_valid = None
         if fused:
-            row_valid = None
             if (
                 mask is not None
                 and attention_mask is None
@@ -281,8 +284,10 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                 row_valid = _rows_with_keys(query_mask, value_mask, key_mask)
                 keys = _valid_keys(value_mask, key_mask)
                 mask = None if keys is None else keys[:, None, :]
+            elif mask is not None:
+                row_valid = ops.any(mask, axis=-1)
             output = self._fused_attention(
-                projected_query, key, value, mask, causal_only, row_valid
+                projected_query, key, value, mask, causal_only
             )
             weights = None
         else:
@@ -292,6 +297,8 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         if gate is not None:
             output = ops.multiply(output, gate)
         output = self._output_dense(output)
+        if row_valid is not None:
+            output = self._empty_rows_to_bias(output, row_valid)
 
         if return_attention_scores and cache is not None:
             return output, weights, cache
@@ -409,14 +416,13 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             mask = part if mask is None else ops.logical_and(mask, part)
         return mask, False
 
-    def _fused_attention(self, query, key, value, mask, causal_only, row_valid=None):
+    def _fused_attention(self, query, key, value, mask, causal_only):
         """Scaled dot-product attention through `ops.dot_product_attention`.
 
-        `row_valid` `(B, Tq)`, when the caller knows it, says which query rows
-        have at least one key to attend to; otherwise it is derived from
-        `mask`.
+        Keras's kernel averages every value uniformly on a query row with
+        nothing to attend to; `call` then replaces those rows.
         """
-        output = ops.dot_product_attention(
+        return ops.dot_product_attention(
             query,
             key,
             value,
@@ -425,13 +431,19 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             is_causal=causal_only,
             flash_attention=self._flash_attention,
         )
-        if mask is not None or row_valid is not None:
-            # Keras attends uniformly on a fully masked row; we return zeros.
-            if row_valid is None:
-                row_valid = ops.any(mask, axis=-1)
-            valid = ops.broadcast_to(row_valid, ops.shape(output)[:2])[:, :, None, None]
-            output = ops.where(valid, output, ops.zeros_like(output))
-        return output
+
+    def _empty_rows_to_bias(self, output, row_valid):
+        """Rows where `row_valid` `(B, Tq)` or `(B, 1)` is False get the bias.
+
+        That is the projection of a zero context, what the explicit path
+        gives a fully masked row; selecting after the projection (instead
+        of zeroing the `(B, Tq, heads, dim)` context before it) fuses into
+        the bias add under XLA.
+        """
+        valid = ops.broadcast_to(row_valid, ops.shape(output)[:2])[:, :, None]
+        bias = getattr(self._output_dense, "bias", None)
+        fill = 0.0 if bias is None else ops.cast(bias, output.dtype)
+        return ops.where(valid, output, fill)
 
     def _attention(self, query, key, value, mask, training):
         """Score per head, masked float32 softmax, dropout, weighted sum."""
