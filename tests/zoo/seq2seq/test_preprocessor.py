@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from zoo.data import vocabulary
 from zoo.seq2seq import TranslationPreprocessor
+from zoo.seq2seq.preprocessor import glue_punctuation
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -175,6 +176,19 @@ def test_detokenize_stops_at_end_and_glues_punctuation():
     question = list(map(int, tokenizer(tf.constant(["¿ quién es él ?"]))[0]))
     assert pre.detokenize(np.array([question + [END]])) == ["¿quién es él?"]
     assert pre.detokenize(np.array([[END, 5, 6]])) == [""]
+
+
+@pytest.mark.parametrize(
+    "raw, glued",
+    [
+        ("y fue a Beth - lehem de Judá .", "y fue a Beth-lehem de Judá."),
+        ("Tubal - Caín , hijo", "Tubal-Caín, hijo"),
+        ("« ¿ quién ? »", "«¿quién?»"),
+        ("- uno -", "- uno -"),  # a hyphen not between two words stays
+    ],
+)
+def test_glue_punctuation(raw, glued):
+    assert glue_punctuation(raw) == glued
 
 
 def test_token_labels():
