@@ -130,17 +130,33 @@ class _TransformerBlock(keras.layers.Layer):
         layer.build(input_shape)
         return layer
 
-    def _feedforward(self, x, training):
-        """`x + Dropout(W2 act(W1 x + b1) + b2)` with the chosen norm order."""
+    def _residual(self, x, norm, dropout, sublayer, training):
+        """One residual sublayer with the chosen norm order.
+
+        `sublayer` maps `x` to a tuple `(y, *extras)`; returns the new `x`,
+        `LN(x + Dropout(y))` (post-norm) or `x + Dropout(y(LN(x)))`
+        (pre-norm), and the extras (attention weights, cache).
+        """
         residual = x
         if self.normalize_first:
-            x = self._feedforward_layer_norm(x)
-        x = self._feedforward_intermediate_dense(x)
-        x = self._feedforward_output_dense(x)
-        x = self._feedforward_dropout(x, training=training)
-        x = x + residual
+            x = _unmasked(norm(x))
+        x, *extras = sublayer(x)
+        x = dropout(x, training=training) + residual
         if not self.normalize_first:
-            x = self._feedforward_layer_norm(x)
+            x = norm(x)
+        return x, extras
+
+    def _feedforward(self, x, training):
+        """`x + Dropout(W2 act(W1 x + b1) + b2)` with the chosen norm order."""
+        x, _ = self._residual(
+            x,
+            self._feedforward_layer_norm,
+            self._feedforward_dropout,
+            lambda x: (
+                self._feedforward_output_dense(self._feedforward_intermediate_dense(x)),
+            ),
+            training,
+        )
         return x
 
     def get_config(self):
@@ -262,23 +278,24 @@ class TransformerEncoderBlock(_TransformerBlock):
         implicit_mask = _take_keras_mask(inputs)
         if padding_mask is None:
             padding_mask = implicit_mask
-        x = inputs
-        residual = x
-        if self.normalize_first:
-            x = _unmasked(self._self_attention_layer_norm(x))
-        outputs = self._self_attention_layer(
-            query=x,
-            value=x,
-            value_mask=padding_mask,
-            attention_mask=attention_mask,
-            return_attention_scores=return_attention_scores,
-            training=training,
+        x, (weights, _) = self._residual(
+            inputs,
+            self._self_attention_layer_norm,
+            self._self_attention_dropout,
+            lambda x: _unpack(
+                self._self_attention_layer(
+                    query=x,
+                    value=x,
+                    value_mask=padding_mask,
+                    attention_mask=attention_mask,
+                    return_attention_scores=return_attention_scores,
+                    training=training,
+                ),
+                return_attention_scores,
+                with_cache=False,
+            ),
+            training,
         )
-        x, weights = outputs if return_attention_scores else (outputs, None)
-        x = self._self_attention_dropout(x, training=training)
-        x = x + residual
-        if not self.normalize_first:
-            x = self._self_attention_layer_norm(x)
         x = self._feedforward(x, training)
         set_keras_mask(inputs, implicit_mask)
         return (x, weights) if return_attention_scores else x
@@ -449,49 +466,47 @@ class TransformerDecoderBlock(_TransformerBlock):
             if encoder_padding_mask is None:
                 encoder_padding_mask = encoder_mask
 
-        x = decoder_sequence
-        residual = x
-        if self.normalize_first:
-            x = _unmasked(self._self_attention_layer_norm(x))
-        outputs = self._self_attention_layer(
-            query=x,
-            value=x,
-            value_mask=decoder_padding_mask,
-            attention_mask=decoder_attention_mask,
-            use_causal_mask=use_causal_mask,
-            cache=self_attention_cache,
-            cache_update_index=self_attention_cache_update_index,
-            return_attention_scores=return_attention_scores,
-            training=training,
+        x, (weights, self_attention_cache) = self._residual(
+            decoder_sequence,
+            self._self_attention_layer_norm,
+            self._self_attention_dropout,
+            lambda x: _unpack(
+                self._self_attention_layer(
+                    query=x,
+                    value=x,
+                    value_mask=decoder_padding_mask,
+                    attention_mask=decoder_attention_mask,
+                    use_causal_mask=use_causal_mask,
+                    cache=self_attention_cache,
+                    cache_update_index=self_attention_cache_update_index,
+                    return_attention_scores=return_attention_scores,
+                    training=training,
+                ),
+                return_attention_scores,
+                self_attention_cache is not None,
+            ),
+            training,
         )
-        x, weights, self_attention_cache = _unpack(
-            outputs, return_attention_scores, self_attention_cache is not None
-        )
-        x = self._self_attention_dropout(x, training=training)
-        x = x + residual
-        if not self.normalize_first:
-            x = self._self_attention_layer_norm(x)
-
         if has_cross:
-            residual = x
-            if self.normalize_first:
-                x = _unmasked(self._cross_attention_layer_norm(x))
-            outputs = self._cross_attention_layer(
-                query=x,
-                value=encoder_sequence,
-                value_mask=encoder_padding_mask,
-                attention_mask=encoder_attention_mask,
-                cache=cross_attention_cache,
-                return_attention_scores=return_attention_scores,
-                training=training,
+            x, (weights, cross_attention_cache) = self._residual(
+                x,
+                self._cross_attention_layer_norm,
+                self._cross_attention_dropout,
+                lambda x: _unpack(
+                    self._cross_attention_layer(
+                        query=x,
+                        value=encoder_sequence,
+                        value_mask=encoder_padding_mask,
+                        attention_mask=encoder_attention_mask,
+                        cache=cross_attention_cache,
+                        return_attention_scores=return_attention_scores,
+                        training=training,
+                    ),
+                    return_attention_scores,
+                    cross_attention_cache is not None,
+                ),
+                training,
             )
-            x, weights, cross_attention_cache = _unpack(
-                outputs, return_attention_scores, cross_attention_cache is not None
-            )
-            x = self._cross_attention_dropout(x, training=training)
-            x = x + residual
-            if not self.normalize_first:
-                x = self._cross_attention_layer_norm(x)
 
         x = self._feedforward(x, training)
         set_keras_mask(decoder_sequence, decoder_mask)
