@@ -370,30 +370,16 @@ class Seq2Seq(Task):
     def _alignments(self, encoder_ids, tokens):
         """Re-runs the decoder on chosen tokens to collect attention rows."""
         cache = self.encode(ops.convert_to_tensor(encoder_ids))
-        end = self.preprocessor.target_end_id
         rows = []
         for t in range(1, tokens.shape[1]):
             _, weights, cache = self.next(ops.convert_to_tensor(tokens), cache, t)
             rows.append(ops.convert_to_numpy(weights))
         rows = np.stack(rows, axis=1)  # (batch, target, source)
         encoder_ids = ops.convert_to_numpy(encoder_ids)
-        results = []
-        for b in range(tokens.shape[0]):
-            generated = tokens[b, 1:].tolist()
-            length = generated.index(end) + 1 if end in generated else len(generated)
-            source_length = int((encoder_ids[b] != 0).sum())
-            results.append(
-                {
-                    "weights": rows[b, :length, :source_length],
-                    "source_tokens": self.preprocessor.source_tokens(
-                        encoder_ids[b, :source_length]
-                    ),
-                    "target_tokens": self.preprocessor.target_tokens(
-                        generated[:length]
-                    ),
-                }
-            )
-        return results
+        return [
+            self.preprocessor.alignment(encoder_ids[b], tokens[b, 1:], rows[b])
+            for b in range(tokens.shape[0])
+        ]
 
     def get_config(self):
         return {

@@ -5,6 +5,7 @@ import re
 
 import keras
 import keras_hub
+import numpy as np
 import tensorflow as tf
 
 from zoo.data import vocabulary as vocabularies
@@ -210,6 +211,31 @@ class TranslationPreprocessor(keras.layers.Layer):
     def source_tokens(self, token_ids):
         """Maps source ids to their subword strings (for plot labels)."""
         return [self.source_tokenizer.id_to_token(int(i)) for i in token_ids]
+
+    def alignment(self, source_ids, generated_ids, weights):
+        """Crops attention weights to one sentence's real tokens and labels them.
+
+        Args:
+            source_ids: int array `(source_length,)`, the encoder ids (padded
+                with the source `[PAD]`).
+            generated_ids: int array `(target_length,)`, the generated ids
+                after `[START]`; they are cut after the first `[END]`.
+            weights: array `(..., target_length, source_length)`.
+
+        Returns:
+            A dict: `weights` cropped to `(..., target, source)` and the
+            `source_tokens` / `target_tokens` subword labels.
+        """
+        generated = [int(i) for i in generated_ids]
+        end = self.target_end_id
+        length = generated.index(end) + 1 if end in generated else len(generated)
+        pad = self.source_tokenizer.token_to_id("[PAD]")
+        source_length = int((np.asarray(source_ids) != pad).sum())
+        return {
+            "weights": weights[..., :length, :source_length],
+            "source_tokens": self.source_tokens(source_ids[:source_length]),
+            "target_tokens": self.target_tokens(generated[:length]),
+        }
 
     def save_assets(self, dir_path):
         for tokenizer in (self.source_tokenizer, self.target_tokenizer):

@@ -456,7 +456,6 @@ class Transformer(Task):
 
     def _alignments(self, encoder_ids, tokens):
         """Cross-attention of the last decoder layer over chosen tokens."""
-        end = self.preprocessor.target_end_id
         memory, mask = self._encode(ops.convert_to_tensor(encoder_ids))
         _, weights = self._decode(
             ops.convert_to_tensor(tokens[:, :-1]), memory, mask, return_attention=True
@@ -464,21 +463,12 @@ class Transformer(Task):
         weights = ops.convert_to_numpy(ops.cast(weights, "float32"))
         results = []
         for b in range(tokens.shape[0]):
-            generated = tokens[b, 1:].tolist()
-            length = generated.index(end) + 1 if end in generated else len(generated)
-            source_length = int((encoder_ids[b] != PAD_ID).sum())
-            heads = weights[b, :, :length, :source_length]
+            result = self.preprocessor.alignment(
+                encoder_ids[b], tokens[b, 1:], weights[b]
+            )
+            heads = result.pop("weights")
             results.append(
-                {
-                    "weights": heads.mean(axis=0),
-                    "head_weights": heads,
-                    "source_tokens": self.preprocessor.source_tokens(
-                        encoder_ids[b, :source_length]
-                    ),
-                    "target_tokens": self.preprocessor.target_tokens(
-                        generated[:length]
-                    ),
-                }
+                {"weights": heads.mean(axis=0), "head_weights": heads, **result}
             )
         return results
 

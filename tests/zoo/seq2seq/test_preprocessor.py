@@ -267,3 +267,20 @@ def test_bad_lengths(kwargs, name):
     source_vocab, target_vocab = vocabularies()
     with pytest.raises(ValueError, match=f"`{name}` must be an int >= 2"):
         TranslationPreprocessor(source_vocab, target_vocab, **kwargs)
+
+
+def test_alignment_crops_to_real_tokens_and_labels_them():
+    pre = make(lowercase=True)
+    source = pre(tf.constant(["jesus wept"]))["encoder_token_ids"][0].numpy()
+    source_length = int((source != PAD).sum())
+    target = list(map(int, pre.target_tokenizer(tf.constant(["y lloró"]))[0]))
+    generated = np.array(target + [END, 7, 7], "int32")  # after [END]: cut
+    weights = np.random.default_rng(0).uniform(size=(2, len(generated), len(source)))
+    record = pre.alignment(source, generated, weights)
+    assert record["weights"].shape == (2, len(target) + 1, source_length)
+    np.testing.assert_array_equal(
+        record["weights"], weights[:, : len(target) + 1, :source_length]
+    )
+    assert record["target_tokens"][-1] == "[END]"
+    assert record["source_tokens"] == pre.source_tokens(source[:source_length])
+    assert "[PAD]" not in record["source_tokens"]
