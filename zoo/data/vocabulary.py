@@ -6,6 +6,8 @@ are different words), so a tokenizer built from these vocabularies should
 be created with `strip_accents=False` (see `tokenizer`).
 """
 
+import os
+
 DEFAULT_RESERVED_TOKENS = ("[PAD]", "[UNK]", "[START]", "[END]")
 
 
@@ -126,3 +128,36 @@ def load_vocabulary(path):
     """
     with open(path, encoding="utf-8", newline="") as f:
         return [line.rstrip("\r\n") for line in f if line.rstrip("\r\n")]
+
+
+def save_tokenizer_assets(dir_path, tokenizers):
+    """Saves each tokenizer's vocabulary in a folder named after it.
+
+    The preprocessors' `save_assets` (called by `keras.saving` and
+    `Task.save_to_preset`): `dir_path/<tokenizer.name>/vocabulary.txt`.
+
+    Args:
+        dir_path: str. The assets folder.
+        tokenizers: sequence of keras-hub tokenizers with distinct names.
+    """
+    for tokenizer in tokenizers:
+        path = os.path.join(dir_path, tokenizer.name)
+        os.makedirs(path, exist_ok=True)
+        tokenizer.save_assets(path)
+
+
+def load_tokenizer_assets(dir_path, tokenizers):
+    """Loads the vocabularies `save_tokenizer_assets` wrote.
+
+    Args:
+        dir_path: str. The assets folder.
+        tokenizers: sequence of keras-hub tokenizers, named as when saved.
+
+    Raises:
+        ValueError: a tokenizer's folder is missing.
+    """
+    for tokenizer in tokenizers:
+        path = os.path.join(dir_path, tokenizer.name)
+        if not os.path.isdir(path):
+            raise ValueError(f"Missing vocabulary folder {path} for {tokenizer.name}")
+        tokenizer.load_assets(path)

@@ -1,6 +1,5 @@
 """Turns (source, target) sentence pairs into padded subword ids."""
 
-import os
 import re
 
 import keras
@@ -238,19 +237,14 @@ class TranslationPreprocessor(keras.layers.Layer):
         }
 
     def save_assets(self, dir_path):
-        for tokenizer in (self.source_tokenizer, self.target_tokenizer):
-            path = os.path.join(dir_path, tokenizer.name)
-            os.makedirs(path, exist_ok=True)
-            tokenizer.save_assets(path)
+        vocabularies.save_tokenizer_assets(
+            dir_path, (self.source_tokenizer, self.target_tokenizer)
+        )
 
     def load_assets(self, dir_path):
-        for tokenizer in (self.source_tokenizer, self.target_tokenizer):
-            path = os.path.join(dir_path, tokenizer.name)
-            if not os.path.isdir(path):
-                raise ValueError(
-                    f"Missing vocabulary folder {path} for {tokenizer.name}"
-                )
-            tokenizer.load_assets(path)
+        vocabularies.load_tokenizer_assets(
+            dir_path, (self.source_tokenizer, self.target_tokenizer)
+        )
 
     def get_config(self):
         config = super().get_config()

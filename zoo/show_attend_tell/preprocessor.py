@@ -1,7 +1,5 @@
 """Turns (image, caption) pairs into model inputs inside `tf.data`."""
 
-import os
-
 import keras
 import keras_hub
 import tensorflow as tf
@@ -172,15 +170,10 @@ class CaptionPreprocessor(keras.layers.Layer):
         return [self.tokenizer.id_to_token(int(i)) for i in token_ids]
 
     def save_assets(self, dir_path):
-        path = os.path.join(dir_path, self.tokenizer.name)
-        os.makedirs(path, exist_ok=True)
-        self.tokenizer.save_assets(path)
+        vocabularies.save_tokenizer_assets(dir_path, (self.tokenizer,))
 
     def load_assets(self, dir_path):
-        path = os.path.join(dir_path, self.tokenizer.name)
-        if not os.path.isdir(path):
-            raise ValueError(f"Missing vocabulary folder {path}")
-        self.tokenizer.load_assets(path)
+        vocabularies.load_tokenizer_assets(dir_path, (self.tokenizer,))
 
     def get_config(self):
         config = super().get_config()
