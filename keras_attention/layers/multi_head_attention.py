@@ -16,8 +16,9 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
     A drop-in for `keras.layers.MultiHeadAttention`: the same constructor
     arguments, call signature and weight list, so
     `ours.set_weights(keras_mha.get_weights())` reproduces Keras's outputs
-    (a fully masked query row is zeros here; Keras's fused path averages
-    every value uniformly there).
+    (except on a fully masked query row: its context is zeros here, so its
+    output is the output projection's bias, as in Keras's explicit path;
+    Keras's fused path averages every value uniformly there).
     Two additions:
 
     - `score`: any alignment function of `keras_attention.scores`, computed
