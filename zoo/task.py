@@ -18,6 +18,27 @@ from keras_attention.training.strategy import needs_static_shapes
 PRESETS_DIR = os.path.join(os.path.dirname(__file__), "presets")
 
 
+def given_dataset(x, y=None, sample_weight=None):
+    """`x` when it is a `tf.data.Dataset` (its labels inside it), else None."""
+    if not isinstance(x, tf.data.Dataset):
+        return None
+    if y is not None or sample_weight is not None:
+        raise ValueError(
+            "When `x` is a tf.data.Dataset, pass labels inside it, not "
+            f"as `y`. Received: type(y)={type(y).__name__}"
+        )
+    return x
+
+
+def sliced(data, shuffle=False):
+    """A dataset of the samples of `data` (arrays), reshuffled every epoch if asked."""
+    dataset = tf.data.Dataset.from_tensor_slices(data)
+    if shuffle:
+        count = int(dataset.cardinality())
+        dataset = dataset.shuffle(count, reshuffle_each_iteration=True)
+    return dataset
+
+
 def _is_raw(spec):
     """Whether a (nested) element spec holds strings to preprocess."""
     return any(s.dtype == tf.string for s in tf.nest.flatten(spec))
@@ -92,21 +113,12 @@ class Task(keras.Model):
         shuffle=False,
         drop_remainder=False,
     ):
-        if isinstance(x, tf.data.Dataset):
-            if y is not None or sample_weight is not None:
-                raise ValueError(
-                    "When `x` is a tf.data.Dataset, pass labels inside it, not "
-                    f"as `y`. Received: type(y)={type(y).__name__}"
-                )
-            dataset = x
-        else:
+        dataset = given_dataset(x, y, sample_weight)
+        if dataset is None:
             data = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
             if not _is_raw(tf.nest.map_structure(tf.constant, data)):
                 return None
-            dataset = tf.data.Dataset.from_tensor_slices(data)
-            if shuffle:
-                count = int(dataset.cardinality())
-                dataset = dataset.shuffle(count, reshuffle_each_iteration=True)
+            dataset = sliced(data, shuffle)
         if not _is_raw(dataset.element_spec):
             return dataset if batch_size is None else None
         if _rank(dataset.element_spec) == 0:

@@ -22,7 +22,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_attention.layers import GlimpseNetwork
-from zoo.task import Task, global_batch_mean
+from zoo.task import Task, given_dataset, global_batch_mean, sliced
 
 CELLS = ("rnn", "lstm")
 
@@ -599,24 +599,15 @@ class RecurrentAttentionModel(Task):
         drop_remainder=False,
     ):
         """Batches arrays (or takes a dataset) and standardizes the images."""
-        if isinstance(x, tf.data.Dataset):
-            if y is not None or sample_weight is not None:
-                raise ValueError(
-                    "When `x` is a tf.data.Dataset, pass labels inside it, not "
-                    f"as `y`. Received: type(y)={type(y).__name__}"
-                )
-            dataset = x
+        dataset = given_dataset(x, y, sample_weight)
+        if dataset is not None:
             spec = tf.nest.flatten(dataset.element_spec)[0]
             rank = spec.shape.rank
             if rank == 2 or (rank == 3 and spec.shape[-1] in (1, 3)):
                 dataset = self._batch(dataset, batch_size, drop_remainder)
         else:
             data = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
-            dataset = tf.data.Dataset.from_tensor_slices(data)
-            if shuffle:
-                count = int(dataset.cardinality())
-                dataset = dataset.shuffle(count, reshuffle_each_iteration=True)
-            dataset = self._batch(dataset, batch_size, drop_remainder)
+            dataset = self._batch(sliced(data, shuffle), batch_size, drop_remainder)
 
         def preprocess(*sample):
             return self.preprocess_samples(*sample)

@@ -14,7 +14,7 @@ from zoo.show_attend_tell.losses import (
     doubly_stochastic_terms,
 )
 from zoo.show_attend_tell.preprocessor import CaptionPreprocessor
-from zoo.task import Task, global_batch_mean
+from zoo.task import Task, global_batch_mean, sliced
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -312,11 +312,8 @@ class ShowAttendTell(Task):
                     x, y, sample_weight, batch_size, shuffle, drop_remainder
                 )
             data = keras.utils.pack_x_y_sample_weight(x, list(y), sample_weight)
-            dataset = tf.data.Dataset.from_tensor_slices(data)
-            if shuffle:
-                count = int(dataset.cardinality())
-                dataset = dataset.shuffle(count, reshuffle_each_iteration=True)
-            return super()._as_dataset(self._batch(dataset, batch_size, drop_remainder))
+            dataset = self._batch(sliced(data, shuffle), batch_size, drop_remainder)
+            return super()._as_dataset(dataset)
         strings = [s for s in tf.nest.flatten(x.element_spec) if s.dtype == tf.string]
         if strings and strings[0].shape.rank == 0:
             x = self._batch(x, batch_size, drop_remainder)
