@@ -9,10 +9,16 @@ patches, 3 scales) and the table's small convnet (`zoo.ram.train`). After
 `--warmup` calls, the time per image is the median of `--repeats` timed calls
 divided by the batch size. Ratios are to the 60x60 time of the same model.
 
+`--api` times the calls a user makes instead, on the RAM model alone:
+`model.predict_on_batch` on a uint8 and on a float32 image tensor, and
+`model.predict` on the uint8 NumPy array (`--api-batch` images, 64 by
+default), the input pipeline included.
+
 Usage:
     python benchmarks/ram_speed.py                       # 60, 250, 1000 px
     python benchmarks/ram_speed.py --sizes 60 500 --batch 8 --repeats 10
     python benchmarks/ram_speed.py --json zoo/ram/logs/ram_speed.json
+    python benchmarks/ram_speed.py --api --sizes 60 1000 --repeats 10
 """
 
 import argparse
@@ -41,6 +47,8 @@ def parse_args(argv=None):
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--json", help="also write the results here")
+    p.add_argument("--api", action="store_true", help="time the public API calls")
+    p.add_argument("--api-batch", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
     return p.parse_args(argv)
 
@@ -64,10 +72,81 @@ def time_per_image(fn, images, warmup, repeats):
     return statistics.median(times) / int(images.shape[0])
 
 
+def api_calls(ram, images):
+    """The public calls timed by `--api`, on uint8 NumPy `images`."""
+    as_uint8 = tf.constant(images)
+    as_float = tf.constant(images.astype("float32") / 255.0)
+    return {
+        "predict_on_batch uint8 tensor": lambda: ram.predict_on_batch(as_uint8),
+        "predict_on_batch float32 tensor": lambda: ram.predict_on_batch(as_float),
+        "predict uint8 NumPy": lambda: ram.predict(
+            images, batch_size=len(images), verbose=0
+        ),
+    }
+
+
+def time_call(fn, warmup, repeats):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        np.asarray(tf.nest.flatten(fn())[0])
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main_api(args, ram, ram_source):
+    """Seconds per call of each public API call at each size, and ratios."""
+    rng = np.random.default_rng(args.seed)
+    results = {}
+    for size in args.sizes:
+        images = rng.integers(0, 256, (args.api_batch, size, size, 1), dtype="uint8")
+        for name, fn in api_calls(ram, images).items():
+            seconds = time_call(fn, args.warmup, args.repeats)
+            results.setdefault(name, {})[size] = seconds
+            print(
+                f"{name:32s} {size:5d}x{size:<5d} {seconds * 1e3:9.1f} ms", flush=True
+            )
+    base = args.sizes[0]
+    header = "| call | " + " | ".join(f"{s}x{s}" for s in args.sizes) + " |"
+    lines = [header, "|---|" + "---:|" * len(args.sizes)]
+    for name, row in results.items():
+        cells = [f"{row[s] * 1e3:.1f} ms ({row[s] / row[base]:.2f}x)" for s in row]
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    print()
+    print("\n".join(lines))
+    print(
+        f"\n{args.api_batch} images per call, median of {args.repeats} calls after "
+        f"{args.warmup} warm-up calls; RAM weights: {ram_source}; {cpu_name()}, "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
+        f"TensorFlow {tf.__version__}"
+    )
+    return results
+
+
+def cpu_name():
+    """The CPU model from /proc/cpuinfo (Linux), else the architecture."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return f"{platform.machine()} CPU"
+
+
 def main(argv=None):
     args = parse_args(argv)
     tf.random.set_seed(args.seed)
     ram, ram_source = ram_model()
+    if args.api:
+        results = main_api(args, ram, ram_source)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump({"args": vars(args), "seconds_per_call": results}, f)
+        return results
     convnet = small_convnet()
     spec = tf.TensorSpec((None, None, None, 1), tf.float32)
     models = {
@@ -103,7 +182,7 @@ def main(argv=None):
     print("\n".join(lines))
     print(
         f"\nbatch {args.batch}, median of {args.repeats} calls after {args.warmup} "
-        f"warm-up calls; RAM weights: {ram_source}; {platform.machine()} CPU, "
+        f"warm-up calls; RAM weights: {ram_source}; {cpu_name()}, "
         f"{os.cpu_count()} cores, TensorFlow {tf.__version__}"
     )
     if args.json:

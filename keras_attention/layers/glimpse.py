@@ -326,8 +326,25 @@ class GlimpseNetwork(keras.layers.Layer):
         self.built = True
 
     def call(self, images, locations):
-        rho = self.sensor(images, locations)
-        rho = ops.reshape(rho, (-1, self._rho_size))
+        return self.features(self.sensor(images, locations), locations)
+
+    def features(self, glimpses, locations):
+        """The network on glimpses already read by `self.sensor`.
+
+        `call(images, locations)` is `features(sensor(images, locations),
+        locations)`. Calling the two halves separately lets a model change
+        the gathered pixels alone (e.g. scale uint8 values to `[0, 1]` or
+        turn RGB into gray) without touching the rest of the image.
+
+        Args:
+            glimpses: `(batch, num_scales, patch_size, patch_size, channels)`,
+                the sensor's output, `channels` as built.
+            locations: float tensor `(batch, 2)`, where they were read.
+
+        Returns:
+            Glimpse features `(batch, output_units)`.
+        """
+        rho = ops.reshape(glimpses, (-1, self._rho_size))
         h_g = self.glimpse_dense(rho)
         h_l = self.location_dense(ops.cast(locations, self.compute_dtype))
         return ops.relu(

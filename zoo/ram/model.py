@@ -56,15 +56,63 @@ def replica_normal(shape, seed_generator, dtype="float32"):
     return tf.random.stateless_normal(shape, seed=seed, dtype=dtype)
 
 
+LUMA = (0.2989, 0.5870, 0.1140)  # ITU-R 601, as tf.image.rgb_to_grayscale
+
+
+def to_model_pixels(pixels, integer, channels):
+    """Model values of pixels already gathered from an image as given.
+
+    Integer images (e.g. uint8) are scaled from `[0, 255]` to `[0, 1]`;
+    float images are taken as already in `[0, 1]`. RGB becomes grayscale
+    (ITU-R 601 luma) for a one-channel model and grayscale is repeated for a
+    three-channel one. Every step is a per-pixel linear map, so applying it
+    to the average-pooled glimpse equals applying it to the image first.
+
+    Args:
+        pixels: float tensor `(..., c)`, `c` in {1, 3}.
+        integer: bool. Whether the image they came from has an integer dtype.
+        channels: int. Channels the model expects, 1 or 3.
+
+    Returns:
+        `pixels` as `(..., channels)` in `[0, 1]`.
+
+    Example:
+    >>> rgb = np.full((1, 2, 2, 3), 255.0, "float32")
+    >>> gray = to_model_pixels(rgb, integer=True, channels=1)
+    >>> tuple(gray.shape), round(float(gray[0, 0, 0, 0]), 4)
+    ((1, 2, 2, 1), 0.9999)
+    """
+    if integer:
+        pixels = pixels / ops.cast(255.0, pixels.dtype)
+    have = pixels.shape[-1]
+    if have == channels:
+        return pixels
+    if channels == 3 and have in (1, None):
+        # Gray repeated; an unknown count (a retraced function) is 1 or 3.
+        return pixels * ops.ones((3,), pixels.dtype)
+    if channels == 1 and have == 3:
+        return ops.sum(pixels * ops.cast(LUMA, pixels.dtype), axis=-1, keepdims=True)
+    if channels == 1 and have is None:
+        count = ops.shape(pixels)[-1]
+        weights = ops.where(count == 3, LUMA, (1.0, 0.0, 0.0))
+        weights = ops.cast(ops.slice(weights, [0], [count]), pixels.dtype)
+        return ops.sum(pixels * weights, axis=-1, keepdims=True)
+    raise ValueError(
+        f"Images with {have} channels cannot feed a {channels}-channel model. "
+        f"Received: pixels.shape={tuple(pixels.shape)}"
+    )
+
+
 @keras.saving.register_keras_serializable(package="zoo")
 class ImagePreprocessor(keras.layers.Layer):
-    """Turns image batches of any dtype and colour layout into model inputs.
+    """Checks image batches of any dtype and colour layout for the model.
 
-    Integer images (e.g. uint8) are scaled from `[0, 255]` to `[0, 1]`; float
-    images are taken as already in `[0, 1]`. `(batch, height, width)` gets a
-    channel axis; RGB becomes grayscale (ITU-R 601 luma) for a one-channel
-    model and grayscale is repeated for a three-channel one. Runs inside
-    `tf.data` (TensorFlow ops).
+    `(batch, height, width)` gets a channel axis; the channel count must be
+    1 or 3. Nothing else happens to the image: it is not cast, scaled or
+    converted, so the cost does not grow with its size. The agent converts
+    only the pixels its glimpses read (`to_model_pixels`: integer values
+    `[0, 255]` -> `[0, 1]`, float values taken as `[0, 1]`, RGB <-> gray).
+    Runs inside `tf.data` (TensorFlow ops).
 
     Args:
         channels: int. Channels the model expects, 1 or 3. Defaults to `1`.
@@ -72,18 +120,18 @@ class ImagePreprocessor(keras.layers.Layer):
 
     Call arguments:
         x: images `(batch, height, width)` or `(batch, height, width, c)`,
-            `c` in {1, 3}.
+            `c` in {1, 3}, any numeric dtype.
         y: optional labels, passed through.
         sample_weight: optional sample weights, passed through.
 
     Returns:
-        `x` as float32 `(batch, height, width, channels)` in `[0, 1]`, packed
-        with `y` and `sample_weight` as `keras.utils.pack_x_y_sample_weight`
-        does.
+        `x` as `(batch, height, width, c)` in its own dtype, packed with `y`
+        and `sample_weight` as `keras.utils.pack_x_y_sample_weight` does.
 
     Example:
-    >>> ImagePreprocessor()(np.zeros((2, 28, 28), "uint8")).shape
-    TensorShape([2, 28, 28, 1])
+    >>> images = ImagePreprocessor()(np.zeros((2, 28, 28), "uint8"))
+    >>> tuple(images.shape), images.dtype.name
+    ((2, 28, 28, 1), 'uint8')
     """
 
     def __init__(self, channels=1, **kwargs):
@@ -95,7 +143,7 @@ class ImagePreprocessor(keras.layers.Layer):
         self.channels = channels
 
     def standardize(self, images):
-        """Returns float32 `(batch, height, width, channels)` images in [0, 1]."""
+        """Returns `(batch, height, width, c)` images, dtype and values kept."""
         images = tf.convert_to_tensor(images)
         if images.shape.rank == 3:
             images = images[..., None]
@@ -104,21 +152,18 @@ class ImagePreprocessor(keras.layers.Layer):
                 "Expected images (batch, height, width[, channels]). "
                 f"Received: shape={images.shape}"
             )
-        if images.dtype.is_integer:
-            images = tf.cast(images, "float32") / 255.0
-        else:
-            images = tf.cast(images, "float32")
-        have = images.shape[-1]
-        if have == self.channels:
-            return images
-        if have == 3 and self.channels == 1:
-            return tf.image.rgb_to_grayscale(images)
-        if have == 1 and self.channels == 3:
-            return tf.tile(images, [1, 1, 1, 3])
-        raise ValueError(
-            f"Images with {have} channels cannot feed a {self.channels}-channel "
-            f"model. Received: shape={images.shape}"
-        )
+        if not (images.dtype.is_integer or images.dtype.is_floating):
+            raise TypeError(
+                "Expected images of an integer or float dtype. "
+                f"Received: dtype={images.dtype.name}"
+            )
+        if images.shape[-1] not in (1, 3):
+            raise ValueError(
+                f"Images with {images.shape[-1]} channels cannot feed a "
+                f"{self.channels}-channel model (1 or 3 channels). "
+                f"Received: shape={images.shape}"
+            )
+        return images
 
     def call(self, x, y=None, sample_weight=None):
         return keras.utils.pack_x_y_sample_weight(self.standardize(x), y, sample_weight)
@@ -253,7 +298,9 @@ class RecurrentAttention(keras.layers.Layer):
         **kwargs: base layer arguments.
 
     Call arguments:
-        images: float `(batch, height, width, channels)`, any height and width.
+        images: `(batch, height, width[, channels])`, any height and width,
+            1 or 3 channels; integer (0-255) or float (0-1) values, read as
+            given: only the gathered pixels are cast and converted.
         training: bool. Sample locations (True) or follow the mean.
 
     Returns:
@@ -292,6 +339,9 @@ class RecurrentAttention(keras.layers.Layer):
         reinforce_core=False,
         **kwargs,
     ):
+        # Images are not cast on the way in (under mixed precision either):
+        # the glimpse sensor casts the pixels it gathers, nothing else.
+        kwargs.setdefault("autocast", False)
         super().__init__(**kwargs)
         for name, value in (
             ("num_classes", num_classes),
@@ -327,6 +377,9 @@ class RecurrentAttention(keras.layers.Layer):
 
     def build(self, images_shape):
         batch = images_shape[0]
+        # Channels the glimpse network is built for; other inputs are
+        # converted glimpse by glimpse (`to_model_pixels`).
+        self.input_channels = images_shape[-1]
         self.glimpse_network = GlimpseNetwork(
             self.glimpse_units,
             self.location_units,
@@ -357,6 +410,10 @@ class RecurrentAttention(keras.layers.Layer):
         self.built = True
 
     def call(self, images, training=False):
+        images = ops.convert_to_tensor(images)
+        if len(images.shape) == 3:
+            images = ops.expand_dims(images, -1)
+        integer = "int" in keras.backend.standardize_dtype(images.dtype)
         samples = 1 if training else self.test_samples
         if samples > 1:
             images = ops.repeat(images, samples, axis=0)
@@ -366,7 +423,10 @@ class RecurrentAttention(keras.layers.Layer):
         location = ops.zeros((n, 2), "float32")
         locations, log_probs, baselines = [location], [], []
         for t in range(self.num_glimpses):
-            g = self.glimpse_network(images, location)
+            # Gather from the image as given; convert the gathered pixels only.
+            glimpse = self.glimpse_network.sensor(images, location)
+            glimpse = to_model_pixels(glimpse, integer, self.input_channels)
+            g = self.glimpse_network.features(glimpse, location)
             hidden, states = self.core(g, states)
             if t == self.num_glimpses - 1:
                 break
@@ -493,12 +553,18 @@ class RecurrentAttentionModel(Task):
         **kwargs: `keras.Model` arguments (e.g. `name`).
 
     Example:
+    >>> import keras
+    >>> from zoo.data import fashion_mnist
     >>> model = RecurrentAttentionModel(num_glimpses=4, patch_size=8)
     >>> model.compile("adam", keras.losses.SparseCategoricalCrossentropy(
     ...     from_logits=True), metrics=["accuracy"])
-    >>> images, labels = zoo.data.fashion_mnist.load("train", sample=True)
-    >>> model.fit(images, labels, epochs=1, batch_size=64)
-    >>> model.glimpses(images[:2]).shape
+    >>> images, labels = fashion_mnist.load("train", sample=True)
+    >>> history = model.fit(images[:256], labels[:256], batch_size=64, verbose=0)
+    >>> sorted(history.history)
+    ['accuracy', 'baseline_loss', 'loss', 'reinforce_loss', 'reward']
+    >>> model.predict(images[:2], verbose=0).shape  # logits
+    (2, 10)
+    >>> model.glimpses(images[:2]).shape  # (y, x) of each glimpse
     (2, 4, 2)
 
     Reference:
@@ -586,6 +652,12 @@ class RecurrentAttentionModel(Task):
         self.reward_tracker = keras.metrics.Mean(name="reward")
         self.reinforce_tracker = keras.metrics.Mean(name="reinforce_loss")
         self.baseline_tracker = keras.metrics.Mean(name="baseline_loss")
+
+    def call(self, images, training=False):
+        # The functional graph's input is float32; calling the agent directly
+        # keeps an image as given (e.g. uint8), so neither this call nor
+        # `predict_on_batch` casts or copies every pixel.
+        return self.agent(images, training=training)
 
     # Data ------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from zoo.ram import (
     RecurrentAttention,
     RecurrentAttentionModel,
 )
+from zoo.ram.model import to_model_pixels
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -46,17 +47,20 @@ def np_log_softmax(x):
 # --- Inputs ---------------------------------------------------------------------
 
 
-def test_preprocessor_scales_uint8_adds_channels_and_converts_rgb():
+def test_preprocessor_adds_channels_keeps_dtype_and_converts_gathered_pixels():
     pre = ImagePreprocessor(channels=1)
     gray = RNG.integers(0, 256, (2, 5, 6), dtype="uint8")
-    np.testing.assert_allclose(
-        pre.standardize(gray).numpy(), gray[..., None] / 255.0, rtol=1e-6
-    )
+    kept = pre.standardize(gray)
+    assert kept.dtype == "uint8"
+    np.testing.assert_array_equal(kept.numpy(), gray[..., None])
+    scaled = to_model_pixels(gray[..., None].astype("float32"), True, 1)
+    np.testing.assert_allclose(np.asarray(scaled), gray[..., None] / 255.0, rtol=1e-6)
     rgb = RNG.uniform(size=(2, 5, 6, 3)).astype("float32")
     luma = rgb @ np.array([0.2989, 0.587, 0.114], "float32")
-    np.testing.assert_allclose(pre.standardize(rgb).numpy()[..., 0], luma, atol=1e-3)
-    three = ImagePreprocessor(channels=3).standardize(gray[..., None])
-    assert three.shape == (2, 5, 6, 3)
+    converted = np.asarray(to_model_pixels(rgb, False, 1))
+    np.testing.assert_allclose(converted[..., 0], luma, atol=1e-3)
+    three = to_model_pixels(gray[..., None].astype("float32"), True, 3)
+    assert tuple(three.shape) == (2, 5, 6, 3)
     with pytest.raises(ValueError, match="2 channels"):
         pre.standardize(np.zeros((1, 4, 4, 2), "float32"))
     with pytest.raises(ValueError, match="channels"):
@@ -259,6 +263,9 @@ def corner_task(n, seed):
 
 
 def test_learns_to_look_in_the_corner():
+    # Asserts that the agent learns within a budget, not after how many
+    # epochs exactly: the trajectory differs between CPUs (one machine is
+    # there after 6 epochs, another after 7).
     keras.utils.set_random_seed(0)
     model = RecurrentAttentionModel(
         num_classes=4,
@@ -274,10 +281,16 @@ def test_learns_to_look_in_the_corner():
     )
     model.compile(keras.optimizers.Adam(1e-2), CE, metrics=["accuracy"])
     x, y = corner_task(2048, seed=0)
-    model.fit(x, y, batch_size=64, epochs=6, verbose=0)
     x_test, y_test = corner_task(512, seed=1)
-    accuracy = model.evaluate(x_test, y_test, verbose=0, return_dict=True)["accuracy"]
-    assert accuracy > 0.8  # chance: 0.25; the first glimpse sees nothing
+    accuracies = []
+    for _ in range(20):
+        model.fit(x, y, batch_size=64, epochs=1, verbose=0)
+        scores = model.evaluate(x_test, y_test, verbose=0, return_dict=True)
+        accuracies.append(round(scores["accuracy"], 3))
+        if accuracies[-1] > 0.95:
+            break
+    # Chance: 0.25; the first glimpse sees nothing.
+    assert accuracies[-1] > 0.95, accuracies
     # The second glimpse moved towards (1, 1): from y, x > 0.3 its coarsest
     # patch covers the block.
     second = model.glimpses(x_test[:64])[:, 1]
