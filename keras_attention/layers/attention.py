@@ -9,6 +9,8 @@ from keras_attention.layers.masking import masked_softmax, merge_masks
 MODES = ("soft", "hard")
 LOCAL_MODES = ("monotonic", "predictive")
 HARD_ESTIMATORS = ("reinforce", "gumbel")
+# `keras.layers.Attention(score_mode=...)` -> the score with Keras's variables.
+KERAS_SCORES = {"dot": "dot", "concat": "tanh_sum"}
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -18,10 +20,32 @@ class Attention(keras.layers.Layer):
     The score (alignment function) compares each query vector with each key
     vector (`keras_attention.scores`); a masked float32 softmax turns the
     scores into weights over the `Tv` value positions; the output is the
-    weighted sum of the values. With `score="dot"` and no window the layer
-    computes exactly what `keras.layers.Attention(score_mode="dot")` does,
-    except that a query row with nothing to attend to gives zero weights
-    (Keras gives uniform ones).
+    weighted sum of the values.
+
+    Drop-in for `keras.layers.Attention`: the layer also takes Keras's
+    constructor arguments `use_scale`, `score_mode`, `dropout` and `seed`
+    (by keyword) and Keras's list call `layer([query, value(, key)],
+    mask=[query_mask, value_mask], ...)`; built and called that way it
+    gives Keras's outputs, weights and variables (`scale`,
+    `concat_score_weight`, in Keras's order, so `set_weights(
+    keras_layer.get_weights())` works, though they live in the `score`
+    sublayer), and `Attention.from_config(keras_layer.get_config())`
+    rebuilds it. `score_mode="dot"` selects `scores.Dot(use_scale)`,
+    `"concat"` `scores.TanhSum(use_scale)`. The list call behaves as Keras's
+    call: the query mask only zeroes the output rows (the weights of a
+    masked query row are still a distribution), the causal mask aligns the
+    first query with the first value, a key mask (`mask[2]`) is ignored,
+    and inputs may have several batch axes `(..., T, D)`. Differences that
+    remain: the default score is `"scaled_dot"` (`s^T h / sqrt(d)`), where
+    Keras's default is the unscaled dot product, so pass `score="dot"` or
+    `score_mode="dot"` for Keras's numbers; a row with nothing to attend to
+    gets zero weights and a zero output (Keras gives near-uniform weights);
+    the weights are float32 under mixed precision.
+
+    `keras.layers.AdditiveAttention` scores `sum_d v_d tanh(s_d + h_d)`:
+    the `"additive"` score `v_a^T tanh(W_a s + U_a h)` without `W_a` and
+    `U_a` (set both to the identity and `v_a` to Keras's `scale` to get its
+    numbers); `score="additive"` learns the projections itself.
 
     Modes:
 
@@ -73,7 +97,8 @@ class Attention(keras.layers.Layer):
     Args:
         score: str, dict or `keras_attention.scores.Score`. The alignment
             function: a name (see `keras_attention.scores`), a config dict
-            or a score layer. Defaults to `"scaled_dot"`.
+            or a score layer. Defaults to `"scaled_dot"` (or, when
+            `score_mode` or `use_scale` is given, Keras's score).
         mode: str. `"soft"` or `"hard"`. Defaults to `"soft"`.
         window: int or None. Half-width `D` of the local window, or `None`
             for global attention. Defaults to `None`.
@@ -90,10 +115,19 @@ class Attention(keras.layers.Layer):
             pass. Defaults to `1.0`.
         local_units: int or None. Hidden size of `W_p` for local-p; `None`
             uses the query's last dimension. Defaults to `None`.
+        use_scale: bool or None. Keras's argument: multiply the scores by a
+            learned scalar `scale` (dot), or `query + key` by it (concat).
+            Giving it (or `score_mode`) selects Keras's score; it cannot be
+            combined with `score`. Defaults to `None` (Keras: `False`).
+        score_mode: str or None. Keras's argument, `"dot"` (`s^T h`) or
+            `"concat"` (`c sum tanh(s + h)`, `scores.TanhSum`). Defaults to
+            `None` (Keras: `"dot"`).
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
-        query: tensor `(batch, Tq, Dq)`.
+        query: tensor `(batch, Tq, Dq)`, or Keras's list `[query, value]` /
+            `[query, value, key]` (then of any rank >= 3, `(..., T, D)`,
+            with no other tensor argument than `mask`).
         value: tensor `(batch, Tv, Dv)`.
         key: optional tensor `(batch, Tv, Dk)`; defaults to `value`.
         query_mask: optional boolean `(batch, Tq)`; `False` rows output
@@ -103,9 +137,9 @@ class Attention(keras.layers.Layer):
         attention_mask: optional boolean `(batch, Tq, Tv)` (or
             broadcastable); `False` entries get zero weight.
         use_causal_mask: bool. Query `i` may not attend to value `j > i`.
-            When `Tq != Tv` the last query is aligned with the last value
-            (incremental decoding); `keras.layers.Attention` aligns the
-            first ones, so the two agree only for `Tq == Tv`. Defaults to
+            When `Tq != Tv` the tensor call aligns the last query with the
+            last value (incremental decoding); the list call aligns the
+            first ones, as `keras.layers.Attention` does. Defaults to
             `False`.
         return_attention_scores: bool. Also return the attention weights
             (after dropout). Defaults to `False`.
@@ -126,6 +160,10 @@ class Attention(keras.layers.Layer):
             a caller that attends to the same keys many times (an RNN
             decoder, one query per step); the score then skips projecting
             the keys. `key` is still used for its shape. Defaults to `None`.
+        mask: list `[query_mask, value_mask]` (or with a third, ignored,
+            key mask), for the list call only: `(..., Tq)` and `(..., Tv)`
+            booleans or `None`. Filled from the inputs' Keras masks when not
+            given. Defaults to `None`.
 
     Returns:
         The context `(batch, Tq, Dv)` in the compute dtype, or a tuple that
@@ -143,6 +181,20 @@ class Attention(keras.layers.Layer):
     >>> tuple(context.shape), tuple(weights.shape)
     ((2, 3, 4), (2, 3, 5))
 
+    Keras's arguments and call give Keras's numbers and variables:
+
+    >>> import keras
+    >>> query = np.array([[[1.0, 0.0], [0.0, 1.0]]])
+    >>> value = np.array([[[1.0, 2.0], [3.0, 4.0]]])
+    >>> mask = [np.array([[True, False]]), np.array([[True, True]])]
+    >>> ours = Attention(use_scale=True, score_mode="concat")
+    >>> theirs = keras.layers.Attention(use_scale=True, score_mode="concat")
+    >>> a, b = ours([query, value], mask=mask), theirs([query, value], mask=mask)
+    >>> np.round(keras.ops.convert_to_numpy(a).astype(float), 3).tolist()
+    [[[2.035, 3.035], [0.0, 0.0]]]
+    >>> bool(np.allclose(a, b)), [w.name for w in ours.weights]
+    (True, ['scale', 'concat_score_weight'])
+
     Reference:
         Bahdanau et al., 2014, "Neural Machine Translation by Jointly
         Learning to Align and Translate".
@@ -155,7 +207,7 @@ class Attention(keras.layers.Layer):
 
     def __init__(
         self,
-        score="scaled_dot",
+        score=None,
         mode="soft",
         window=None,
         local="monotonic",
@@ -164,6 +216,8 @@ class Attention(keras.layers.Layer):
         hard_estimator="reinforce",
         temperature=1.0,
         local_units=None,
+        use_scale=None,
+        score_mode=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -194,6 +248,27 @@ class Attention(keras.layers.Layer):
                 "`temperature` must be a positive float. "
                 f"Received: temperature={temperature!r}"
             )
+        if use_scale is not None and not isinstance(use_scale, bool):
+            raise ValueError(
+                f"`use_scale` must be a bool. Received: use_scale={use_scale!r}"
+            )
+        if score_mode is not None:
+            _check_choice("score_mode", score_mode, tuple(KERAS_SCORES))
+        if use_scale is not None or score_mode is not None:
+            if score is not None:
+                raise ValueError(
+                    "Pass either `score` or Keras's `score_mode` / `use_scale`, "
+                    f"not both. Received: score={score!r}, "
+                    f"score_mode={score_mode!r}, use_scale={use_scale!r}"
+                )
+            score_mode = score_mode or "dot"
+            use_scale = bool(use_scale)
+            score = {
+                "class_name": KERAS_SCORES[score_mode],
+                "config": {"use_scale": use_scale},
+            }
+        elif score is None:
+            score = "scaled_dot"
         _check_score(score)
         # A given score layer is tracked under one name only, `score_layer`,
         # so that saved weights are found at the same path when reloading.
@@ -202,6 +277,8 @@ class Attention(keras.layers.Layer):
         if isinstance(score, scores.Score):
             self.score_layer = score
             self._score_identifier = None
+        self.use_scale = use_scale
+        self.score_mode = score_mode
         self.mode = mode
         self.window = window
         self.local = local
@@ -215,13 +292,17 @@ class Attention(keras.layers.Layer):
         if mode == "hard" or dropout > 0:
             self.seed_generator = keras.random.SeedGenerator(seed)
 
-    def build(self, query_shape, value_shape, key_shape=None):
+    def build(self, query_shape, value_shape=None, key_shape=None):
+        if value_shape is None:  # Keras's form: a list of shapes
+            query_shape, value_shape, key_shape = _unpack_list(
+                "input_shape", query_shape
+            )
         key_shape = value_shape if key_shape is None else key_shape
-        _check_shapes(query_shape, value_shape, key_shape)
+        _check_shapes(query_shape, value_shape, key_shape, any_rank=True)
         if self.score_layer is None:
             self.score_layer = self._make_score()
         if not self.score_layer.built:
-            self.score_layer.build(query_shape, key_shape)
+            self.score_layer.build(_rank3(query_shape), _rank3(key_shape))
         self.position_kernel = None
         self.position_scale = None
         if self.window is not None and self.local == "predictive":
@@ -253,7 +334,7 @@ class Attention(keras.layers.Layer):
     def call(
         self,
         query,
-        value,
+        value=None,
         key=None,
         query_mask=None,
         value_mask=None,
@@ -266,22 +347,39 @@ class Attention(keras.layers.Layer):
         key_mask=None,
         query_positions=None,
         projected_key=None,
+        mask=None,
     ):
+        returns = (return_attention_scores, return_log_prob, return_distribution)
+        self._check_call_arguments(return_log_prob, query_positions)
+        if isinstance(query, (list, tuple)):
+            if isinstance(query_mask, (list, tuple)):
+                # Keras fills `query_mask` with the list's own Keras masks
+                # when another tensor (`mask`) is passed: not the user's.
+                query_mask = None
+            _check_list_call(
+                value=value,
+                key=key,
+                query_mask=query_mask,
+                value_mask=value_mask,
+                key_mask=key_mask,
+                attention_mask=attention_mask,
+                query_positions=query_positions,
+                projected_key=projected_key,
+            )
+            return self._call_list(query, mask, use_causal_mask, training, returns)
+        if mask is not None:
+            raise ValueError(
+                "`mask=[query_mask, value_mask]` goes with Keras's list call "
+                "`layer([query, value], mask=...)`; the tensor call takes "
+                f"`query_mask` and `value_mask`. Received: mask={mask!r}"
+            )
+        if value is None:
+            raise ValueError(
+                "Attention needs a value: call it as `layer(query, value)` or "
+                f"`layer([query, value])`. Received: value={value!r}"
+            )
         key = value if key is None else key
         _check_shapes(query.shape, value.shape, key.shape)
-        if return_log_prob and self.mode != "hard":
-            raise ValueError(
-                "`return_log_prob=True` needs mode='hard'. "
-                f"Received: mode={self.mode!r}"
-            )
-        if query_positions is not None and (
-            self.window is None or self.local != "monotonic"
-        ):
-            raise ValueError(
-                "`query_positions` only applies to local-m attention "
-                "(window set, local='monotonic'). Received: "
-                f"window={self.window}, local={self.local!r}"
-            )
         if key_mask is not None:
             key_mask = ops.cast(key_mask, "bool")
             value_mask = (
@@ -289,15 +387,95 @@ class Attention(keras.layers.Layer):
                 if value_mask is None
                 else ops.logical_and(ops.cast(value_mask, "bool"), key_mask)
             )
+        mask = merge_masks(
+            query, value, query_mask, value_mask, attention_mask, use_causal_mask
+        )
+        outputs = self._attend(
+            query,
+            value,
+            key,
+            mask,
+            value_mask=value_mask,
+            training=training,
+            query_positions=query_positions,
+            projected_key=projected_key,
+        )
+        return _select(outputs, returns)
 
+    def _call_list(self, inputs, mask, use_causal_mask, training, returns):
+        """Keras's call: `layer([query, value(, key)], mask=[qm, vm])`.
+
+        As `keras.layers.Attention`: the query mask only zeroes the output
+        rows, the causal mask aligns the first query with the first value,
+        `mask[2]` (a key mask) is ignored, and inputs of rank > 3 have several
+        batch axes (they are flattened into one around the attention).
+        """
+        query, value, key = _unpack_list("inputs", inputs)
+        key = value if key is None else key
+        query_mask = value_mask = None
+        if mask is not None:
+            if not isinstance(mask, (list, tuple)) or not 2 <= len(mask) <= 3:
+                raise ValueError(
+                    "Attention's list call takes `mask=[query_mask, "
+                    f"value_mask]`. Received: mask={mask!r}"
+                )
+            query_mask, value_mask = mask[0], mask[1]
+        _check_shapes(query.shape, value.shape, key.shape, any_rank=True)
+        query_shape, value_shape = ops.shape(query), ops.shape(value)
+        batch_shape = query_shape[:-2]
+        if query_mask is not None:
+            query_mask = ops.broadcast_to(
+                ops.cast(query_mask, "bool"), query_shape[:-1]
+            )
+        if value_mask is not None:
+            value_mask = ops.broadcast_to(
+                ops.cast(value_mask, "bool"), value_shape[:-1]
+            )
+        flat = len(query.shape) > 3
+        if flat:
+            query, value, key = (_flatten_batch(x, 2) for x in (query, value, key))
+            if value_mask is not None:
+                value_mask = _flatten_batch(value_mask, 1)
+        causal = None
+        if use_causal_mask:
+            rows = ops.expand_dims(ops.arange(ops.shape(query)[1]), -1)
+            cols = ops.expand_dims(ops.arange(ops.shape(value)[1]), 0)
+            causal = ops.expand_dims(rows >= cols, 0)
+        score_mask = merge_masks(query, value, None, value_mask, causal)
+        context, weights, log_prob, distribution = self._attend(
+            query, value, key, score_mask, value_mask=value_mask, training=training
+        )
+        if flat:
+            context = _unflatten_batch(context, batch_shape)
+            weights = _unflatten_batch(weights, batch_shape)
+            log_prob = _unflatten_batch(log_prob, batch_shape)
+            distribution = _unflatten_batch(distribution, batch_shape)
+        if query_mask is not None:
+            row = ops.expand_dims(query_mask, -1)
+            context = ops.where(row, context, ops.zeros_like(context))
+        return _select((context, weights, log_prob, distribution), returns)
+
+    def _attend(
+        self,
+        query,
+        value,
+        key,
+        mask,
+        value_mask=None,
+        training=None,
+        query_positions=None,
+        projected_key=None,
+    ):
+        """Score, masked normalisation and weighted sum on rank-3 tensors.
+
+        Returns `(context, weights, log_prob, distribution)`; `log_prob` is
+        `None` in soft mode.
+        """
         if projected_key is None:
             logits = self.score_layer(query, key)
         else:
             logits = self.score_layer.score_projected(query, projected_key)
         logits = ops.cast(logits, "float32")
-        mask = merge_masks(
-            query, value, query_mask, value_mask, attention_mask, use_causal_mask
-        )
         log_prior = None
         if self.window is not None:
             window_mask, log_prior = self._local_window(
@@ -326,14 +504,22 @@ class Attention(keras.layers.Layer):
             weights, log_prob = self._hard_weights(logits, mask, training)
 
         context = ops.matmul(ops.cast(weights, value.dtype), value)
-        outputs = [context]
-        if return_attention_scores:
-            outputs.append(weights)
-        if return_log_prob:
-            outputs.append(log_prob)
-        if return_distribution:
-            outputs.append(distribution)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        return context, weights, log_prob, distribution
+
+    def _check_call_arguments(self, return_log_prob, query_positions):
+        if return_log_prob and self.mode != "hard":
+            raise ValueError(
+                "`return_log_prob=True` needs mode='hard'. "
+                f"Received: mode={self.mode!r}"
+            )
+        if query_positions is not None and (
+            self.window is None or self.local != "monotonic"
+        ):
+            raise ValueError(
+                "`query_positions` only applies to local-m attention "
+                "(window set, local='monotonic'). Received: "
+                f"window={self.window}, local={self.local!r}"
+            )
 
     def _local_window(self, query, value, value_mask, query_positions):
         """Returns the window mask `(B|1, Tq, Tv)` and the local-p log prior.
@@ -404,15 +590,57 @@ class Attention(keras.layers.Layer):
         return weights, log_prob
 
     def compute_mask(self, query, previous_mask=None):
+        if isinstance(query, (list, tuple)):  # Keras's form: the query's mask
+            if not previous_mask or previous_mask[0] is None:
+                return None
+            return ops.convert_to_tensor(previous_mask[0])
         return previous_mask
+
+    def compute_output_shape(self, query_shape, value_shape=None, key_shape=None):
+        if value_shape is None:  # Keras's form: a list of shapes
+            query_shape, value_shape, _ = _unpack_list("input_shape", query_shape)
+        return (*query_shape[:-1], value_shape[-1])
+
+    def compute_output_spec(
+        self,
+        query,
+        value=None,
+        key=None,
+        return_attention_scores=False,
+        return_log_prob=False,
+        return_distribution=False,
+        query_positions=None,
+        **kwargs,
+    ):
+        self._check_call_arguments(return_log_prob, query_positions)
+        if isinstance(query, (list, tuple)):
+            query, value, key = _unpack_list("inputs", query)
+        key = value if key is None else key
+        _check_shapes(query.shape, value.shape, key.shape, any_rank=True)
+        weights_shape = (*query.shape[:-1], value.shape[-2])
+        outputs = (
+            keras.KerasTensor(
+                self.compute_output_shape(query.shape, value.shape),
+                dtype=self.compute_dtype,
+            ),
+            keras.KerasTensor(weights_shape, dtype="float32"),
+            keras.KerasTensor(query.shape[:-1], dtype="float32"),
+            keras.KerasTensor(weights_shape, dtype="float32"),
+        )
+        returns = (return_attention_scores, return_log_prob, return_distribution)
+        return _select(outputs, returns)
 
     def get_config(self):
         config = super().get_config()
         score = self._score_identifier
         if score is None:  # a score layer was given: save its config
             score = self.score_layer
+        if self.score_mode is not None:  # built from Keras's arguments
+            score = None
+        else:
+            score = keras.saving.serialize_keras_object(score)
         config.update(
-            score=keras.saving.serialize_keras_object(score),
+            score=score,
             mode=self.mode,
             window=self.window,
             local=self.local,
@@ -421,8 +649,61 @@ class Attention(keras.layers.Layer):
             hard_estimator=self.hard_estimator,
             temperature=self.temperature,
             local_units=self.local_units,
+            use_scale=self.use_scale,
+            score_mode=self.score_mode,
         )
         return config
+
+
+def _select(outputs, returns):
+    """The context, then the outputs whose `return_*` flag is set."""
+    context, *others = outputs
+    chosen = [output for output, wanted in zip(others, returns) if wanted]
+    return (context, *chosen) if chosen else context
+
+
+def _unpack_list(name, inputs):
+    """Splits Keras's `[query, value(, key)]` list; `key` may be `None`."""
+    if (
+        not isinstance(inputs, (list, tuple))
+        or not 2 <= len(inputs) <= 3
+        or any(x is None or isinstance(x, int) for x in inputs[:2])  # one shape
+    ):
+        raise ValueError(
+            "Attention's list call takes [query, value] or [query, value, key]. "
+            f"Received: {name}={inputs!r}"
+        )
+    key = inputs[2] if len(inputs) == 3 else None
+    return inputs[0], inputs[1], key
+
+
+def _check_list_call(**arguments):
+    given = [name for name, value in arguments.items() if value is not None]
+    if given:
+        raise ValueError(
+            "Keras's list call `layer([query, value(, key)], mask=[query_mask, "
+            "value_mask])` takes no separate tensors or masks; use the tensor "
+            "call `layer(query, value, key, ...)` for them. Received: "
+            + ", ".join(f"{name}={arguments[name]!r}" for name in given)
+        )
+
+
+def _flatten_batch(x, inner_rank):
+    """Merges the leading batch axes of `x` into one."""
+    return ops.reshape(x, (-1, *ops.shape(x)[-inner_rank:]))
+
+
+def _unflatten_batch(x, batch_shape):
+    """Splits the first axis of `x` (or `None`) back into `batch_shape`."""
+    if x is None:
+        return None
+    return ops.reshape(x, (*batch_shape, *ops.shape(x)[1:]))
+
+
+def _rank3(shape):
+    """The `(batch, T, D)` shape seen by the score when batch axes are merged."""
+    shape = tuple(shape)
+    return shape if len(shape) == 3 else (None, *shape[-2:])
 
 
 def _check_choice(name, value, choices):
@@ -447,20 +728,31 @@ def _check_score(score):
         )
 
 
-def _check_shapes(query_shape, value_shape, key_shape):
+def _check_shapes(query_shape, value_shape, key_shape, any_rank=False):
     shapes = (
         f"Received: query.shape={tuple(query_shape)}, "
         f"value.shape={tuple(value_shape)}, key.shape={tuple(key_shape)}"
     )
-    if len(query_shape) != 3 or len(value_shape) != 3 or len(key_shape) != 3:
+    ranks = {len(query_shape), len(value_shape), len(key_shape)}
+    if any_rank and (len(ranks) > 1 or min(ranks) < 3):
+        raise ValueError(
+            "Attention expects query (..., Tq, Dq), value (..., Tv, Dv) and "
+            f"key (..., Tv, Dk) of equal rank 3 or more. {shapes}"
+        )
+    if not any_rank and ranks != {3}:
         raise ValueError(
             "Attention expects query (batch, Tq, Dq), value (batch, Tv, Dv) "
-            f"and key (batch, Tv, Dk) of rank 3. {shapes}"
+            "and key (batch, Tv, Dk) of rank 3 (the list call "
+            f"`layer([query, value])` also takes more batch axes). {shapes}"
         )
-    batches = {s[0] for s in (query_shape, value_shape, key_shape)} - {None}
-    if len(batches) > 1:
-        raise ValueError(
-            f"query, value and key must have the same batch size. {shapes}"
-        )
-    if None not in (value_shape[1], key_shape[1]) and value_shape[1] != key_shape[1]:
-        raise ValueError("key and value must have the same length (axis 1). " + shapes)
+    for axis in range(len(query_shape) - 2):
+        sizes = {s[axis] for s in (query_shape, value_shape, key_shape)} - {None}
+        if len(sizes) > 1:
+            raise ValueError(
+                f"query, value and key must have the same batch size. {shapes}"
+            )
+    if (
+        None not in (value_shape[-2], key_shape[-2])
+        and value_shape[-2] != key_shape[-2]
+    ):
+        raise ValueError("key and value must have the same length (axis -2). " + shapes)

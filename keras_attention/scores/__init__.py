@@ -4,7 +4,7 @@ Names and the mathematics they share:
 
 | name (aliases)                          | class        | formula                     |
 |-----------------------------------------|--------------|-----------------------------|
-| `dot`                                   | `Dot`        | s^T h                       |
+| `dot`                                   | `Dot`        | s^T h (times a learned scalar with `use_scale`) |
 | `scaled_dot`                            | `ScaledDot`  | s^T h / sqrt(d_k)           |
 | `general` (`luong`, `multiplicative`)   | `General`    | s^T W_a h                   |
 | `additive` (`bahdanau`)                 | `Additive`   | v^T tanh(W_a s + U_a h)     |
@@ -12,6 +12,11 @@ Names and the mathematics they share:
 | `concat`                                | `Concat`     | W[s; h], or v^T tanh(W[s;h]) (= `Additive`) |
 | `cosine` (`content`)                    | `Cosine`     | s^T h / (|s| |h|)           |
 | `location`                              | `Location`   | W_a s, cropped to Tv        |
+| `tanh_sum`                              | `TanhSum`    | c sum_d tanh(a (s_d + h_d)) |
+
+`Dot(use_scale=...)` and `TanhSum(use_scale=...)` are the two scores of
+`keras.layers.Attention` (`score_mode="dot"` and `"concat"`), with Keras's
+variables.
 """
 
 import keras
@@ -24,6 +29,7 @@ from keras_attention.scores.dot import Dot
 from keras_attention.scores.general import General
 from keras_attention.scores.location import Location
 from keras_attention.scores.scaled_dot import ScaledDot
+from keras_attention.scores.tanh_sum import TanhSum
 
 ALIASES = {
     "dot": Dot,
@@ -38,6 +44,7 @@ ALIASES = {
     "cosine": Cosine,
     "content": Cosine,
     "location": Location,
+    "tanh_sum": TanhSum,
 }
 
 
@@ -105,6 +112,7 @@ __all__ = [
     "Perceptron",
     "ScaledDot",
     "Score",
+    "TanhSum",
     "deserialize",
     "get",
     "serialize",

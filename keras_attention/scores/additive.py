@@ -14,6 +14,13 @@ class Additive(Score):
     mathematics under the name used in surveys; `Concat(units=...)` is also
     the same function, because `W[s; h] = W_s s + W_h h`.
 
+    `keras.layers.AdditiveAttention` has no `W_a`, `U_a`: it scores
+    `sum_d v_d tanh(s_d + h_d)` (queries and keys already projected). That
+    is this score with `query_kernel` and `key_kernel` the identity and
+    `scale` set to Keras's `scale` variable (all ones with
+    `use_scale=False`); `TanhSum` is the variant of
+    `keras.layers.Attention(score_mode="concat")`.
+
     Args:
         units: int or None. Size of the hidden layer. `None` uses the key's
             last dimension. Defaults to `None`.
@@ -32,7 +39,7 @@ class Additive(Score):
 
     Example:
     >>> import numpy as np
-    >>> Additive(8)(np.ones((1, 2, 3)), np.ones((1, 4, 5))).shape
+    >>> tuple(Additive(8)(np.ones((1, 2, 3)), np.ones((1, 4, 5))).shape)
     (1, 2, 4)
 
     Reference:
@@ -122,7 +129,7 @@ class Perceptron(Additive):
 
     Example:
     >>> import numpy as np
-    >>> Perceptron(4)(np.ones((2, 1, 3)), np.ones((2, 5, 3))).shape
+    >>> tuple(Perceptron(4)(np.ones((2, 1, 3)), np.ones((2, 5, 3))).shape)
     (2, 1, 5)
 
     Reference:

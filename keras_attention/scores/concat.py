@@ -30,7 +30,7 @@ class Concat(Score):
 
     Example:
     >>> import numpy as np
-    >>> Concat(units=6)(np.ones((1, 2, 3)), np.ones((1, 4, 5))).shape
+    >>> tuple(Concat(units=6)(np.ones((1, 2, 3)), np.ones((1, 4, 5))).shape)
     (1, 2, 4)
 
     Reference:

@@ -11,7 +11,8 @@ class Cosine(Score):
     """Cosine (content-based) score `s^T h / (||s|| ||h||)`.
 
     Aliases: `"cosine"`, `"content"`. A zero vector has similarity 0 with
-    everything (norms are clipped at `epsilon`), never NaN.
+    everything (norms are clipped at `epsilon`), never NaN, and the gradient
+    at a zero vector is finite too. Norms are computed in float32.
 
     Args:
         epsilon: float. Lower bound on each norm. Defaults to `1e-6`.
@@ -26,7 +27,7 @@ class Cosine(Score):
 
     Example:
     >>> import numpy as np
-    >>> Cosine()(np.ones((1, 1, 2)), np.ones((1, 1, 2)))[0, 0, 0]
+    >>> round(float(Cosine()(np.ones((1, 1, 2)), np.ones((1, 1, 2)))[0, 0, 0]), 6)
     1.0
 
     Reference:
@@ -40,11 +41,20 @@ class Cosine(Score):
         self.epsilon = epsilon
 
     def call(self, query, key):
-        def normalise(x):
-            norm = ops.sqrt(ops.sum(ops.square(x), axis=-1, keepdims=True))
-            return x / ops.maximum(norm, ops.cast(self.epsilon, x.dtype))
+        dtype = query.dtype
+        floor = float(self.epsilon) ** 2
 
-        return ops.matmul(normalise(query), ops.swapaxes(normalise(key), -1, -2))
+        def normalise(x):
+            # x / max(|x|, eps) as x / sqrt(max(|x|^2, eps^2)): the clip comes
+            # before the root, whose gradient at 0 is infinite (0 * inf = NaN
+            # for a zero vector). float32, so that eps^2 and |x|^2 neither
+            # underflow nor overflow under mixed precision.
+            x = ops.cast(x, "float32")
+            squared = ops.sum(ops.square(x), axis=-1, keepdims=True)
+            return x / ops.sqrt(ops.maximum(squared, floor))
+
+        scores = ops.matmul(normalise(query), ops.swapaxes(normalise(key), -1, -2))
+        return ops.cast(scores, dtype)
 
     def get_config(self):
         config = super().get_config()

@@ -8,9 +8,15 @@ from keras_attention.scores.base import PACKAGE, Score
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class Dot(Score):
-    """Dot-product score `s^T h`.
+    """Dot-product score `s^T h`, optionally times a learned scalar.
+
+    With `use_scale=True` the scores are multiplied by a trainable scalar
+    `scale` (initialised to 1), which is `keras.layers.Attention(
+    use_scale=True)`'s score, with a variable of the same name and shape.
 
     Args:
+        use_scale: bool. Multiply the scores by a learned scalar `scale`.
+            Defaults to `False`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -22,8 +28,12 @@ class Dot(Score):
 
     Example:
     >>> import numpy as np
-    >>> Dot()(np.ones((1, 2, 3)), np.ones((1, 4, 3))).shape
+    >>> tuple(Dot()(np.ones((1, 2, 3)), np.ones((1, 4, 3))).shape)
     (1, 2, 4)
+    >>> layer = Dot(use_scale=True)
+    >>> _ = layer(np.ones((1, 2, 3)), np.ones((1, 4, 3)))
+    >>> [(w.name, tuple(w.shape)) for w in layer.weights]
+    [('scale', ())]
 
     Reference:
         Luong et al., 2015, "Effective Approaches to Attention-based Neural
@@ -32,5 +42,27 @@ class Dot(Score):
 
     requires_equal_dims = True
 
+    def __init__(self, use_scale=False, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(use_scale, bool):
+            raise ValueError(
+                f"`use_scale` must be a bool. Received: use_scale={use_scale!r}"
+            )
+        self.use_scale = use_scale
+
+    def build(self, query_shape, key_shape):
+        super().build(query_shape, key_shape)
+        self.scale = None
+        if self.use_scale:
+            self.scale = self.add_weight(name="scale", shape=(), initializer="ones")
+
     def call(self, query, key):
-        return ops.matmul(query, ops.swapaxes(key, -1, -2))
+        scores = ops.matmul(query, ops.swapaxes(key, -1, -2))
+        if self.scale is not None:
+            scores = ops.multiply(scores, ops.cast(self.scale, scores.dtype))
+        return scores
+
+    def get_config(self):
+        config = super().get_config()
+        config["use_scale"] = self.use_scale
+        return config

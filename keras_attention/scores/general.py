@@ -27,7 +27,7 @@ class General(Score):
 
     Example:
     >>> import numpy as np
-    >>> General()(np.ones((1, 2, 3)), np.ones((1, 4, 5))).shape
+    >>> tuple(General()(np.ones((1, 2, 3)), np.ones((1, 4, 5))).shape)
     (1, 2, 4)
 
     Reference:

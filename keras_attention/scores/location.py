@@ -30,7 +30,7 @@ class Location(Score):
 
     Example:
     >>> import numpy as np
-    >>> Location(10)(np.ones((1, 2, 3)), np.ones((1, 4, 5))).shape
+    >>> tuple(Location(10)(np.ones((1, 2, 3)), np.ones((1, 4, 5))).shape)
     (1, 2, 4)
 
     Reference:

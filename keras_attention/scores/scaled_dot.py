@@ -27,7 +27,7 @@ class ScaledDot(Score):
 
     Example:
     >>> import numpy as np
-    >>> ScaledDot()(np.ones((1, 2, 4)), np.ones((1, 3, 4)))[0, 0, 0]
+    >>> float(ScaledDot()(np.ones((1, 2, 4)), np.ones((1, 3, 4)))[0, 0, 0])
     2.0
 
     Reference:

@@ -210,6 +210,31 @@ def test_dropout_only_while_training():
     np.testing.assert_allclose(dropped[kept], 2 * inference[kept], rtol=1e-5)
 
 
+SCORE_CLASSES = {cls.__name__: name for name, cls in sorted(scores.ALIASES.items())}
+
+
+@pytest.mark.parametrize("name", sorted(SCORE_CLASSES.values()))
+def test_stacked_layers_fed_empty_rows_train_without_nan(name):
+    # Padded queries and a sample whose memory is all padding give zero
+    # rows, which the second layer scores (a zero vector for the cosine).
+    tokens = keras.Input((5,), dtype="int32")
+    memory_tokens = keras.Input((4,), dtype="int32")
+    embedding = keras.layers.Embedding(10, 4, mask_zero=True)
+    hidden = Attention(score=name)(embedding(tokens), embedding(memory_tokens))
+    hidden = Attention(score=name)(hidden, hidden)
+    outputs = keras.layers.GlobalAveragePooling1D()(hidden)
+    model = keras.Model([tokens, memory_tokens], outputs)
+    model.compile(optimizer="sgd", loss="mse")
+    token_ids = np.array([[1, 2, 0, 0, 0], [3, 4, 5, 6, 7], [8, 0, 0, 0, 0]] * 2)
+    memory_ids = np.array([[1, 2, 3, 0], [0, 0, 0, 0], [4, 5, 6, 7]] * 2)
+    history = model.fit(
+        [token_ids, memory_ids], normal(6, 4), epochs=2, batch_size=3, verbose=0
+    )
+    assert np.all(np.isfinite(history.history["loss"]))
+    for weight in model.get_weights():
+        assert np.all(np.isfinite(weight))
+
+
 # --- Hard (stochastic) attention -----------------------------------------
 
 
