@@ -8,6 +8,7 @@ inputs; and it saves to / loads from preset directories
 """
 
 import os
+import warnings
 
 import keras
 import tensorflow as tf
@@ -80,8 +81,11 @@ class Task(keras.Model):
             The model (so calls can be chained).
 
         Example:
+        >>> import zoo
         >>> model = zoo.Seq2Seq.from_preset("seq2seq_bahdanau_bible_en_es")
-        >>> model = model.use_static_shapes()  # doctest: +SKIP
+        >>> model = model.use_static_shapes()
+        >>> model.static_shapes, model.preprocessor.trim_padding
+        (True, False)
         """
         self.static_shapes = bool(enabled)
         if hasattr(self.preprocessor, "trim_padding"):
@@ -270,23 +274,76 @@ class Task(keras.Model):
     def from_preset(cls, preset, load_weights=True, **overrides):
         """Loads a shipped preset by name, or a preset directory.
 
+        The preset is verified and loaded safely (`keras_attention.presets`),
+        then checked for consistency: its vocabularies must match the
+        model's vocabulary sizes and `end_token_id`, and its sequence
+        lengths must lie in `[2, MAX_SEQUENCE_LENGTH]`.
+
         Args:
-            preset: str. A name from `zoo.list_presets()` or a directory.
+            preset: str or path-like. A name from `zoo.list_presets()`, or a
+                directory (see `resolve_preset`).
             load_weights: bool. Defaults to `True`.
             **overrides: config entries to change (e.g. `dropout=0.0`).
 
         Returns:
             The model, with its preprocessor and `model.preset_metadata`.
+
+        Raises:
+            ValueError: an unknown name, or a `PresetError` naming what is
+                wrong with the directory.
         """
         directory = resolve_preset(preset)
         model, _, meta = presets.load_preset(
             directory,
             expected_class=None if cls is Task else cls,
             load_weights=load_weights,
+            preprocessor_key="preprocessor",
             **overrides,
         )
+        _check_consistent(model, directory)
         model.preset_metadata = meta
         return model
+
+
+# The longest sequence length a preset may ask for (an edited 10**12 would
+# only fail when `translate` allocates it).
+MAX_SEQUENCE_LENGTH = 8192
+
+
+def _check_consistent(model, directory):
+    """Refuses a loaded preset whose preprocessor and model disagree."""
+    pre = getattr(model, "preprocessor", None)
+    if pre is None:
+        return
+    for key, value in pre.get_config().items():
+        if key.endswith("sequence_length") and isinstance(value, int):
+            if not 2 <= value <= MAX_SEQUENCE_LENGTH:
+                raise presets.PresetError(
+                    f"Preset {directory}: its preprocessor's {key}={value} is "
+                    f"outside [2, {MAX_SEQUENCE_LENGTH}]."
+                )
+    config = model.get_config()
+    for attribute in ("tokenizer", "source_tokenizer", "target_tokenizer"):
+        tokenizer = getattr(pre, attribute, None)
+        if not hasattr(tokenizer, "vocabulary_size"):
+            continue
+        key = attribute.replace("tokenizer", "vocabulary_size")
+        expected = config.get(key) or config.get("vocabulary_size")
+        size = tokenizer.vocabulary_size()
+        if expected is not None and size != expected:
+            raise presets.PresetError(
+                f"Preset {directory}: its {attribute} vocabulary holds {size} "
+                f"tokens, but the model was built for {expected} (the "
+                "vocabulary or the config was edited)."
+            )
+    end = config.get("end_token_id")
+    tokenizer = getattr(pre, "target_tokenizer", getattr(pre, "tokenizer", None))
+    if isinstance(end, int) and hasattr(tokenizer, "token_to_id"):
+        if tokenizer.token_to_id("[END]") != end:
+            raise presets.PresetError(
+                f"Preset {directory}: the model's end_token_id={end} is not "
+                "the id of [END] in its vocabulary."
+            )
 
 
 def _global_average_weights(y, y_pred, sample_weight):
@@ -401,17 +458,51 @@ def list_presets():
     return found
 
 
+def _is_path(preset):
+    """A path-like object, or a str with a separator or a leading `.` or `~`."""
+    if not isinstance(preset, str):
+        return True
+    separators = [s for s in (os.sep, os.altsep) if s]
+    return preset.startswith((".", "~")) or any(s in preset for s in separators)
+
+
 def resolve_preset(preset):
-    """Maps a preset name or directory to its directory, with clear errors."""
-    if os.path.isdir(preset):
-        return preset
+    """Maps a preset name or directory to its directory, with clear errors.
+
+    A path (path-like, or a str that holds a separator or starts with `.`
+    or `~`) is a directory. A bare name is a shipped preset, never a folder
+    of the current directory: a folder named like a shipped preset cannot
+    stand in for it (a warning says which one is loaded); write `./name`
+    to load the folder.
+
+    Args:
+        preset: str or path-like.
+
+    Returns:
+        The directory (str).
+    """
+    if not isinstance(preset, (str, os.PathLike)):
+        raise TypeError(
+            f"`preset` must be a name or a path. Received: preset={preset!r:.80}"
+        )
+    if _is_path(preset):
+        return os.path.expanduser(os.fspath(preset))
     available = list_presets()
+    local = os.path.isdir(preset)
     if preset in available:
+        if local:
+            warnings.warn(
+                f"Loading the shipped preset {preset!r} ({available[preset]}), "
+                f"not the folder {preset!r} of the current directory: pass "
+                f"'./{preset}' to load that folder.",
+                stacklevel=3,
+            )
         return available[preset]
     names = ", ".join(available) or "(none shipped yet)"
+    hint = f" To load the folder {preset!r} here, pass './{preset}'." if local else ""
     raise ValueError(
-        f"Unknown preset {preset!r}: not a directory, and not one of the "
-        f"shipped presets: {names}."
+        f"Unknown preset {preset!r}: not a path, and not one of the "
+        f"shipped presets: {names}.{hint}"
     )
 
 

@@ -123,7 +123,9 @@ def test_directory_contents_and_metadata(tmp_path):
 def test_round_trip_is_exact(tmp_path):
     model, _ = _save(tmp_path)
     x = _inputs()
-    loaded, vocab, meta = presets.load_preset(str(tmp_path), expected_class=Tiny)
+    loaded, vocab, meta = presets.load_preset(
+        str(tmp_path), expected_class=Tiny, preprocessor_key="preprocessor"
+    )
     assert isinstance(loaded, Tiny) and isinstance(vocab, Vocab)
     assert vocab.tokens == ["[PAD]", "hello", "wörld"]  # From the asset.
     assert loaded.preprocessor is vocab
@@ -364,6 +366,7 @@ def test_unlisted_file_is_refused(tmp_path, name):
     ) as info:
         presets.load_preset(str(tmp_path))
     assert str(tmp_path) in str(info.value)
-    # Saving again lists (and so accepts) whatever the directory holds.
-    model, _ = _save(tmp_path)
-    assert name in presets.verify_preset(str(tmp_path))["files"]
+    # Saving again replaces the directory whole: the stray file is gone.
+    _save(tmp_path)
+    assert not (tmp_path / name).exists()
+    assert name not in presets.verify_preset(str(tmp_path))["files"]

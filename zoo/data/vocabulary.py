@@ -88,6 +88,11 @@ def tokenizer(vocabulary, lowercase=True, sequence_length=None, **kwargs):
     import keras_hub
 
     if not isinstance(vocabulary, (list, tuple)):
+        if not isinstance(vocabulary, (str, os.PathLike)):
+            raise TypeError(
+                "`vocabulary` must be a list of tokens or the path of a file. "
+                f"Received: vocabulary={vocabulary!r:.80}"
+            )
         vocabulary = load_vocabulary(vocabulary)
     kwargs.setdefault("strip_accents", False)
     kwargs.setdefault("oov_token", "[UNK]")
@@ -120,12 +125,29 @@ def save_vocabulary(tokens, path):
 def load_vocabulary(path):
     """Reads a vocabulary written by `save_vocabulary` (one token per line).
 
+    Refused while Keras deserializes in safe mode (as keras-hub's tokenizers
+    do): a config, e.g. a preset's, may not name a file to read; presets
+    keep their vocabularies in their assets.
+
     Args:
         path: str or path-like.
 
     Returns:
         A list of str, in file order.
+
+    Raises:
+        ValueError: in Keras safe mode.
     """
+    from keras.src.saving import serialization_lib
+
+    if serialization_lib.in_safe_mode():
+        raise ValueError(
+            "Refusing to read a vocabulary file named in a config while Keras "
+            "deserializes in safe mode: it could be any file (presets keep "
+            "their vocabularies in their assets). If you trust the config, "
+            "load it with `safe_mode=False`. Received: "
+            f"vocabulary={os.fspath(path)!r}"
+        )
     with open(path, encoding="utf-8", newline="") as f:
         return [line.rstrip("\r\n") for line in f if line.rstrip("\r\n")]
 
@@ -146,18 +168,43 @@ def save_tokenizer_assets(dir_path, tokenizers):
         tokenizer.save_assets(path)
 
 
-def load_tokenizer_assets(dir_path, tokenizers):
-    """Loads the vocabularies `save_tokenizer_assets` wrote.
+def load_tokenizer_assets(
+    dir_path, tokenizers, reserved_tokens=DEFAULT_RESERVED_TOKENS
+):
+    """Loads the vocabularies `save_tokenizer_assets` wrote, and checks them.
 
     Args:
         dir_path: str. The assets folder.
         tokenizers: sequence of keras-hub tokenizers, named as when saved.
+        reserved_tokens: sequence of str. Tokens every vocabulary must hold
+            (the models pad, start and stop with them). Defaults to
+            `("[PAD]", "[UNK]", "[START]", "[END]")`.
 
     Raises:
-        ValueError: a tokenizer's folder is missing.
+        ValueError: a tokenizer's name is not a plain folder name, its folder
+            is missing, its vocabulary cannot be read (e.g. not UTF-8), holds
+            a token twice or lacks a reserved token.
     """
     for tokenizer in tokenizers:
-        path = os.path.join(dir_path, tokenizer.name)
+        name = tokenizer.name
+        if name in ("", ".", "..") or any(s and s in name for s in (os.sep, os.altsep)):
+            raise ValueError(
+                "A tokenizer's name must be a plain folder name. "
+                f"Received: name={name!r}"
+            )
+        path = os.path.join(dir_path, name)
         if not os.path.isdir(path):
-            raise ValueError(f"Missing vocabulary folder {path} for {tokenizer.name}")
-        tokenizer.load_assets(path)
+            raise ValueError(f"Missing vocabulary folder {path} for {name}")
+        try:
+            tokenizer.load_assets(path)
+        except (OSError, UnicodeError, ValueError) as e:
+            raise ValueError(f"Cannot read the vocabulary in {path}: {e}") from e
+        tokens = list(tokenizer.get_vocabulary())
+        missing = [t for t in reserved_tokens if t not in tokens]
+        if missing:
+            raise ValueError(
+                f"The vocabulary in {path} lacks the reserved tokens "
+                f"{', '.join(missing)}."
+            )
+        if len(set(tokens)) != len(tokens):
+            raise ValueError(f"The vocabulary in {path} holds a token twice.")

@@ -1,0 +1,244 @@
+"""Zoo presets: tampered configs read no outside file, inconsistent ones fail
+at load, names mean shipped presets, and the shipped presets still load.
+
+Each case edits a copy of a tiny saved preset and re-signs the edit in
+`metadata.json` (an attacker can), so only the load-time checks stand.
+"""
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+
+import keras
+import numpy as np
+import pytest
+from keras.src.backend.common import global_state
+
+import zoo
+from keras_attention import presets
+from keras_attention.presets import PresetError
+from zoo import cli
+from zoo.task import MAX_SEQUENCE_LENGTH, Task, list_presets
+
+pytestmark = pytest.mark.tensorflow_only
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.util.spec_from_file_location(
+    "tiny_models", os.path.join(HERE, "tiny_models.py")
+)
+tiny_models = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tiny_models)
+
+SHIPPED = "ram_fashion_mnist_translated"  # The smallest shipped preset.
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """Tiny Seq2Seq and ShowAttendTell presets, saved once."""
+    root = tmp_path_factory.mktemp("saved")
+    tiny_models.seq2seq().save_to_preset(str(root / "seq2seq"))
+    tiny_models.show_attend_tell().save_to_preset(str(root / "captioner"))
+    return root
+
+
+@pytest.fixture
+def copy(saved, tmp_path):
+    def make(name="seq2seq"):
+        return shutil.copytree(saved / name, tmp_path / name)
+
+    return make
+
+
+def _sign(directory, name):
+    meta_path = directory / presets.METADATA_FILE
+    meta = json.loads(meta_path.read_text())
+    meta["files"][name] = hashlib.sha256((directory / name).read_bytes()).hexdigest()
+    meta_path.write_text(json.dumps(meta))
+
+
+def _edit_json(directory, name, change):
+    path = directory / name
+    config = json.loads(path.read_text())
+    change(config)
+    path.write_text(json.dumps(config))
+    _sign(directory, name)
+
+
+def _set_preprocessor(key, value):
+    return lambda d: _edit_json(
+        d, "preprocessor.json", lambda c: c["config"].__setitem__(key, value)
+    )
+
+
+def _tokenizer_with_vocabulary(path):
+    def change(config):
+        config["config"]["source_tokenizer"]["config"]["vocabulary"] = path
+
+    return lambda d: _edit_json(d, "preprocessor.json", change)
+
+
+def _cut_vocabulary(keep, drop=()):
+    def tamper(d):
+        name = "assets/target_tokenizer/vocabulary.txt"
+        lines = (d / name).read_text(encoding="utf-8").splitlines()
+        lines = [t for t in lines if t not in drop][:keep]
+        (d / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        _sign(d, name)
+
+    return tamper
+
+
+@pytest.fixture(params=[False, True], ids=["safe-default", "unsafe-enabled"])
+def unsafe(request):
+    """Runs a test as is, and after `keras.config.enable_unsafe_deserialization()`."""
+    before = global_state.get_global_attribute("safe_mode_saving")
+    if request.param:
+        keras.config.enable_unsafe_deserialization()
+    yield
+    global_state.set_global_attribute("safe_mode_saving", before)
+
+
+# Item 1: a vocabulary named by path in a config is never read.
+VOCABULARY_PATHS = {
+    "dev-zero": (_set_preprocessor("source_tokenizer", "/dev/zero"), "Refusing"),
+    "dev-stdin": (_set_preprocessor("source_tokenizer", "/dev/stdin"), "Refusing"),
+    "etc-passwd": (_set_preprocessor("target_tokenizer", "/etc/passwd"), "Refusing"),
+    "file-descriptor-0": (
+        _set_preprocessor("source_tokenizer", 0),
+        "must be a list of tokens or the path",
+    ),
+    "keras-hub-vocabulary-path": (
+        _tokenizer_with_vocabulary("/etc/passwd"),
+        "vocabulary file outside of the model archive",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VOCABULARY_PATHS))
+def test_vocabulary_path_in_config_is_not_read(copy, unsafe, case):
+    tamper, pattern = VOCABULARY_PATHS[case]
+    directory = copy()
+    tamper(directory)
+    with pytest.raises(PresetError, match=f"(?s)preprocessor.json: .*{pattern}"):
+        zoo.from_preset(str(directory))
+
+
+# Item 2: backbone weights named in a config are never opened or downloaded.
+@pytest.mark.parametrize("weights", ["imagenet", "/tmp/backbone_notop.h5"])
+def test_backbone_weights_in_config_are_refused(copy, monkeypatch, weights):
+    from keras.src.utils import file_utils
+
+    def no_download(*args, **kwargs):
+        raise AssertionError("from_preset tried a download")
+
+    monkeypatch.setattr(file_utils, "get_file", no_download)
+    directory = copy("captioner")
+    for backbone in ("small", "MobileNetV2"):
+        _edit_json(
+            directory,
+            "config.json",
+            lambda c, b=backbone: c["config"].update(
+                backbone=b, backbone_weights=weights
+            ),
+        )
+        with pytest.raises(PresetError, match="may not name backbone weights"):
+            zoo.from_preset(str(directory))
+
+
+# Item 6: a preset whose parts disagree fails at load, not at translate.
+INCONSISTENT = {
+    "no-end-token": (_cut_vocabulary(None, drop=("[END]",)), "lacks .* \\[END\\]"),
+    "vocabulary-cut": (_cut_vocabulary(-10), r"holds \d+ tokens, but .* for \d+"),
+    "huge-sequence-length": (
+        _set_preprocessor("source_sequence_length", 10**12),
+        f"source_sequence_length=1000000000000 is outside \\[2, {MAX_SEQUENCE_LENGTH}",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INCONSISTENT))
+def test_inconsistent_preset_fails_at_load(copy, case):
+    tamper, pattern = INCONSISTENT[case]
+    directory = copy()
+    tamper(directory)
+    with pytest.raises(PresetError, match=pattern):
+        zoo.from_preset(str(directory))
+
+
+def test_end_token_id_must_match_the_vocabulary(copy):
+    directory = copy("captioner")
+    _edit_json(directory, "config.json", lambda c: c["config"].update(end_token_id=5))
+    with pytest.raises(PresetError, match="end_token_id=5 is not the id of"):
+        zoo.from_preset(str(directory))
+
+
+def test_nan_weights_fail_at_load(tmp_path):
+    model = tiny_models.seq2seq()
+    variable = model.weights[0]
+    variable.assign(np.full(variable.shape, np.nan, "float32"))
+    model.save_to_preset(str(tmp_path / "nan"))
+    with pytest.raises(PresetError, match="NaN or infinite values"):
+        zoo.from_preset(str(tmp_path / "nan"))
+
+
+# Item 7: a name is a shipped preset; a path is a path.
+def test_local_folder_cannot_stand_in_for_a_shipped_preset(copy, tmp_path, monkeypatch):
+    shutil.copytree(copy(), tmp_path / "work" / SHIPPED)
+    shutil.copytree(copy("captioner"), tmp_path / "work" / "mine")
+    monkeypatch.chdir(tmp_path / "work")
+    with pytest.warns(UserWarning, match=f"Loading the shipped preset '{SHIPPED}'"):
+        model = zoo.from_preset(SHIPPED)
+    assert type(model).__name__ == "RecurrentAttentionModel"
+    with pytest.warns(UserWarning, match="not the folder"):
+        assert type(cli._load(SHIPPED)).__name__ == "RecurrentAttentionModel"
+    assert type(zoo.from_preset(f"./{SHIPPED}")).__name__ == "Seq2Seq"
+    with pytest.raises(
+        ValueError, match="To load the folder 'mine' here, pass './mine'"
+    ):
+        zoo.from_preset("mine")
+    assert type(zoo.from_preset("./mine")).__name__ == "ShowAttendTell"
+    assert type(zoo.from_preset(tmp_path / "work" / "mine")).__name__ == (
+        "ShowAttendTell"
+    )
+
+
+# Item 5: malformed files end the CLI with one line and exit status 2.
+CLI_CASES = {
+    "metadata-list": lambda d: (d / "metadata.json").write_text("[1, 2]"),
+    "metadata-null": lambda d: (d / "metadata.json").write_text("null"),
+    "config-not-utf8": lambda d: (
+        (d / "config.json").write_bytes(b'{"class_name": "\xff"}'),
+        _sign(d, "config.json"),
+    ),
+    "config-list": lambda d: (
+        (d / "config.json").write_text("[]"),
+        _sign(d, "config.json"),
+    ),
+    "preprocessor-config-list": lambda d: _edit_json(
+        d, "preprocessor.json", lambda c: c.__setitem__("config", [1])
+    ),
+    "preprocessor-vocabulary-path": _set_preprocessor("source_tokenizer", "/dev/zero"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CLI_CASES))
+def test_cli_reports_a_malformed_preset_in_one_line(copy, capsys, case):
+    directory = copy()
+    CLI_CASES[case](directory)
+    assert cli.main(["translate", str(directory), "Jesus wept."]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err, err
+    assert "Traceback" not in err
+
+
+def test_shipped_presets_load_unchanged():
+    shipped = list_presets()
+    assert len(shipped) == 4
+    for name, directory in shipped.items():
+        before = presets.verify_preset(directory)
+        model = Task.from_preset(name)
+        assert type(model).__name__ == before["class_name"]
+        assert presets.verify_preset(directory) == before
+        assert not [n for n in os.listdir(os.path.dirname(directory)) if "." in n[:1]]
