@@ -14,6 +14,7 @@ Commands:
 import argparse
 import os
 import sys
+import tempfile
 
 MODELS = {
     "seq2seq": "zoo.seq2seq.train",
@@ -66,7 +67,11 @@ def _train(args, rest):
             file=sys.stderr,
         )
         return 2
-    importlib.import_module(MODELS[args.model]).main(rest)
+    try:
+        importlib.import_module(MODELS[args.model]).main(rest)
+    except (ValueError, TypeError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -88,11 +93,7 @@ def _translate(args):
             args.text, beam_width=args.beam, return_attention=True
         )
         for i, (out, alignment) in enumerate(zip(outputs, alignments)):
-            path = (
-                args.plot
-                if len(outputs) == 1
-                else args.plot.replace(".png", f"_{i}.png")
-            )
+            path = _numbered(args.plot, i, len(outputs))
             plot_attention(
                 alignment["weights"],
                 path,
@@ -109,26 +110,73 @@ def _translate(args):
 
 
 def _read_image(path, channels, size=None):
-    """A PNG/JPEG file as a uint8 array `(H, W, channels)`, resized to `size`."""
-    import keras
+    """A PNG/JPEG file as a uint8 array `(H, W, channels)`, resized to `size`.
+
+    16-bit images are scaled to 8 bits (not wrapped modulo 256); a file that
+    is not a readable, non-empty image raises a `ValueError` naming it.
+    """
     import numpy as np
+    from PIL import Image, UnidentifiedImageError
 
     if not os.path.isfile(path):
         raise FileNotFoundError(f"No image file {path!r}")
-    image = keras.utils.load_img(
-        path,
-        color_mode="grayscale" if channels == 1 else "rgb",
-        target_size=size,
-    )
-    return np.asarray(keras.utils.img_to_array(image), dtype="uint8")
+    try:
+        with Image.open(path) as image:
+            image.load()
+            if image.width == 0 or image.height == 0:
+                raise ValueError(f"{path!r} is an empty (0x0) image")
+            if image.mode in ("I", "I;16", "I;16B", "I;16L", "F"):
+                wide = np.asarray(image, dtype="float64")
+                # 16-bit PNGs arrive as mode I (32-bit ints) holding 0-65535.
+                scale = 255.0 / 65535.0 if image.mode != "F" else 255.0
+                image = Image.fromarray(
+                    np.clip(np.rint(wide * scale), 0, 255).astype("uint8")
+                )
+            image = image.convert("L" if channels == 1 else "RGB")
+            if size is not None and image.size != (size[1], size[0]):
+                image = image.resize((size[1], size[0]), Image.NEAREST)
+            array = np.asarray(image, dtype="uint8")
+    except (UnidentifiedImageError, OSError, SyntaxError) as e:
+        raise ValueError(f"{path!r} is not a readable image ({e})") from e
+    return array.reshape(array.shape[0], array.shape[1], channels)
 
 
 def _numbered(path, index, count):
     """`out.png` for one output, `out_0.png`, `out_1.png`, ... for several."""
-    if count == 1:
-        return path
     root, ext = os.path.splitext(path)
-    return f"{root}_{index}{ext or '.png'}"
+    ext = ext or ".png"
+    if count == 1:
+        return root + ext
+    return f"{root}_{index}{ext}"
+
+
+def _check_plot_path(path):
+    """Refuses a `--plot` path that cannot be written, before any work."""
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"--plot: folder {folder!r} does not exist")
+    if os.path.isdir(path):
+        raise ValueError(f"--plot: {path!r} is a folder, not a file name")
+    try:  # os.access says yes to root, even on a read-only file system
+        with tempfile.NamedTemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        raise ValueError(f"--plot: folder {folder!r} is not writable ({e})") from e
+
+
+def _positive_int(text):
+    """argparse type: an int >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an int >= 1, got {text!r}"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {value}")
+    return value
 
 
 def _caption(args):
@@ -261,17 +309,19 @@ def build_parser():
     evaluate.add_argument(
         "--data-path", help="Fashion-MNIST IDX directory (default: the Debian one)"
     )
-    evaluate.add_argument("--beam", type=int, default=4)
-    evaluate.add_argument("--limit", type=int, default=None)
+    evaluate.add_argument("--beam", type=_positive_int, default=4)
+    evaluate.add_argument(
+        "--limit", type=_positive_int, default=None, help="first N samples only"
+    )
     translate = sub.add_parser("translate", help="translate text with a preset")
     translate.add_argument("preset")
     translate.add_argument("text", nargs="+")
-    translate.add_argument("--beam", type=int, default=4)
+    translate.add_argument("--beam", type=_positive_int, default=4)
     translate.add_argument("--plot", help="save the alignment heatmap(s) to this PNG")
     caption = sub.add_parser("caption", help="caption images with a preset")
     caption.add_argument("preset")
     caption.add_argument("image", nargs="+", help="PNG/JPEG files")
-    caption.add_argument("--beam", type=int, default=3)
+    caption.add_argument("--beam", type=_positive_int, default=3)
     caption.add_argument("--plot", help="save per-word attention overlays to this PNG")
     classify = sub.add_parser("classify", help="classify images with a RAM preset")
     classify.add_argument("preset")
@@ -289,6 +339,7 @@ def main(argv=None):
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
+        _check_plot_path(getattr(args, "plot", None))
         return {
             "presets": _presets,
             "translate": _translate,

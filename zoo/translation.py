@@ -33,7 +33,21 @@ def add_data_arguments(parser):
 
 
 def load_splits(args):
-    """Returns lists of (source, target) pairs for train/validation/test."""
+    """Returns lists of (source, target) pairs for train/validation/test.
+
+    Raises:
+        ValueError: no training pair could be read (an empty TSV, say).
+    """
+    train, validation, test = _read_splits(args)
+    if not train:
+        raise ValueError(
+            f"--data {args.data}: no training pairs were read (an empty file, or "
+            "no line with a tab between source and target)"
+        )
+    return train, validation, test
+
+
+def _read_splits(args):
     if args.data == "bible":
 
         def pairs(split):

@@ -678,6 +678,10 @@ class RecurrentAttentionModel(Task):
             if rank == 2 or (rank == 3 and spec.shape[-1] in (1, 3)):
                 dataset = self._batch(dataset, batch_size, drop_remainder)
         else:
+            if len(x) == 0:
+                raise ValueError(
+                    f"No images: `x` is empty. Received: x.shape={np.shape(x)}"
+                )
             data = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
             dataset = self._batch(sliced(data, shuffle), batch_size, drop_remainder)
 

@@ -5,8 +5,8 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from keras_attention.decoding import BeamSearch, GreedySearch
 from keras_attention.layers import AttentionDecoder, AttentionDecoderCell
+from zoo.generation import as_texts, decoding_options, make_search
 from zoo.seq2seq.preprocessor import TranslationPreprocessor
 from zoo.task import Task
 
@@ -34,7 +34,8 @@ class Maxout(keras.layers.Layer):
         Tensor `(..., units)`.
 
     Example:
-    >>> Maxout(4)(np.ones((2, 3))).shape
+    >>> import numpy as np
+    >>> tuple(Maxout(4)(np.ones((2, 3))).shape)
     (2, 4)
 
     Reference:
@@ -106,6 +107,7 @@ class Seq2Seq(Task):
     Example:
     >>> model = Seq2Seq.from_preset("seq2seq_bahdanau_bible_en_es")
     >>> model.translate(["Jesus wept."])
+    ['Y Jesús lloró.']
 
     Reference:
         Bahdanau et al., 2014, "Neural Machine Translation by Jointly
@@ -298,11 +300,6 @@ class Seq2Seq(Task):
         logits = self.projection(readout)
         return logits, self.decoder_cell.attention_weights(cache), cache
 
-    def _search(self, beam_width, **kwargs):
-        if beam_width is None or beam_width <= 1:
-            return GreedySearch()
-        return BeamSearch(beam_width=beam_width, **kwargs)
-
     def translate(
         self,
         texts,
@@ -333,10 +330,11 @@ class Seq2Seq(Task):
         """
         if self.preprocessor is None:
             raise ValueError("translate() needs a preprocessor to read text.")
-        single = isinstance(texts, str)
-        texts = [texts] if single else list(texts)
-        max_length = max_length or self.preprocessor.target_sequence_length
-        search = self._search(
+        texts, single = as_texts(texts)
+        beam_width, max_length, batch_size = decoding_options(
+            beam_width, max_length, batch_size, self.preprocessor.target_sequence_length
+        )
+        search = make_search(
             beam_width, length_penalty=length_penalty, coverage_penalty=coverage_penalty
         )
         outputs, alignments = [], []

@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from keras_attention.decoding import BeamSearch, GreedySearch
+from zoo.generation import decoding_options, make_search
 from zoo.show_attend_tell import encoder as encoders
 from zoo.show_attend_tell.decoder import ShowAttendTellCell, ShowAttendTellDecoder
 from zoo.show_attend_tell.losses import (
@@ -15,6 +15,48 @@ from zoo.show_attend_tell.losses import (
 )
 from zoo.show_attend_tell.preprocessor import CaptionPreprocessor
 from zoo.task import Task, global_batch_mean, sliced
+
+
+def checked_images(images, name="images"):
+    """Images as a NumPy array of uint8 (0-255) or float32 (0-1) values.
+
+    Any integer dtype holding 0-255 becomes uint8, any float dtype holding
+    0-1 becomes float32; other values (a float image of 0-255, a 16-bit
+    range, NaN or infinity) are refused rather than captioned as garbage.
+
+    Example:
+    >>> checked_images(np.zeros((1, 4, 4), "int64")).dtype
+    dtype('uint8')
+    >>> checked_images(np.full((1, 4, 4), 255.0))
+    Traceback (most recent call last):
+    ...
+    ValueError: Float `images` must hold values in [0, 1] (uint8 for 0-255). Received: values in [255.0, 255.0]
+    """
+    images = np.asarray(images)
+    if images.size == 0:
+        raise ValueError(f"`{name}` is empty. Received: shape={images.shape}")
+    if images.dtype.kind in "ui":
+        low, high = int(images.min()), int(images.max())
+        if low < 0 or high > 255:
+            raise ValueError(
+                f"Integer `{name}` must hold values in [0, 255]. "
+                f"Received: values in [{low}, {high}]"
+            )
+        return images.astype("uint8", copy=False)
+    if images.dtype.kind != "f":
+        raise TypeError(
+            f"`{name}` must be an integer or float array. "
+            f"Received: dtype={images.dtype}"
+        )
+    if not np.all(np.isfinite(images)):
+        raise ValueError(f"`{name}` holds NaN or infinite values.")
+    low, high = float(images.min()), float(images.max())
+    if low < 0.0 or high > 1.0:
+        raise ValueError(
+            f"Float `{name}` must hold values in [0, 1] (uint8 for 0-255). "
+            f"Received: values in [{low}, {high}]"
+        )
+    return images.astype("float32", copy=False)
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -83,9 +125,13 @@ class ShowAttendTell(Task):
         **kwargs: `keras.Model` arguments (e.g. `name`).
 
     Example:
+    >>> from zoo.data import scenes
+    >>> test = scenes.load("test", num_scenes=3, sample=True)
+    >>> test["captions"][1:]
+    ['a coat', 'a sneaker to the left of a sandal']
     >>> model = ShowAttendTell.from_preset("show_attend_tell_fashion_scenes")
-    >>> model.caption(scenes["images"][:2], beam_width=3)
-    ['a bag to the left of a sneaker', 'a dress above a shirt and a coat']
+    >>> model.caption(test["images"][1:], beam_width=3)
+    ['a coat', 'a sneaker to the left of a sandal']
 
     Reference:
         Xu et al., 2015, "Show, Attend and Tell: Neural Image Caption
@@ -357,11 +403,6 @@ class ShowAttendTell(Task):
         logits = self.projection(readout)
         return logits, self.decoder_cell.attention_weights(cache), cache
 
-    def _search(self, beam_width, length_penalty):
-        if beam_width is None or beam_width <= 1:
-            return GreedySearch()
-        return BeamSearch(beam_width=beam_width, length_penalty=length_penalty)
-
     def _prepare(self, images):
         if self.preprocessor is not None:
             return self.preprocessor(images)["images"]
@@ -375,11 +416,14 @@ class ShowAttendTell(Task):
     def generate(self, images, beam_width=3, max_length=None, length_penalty=0.0):
         """Token ids `(B, max_length + 1)` (starting with `[START]`)."""
         pre = self._require_preprocessor()
-        max_length = max_length or pre.sequence_length
+        beam_width, max_length, _ = decoding_options(
+            beam_width, max_length, 1, pre.sequence_length
+        )
+        images = checked_images(images)
         cache = self.decoder_cell.initial_state(self.encode(self._prepare(images)))
         prompt = np.full((len(images), max_length + 1), pre.pad_id, "int32")
         prompt[:, 0] = pre.start_id
-        tokens = self._search(beam_width, length_penalty)(
+        tokens = make_search(beam_width, length_penalty=length_penalty)(
             self.next,
             ops.convert_to_tensor(prompt),
             cache=cache,
@@ -424,7 +468,10 @@ class ShowAttendTell(Task):
             dicts when asked.
         """
         pre = self._require_preprocessor()
-        images = np.asarray(images)
+        beam_width, max_length, batch_size = decoding_options(
+            beam_width, max_length, batch_size, pre.sequence_length
+        )
+        images = checked_images(images)
         single = images.ndim == 2 or (
             images.ndim == 3 and tuple(images.shape) == self.image_shape
         )
@@ -506,6 +553,20 @@ class ShowAttendTell(Task):
             if self.preprocessor is None
             else keras.saving.serialize_keras_object(self.preprocessor),
         }
+
+    @classmethod
+    def from_config(cls, config):
+        # `get_config` saves `backbone_weights=None` (a preset holds every
+        # weight): a config naming a file or "imagenet" would read any .h5
+        # or download, so it is refused.
+        weights = config.get("backbone_weights")
+        if weights is not None:
+            raise ValueError(
+                "A ShowAttendTell config may not name backbone weights (a "
+                "preset stores all weights). Received: "
+                f"backbone_weights={weights!r:.80}"
+            )
+        return super().from_config(config)
 
 
 def _holds_strings(captions):

@@ -8,12 +8,12 @@ import tensorflow as tf
 from keras import ops
 from keras.src.backend import set_keras_mask
 
-from keras_attention.decoding import BeamSearch, GreedySearch
 from keras_attention.layers import (
     SinusoidalPositionEncoding,
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
+from zoo.generation import as_texts, decoding_options, make_search
 from zoo.seq2seq.preprocessor import TranslationPreprocessor
 from zoo.task import Task
 from zoo.transformer import configs
@@ -359,11 +359,6 @@ class Transformer(Task):
 
     # === Translation ===
 
-    def _search(self, beam_width, length_penalty):
-        if beam_width is None or beam_width <= 1:
-            return GreedySearch()
-        return BeamSearch(beam_width=beam_width, length_penalty=length_penalty)
-
     def generate(self, encoder_token_ids, search, max_length):
         """Decodes source ids with a search; returns `(batch, max_length + 1)`.
 
@@ -427,10 +422,11 @@ class Transformer(Task):
         """
         if self.preprocessor is None:
             raise ValueError("translate() needs a preprocessor to read text.")
-        single = isinstance(texts, str)
-        texts = [texts] if single else list(texts)
-        max_length = max_length or self.preprocessor.target_sequence_length
-        search = self._search(beam_width, length_penalty)
+        texts, single = as_texts(texts)
+        beam_width, max_length, batch_size = decoding_options(
+            beam_width, max_length, batch_size, self.preprocessor.target_sequence_length
+        )
+        search = make_search(beam_width, length_penalty=length_penalty)
         ids = [
             row[row != PAD_ID]
             for row in ops.convert_to_numpy(

@@ -1,0 +1,113 @@
+"""`python -m zoo`: every bad input ends in one line and exit status 2.
+
+Nothing is done before a bad argument is found (an unwritable `--plot` is
+refused before the model runs), and nothing is silently wrong (a 16-bit
+image is scaled, not wrapped modulo 256; several plots never share a file).
+"""
+
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from zoo import cli
+from zoo.data import fashion_mnist
+
+pytestmark = pytest.mark.tensorflow_only
+
+RAM = "ram_fashion_mnist_translated"
+SEQ2SEQ = "seq2seq_bahdanau_bible_en_es"
+CAPTIONER = "show_attend_tell_fashion_scenes"
+
+
+@pytest.fixture(scope="module")
+def item():
+    """One held-out Fashion-MNIST item on a 60x60 canvas, uint8."""
+    images, _ = fashion_mnist.load_arrays("test", fashion_mnist.sample_path())
+    canvas, _ = fashion_mnist.translate(images[:1], canvas_size=60, seed=3)
+    return canvas[0]
+
+
+def _bad_files(folder, item):
+    text = folder / "notes.png"
+    text.write_text("not an image")
+    empty = folder / "empty.png"
+    empty.write_bytes(b"")
+    good = folder / "good.png"
+    Image.fromarray(item).save(good)
+    truncated = folder / "truncated.png"
+    truncated.write_bytes(good.read_bytes()[:60])
+    return {"text": text, "empty": empty, "truncated": truncated}
+
+
+@pytest.mark.parametrize("command, preset", [("classify", RAM), ("caption", CAPTIONER)])
+@pytest.mark.parametrize("kind", ["text", "empty", "truncated"])
+def test_unreadable_image_exits_2_naming_the_file(
+    command, preset, kind, item, tmp_path, capsys
+):
+    path = _bad_files(tmp_path, item)[kind]
+    assert cli.main([command, preset, str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert str(path) in err and "not a readable image" in err
+
+
+def test_sixteen_bit_png_is_scaled_not_wrapped(item, tmp_path):
+    eight = tmp_path / "eight.png"
+    Image.fromarray(item).save(eight)
+    sixteen = tmp_path / "sixteen.png"
+    Image.fromarray(item.astype("uint16") * 257).save(sixteen)
+    assert Image.open(sixteen).mode.startswith("I")
+    read_eight = cli._read_image(str(eight), 1)
+    read_sixteen = cli._read_image(str(sixteen), 1)
+    np.testing.assert_array_equal(read_sixteen, read_eight)
+
+
+def test_several_outputs_never_share_a_plot_file(item, tmp_path, capsys):
+    image = tmp_path / "item.png"
+    Image.fromarray(item).save(image)
+    plot = str(tmp_path / "paths")  # no extension
+    assert cli.main(["classify", RAM, str(image), str(image), "--plot", plot]) == 0
+    assert sorted(os.listdir(tmp_path)) == ["item.png", "paths_0.png", "paths_1.png"]
+
+
+@pytest.mark.parametrize(
+    "plot",
+    ["/no/such/folder/out.png", "{file}/out.png", "{folder}"],
+    ids=["missing-folder", "parent-is-a-file", "is-a-folder"],
+)
+def test_unwritable_plot_is_refused_before_the_work(plot, item, tmp_path, capsys):
+    image = tmp_path / "item.png"
+    Image.fromarray(item).save(image)
+    plot = plot.format(file=image, folder=tmp_path)
+    assert cli.main(["classify", RAM, str(image), "--plot", plot]) == 2
+    captured = capsys.readouterr()
+    assert "--plot" in captured.err
+    assert captured.out == ""  # nothing was classified
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["evaluate", RAM, "--limit", "0"],
+        ["evaluate", RAM, "--limit", "-1"],
+        ["translate", SEQ2SEQ, "hi", "--beam", "0"],
+        ["caption", CAPTIONER, "x.png", "--beam", "-2"],
+        ["evaluate", SEQ2SEQ, "--beam", "zero"],
+    ],
+)
+def test_counts_below_one_are_argument_errors(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    assert "expected an int >= 1" in capsys.readouterr().err
+
+
+def test_train_on_missing_data_exits_2(tmp_path, capsys):
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("")
+    argv = ["train", "seq2seq", "--data", str(empty), "--out", str(tmp_path / "p")]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and len(err.splitlines()) == 1
