@@ -1,11 +1,13 @@
 """Multi-head attention with any alignment function and a decoding cache."""
 
+import math
+
 import keras
 from keras import ops
 from keras.src.backend import set_keras_mask
 
 from keras_attention import scores
-from keras_attention.layers.masking import masked_softmax, merge_masks
+from keras_attention.layers.masking import masked_softmax
 from keras_attention.scores.scaled_dot import ScaledDot
 
 
@@ -31,16 +33,25 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
     - `cache` / `cache_update_index` call arguments for incremental decoding,
       as in keras-hub's `CachedMultiHeadAttention`.
 
-    The attention weights are a float32 `masked_softmax` (masked entries get
-    exactly 0, a fully masked row is all zeros, never NaN), then dropout,
-    then a cast back to the compute dtype. When the score is scaled dot, the
-    weights are not returned, no dropout is active and `value_dim ==
-    key_dim` (a requirement of some backends' kernels), the layer takes the
-    fused `keras.ops.dot_product_attention` path instead; there the rows
-    whose mask is all `False` get the output projection's bias alone, as the
+    As in Keras, `call` merges the masks, projects, and hands the projected
+    `(batch, T, num_heads, dim)` tensors and the mask to
+    `_compute_attention`, Keras's documented override point; on its
+    explicit path that scores each head and normalises with
+    `_masked_softmax`, so a subclass overriding either hook behaves as on
+    Keras's class (a `_compute_attention` override also gets Keras's
+    handling of fully masked rows). The attention weights are a float32
+    `masked_softmax` (masked entries get exactly 0, a fully masked row is
+    all zeros, never NaN), then dropout, then a cast back to the compute
+    dtype. When the score is scaled dot, the weights are not returned, no
+    dropout is active and `value_dim == key_dim` (a requirement of some
+    backends' kernels), `_compute_attention` takes the fused
+    `keras.ops.dot_product_attention` path instead; there the rows whose
+    mask is all `False` get the output projection's bias alone, as the
     explicit path gives them (a zero context projected). That is done after
     the projection, where XLA fuses it into the bias add, so the padding
-    case costs no extra pass over the context.
+    case costs no extra pass over the context (a 4-D `attention_mask`,
+    which can empty a row in some heads only, zeroes those heads' context
+    instead).
 
     Inputs of rank other than 3 or a non-default `attention_axes` are
     handed to the Keras implementation, which only supports
@@ -61,8 +72,9 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         sliding_window: int or None. Each query attends only to keys less
             than `sliding_window` positions away. Defaults to `None`.
         flash_attention: bool or None. Passed to
-            `keras.ops.dot_product_attention` on the fused path. Defaults to
-            `None` (the backend decides).
+            `keras.ops.dot_product_attention` on the fused path; with
+            `True`, `return_attention_scores=True` raises a `ValueError`, as
+            in Keras. Defaults to `None` (the backend decides).
         kernel_initializer: initializer of the projection kernels. Defaults
             to `"glorot_uniform"`.
         bias_initializer: initializer of the projection biases. Defaults to
@@ -92,15 +104,20 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         value_mask: optional boolean `(batch, Tv)`; with a cache,
             `(batch, max_length)`. Defaults to the Keras mask of `value`.
         key_mask: optional boolean, like `value_mask`, for `key`.
-        attention_mask: optional boolean `(batch, Tq, Tv)`, `True` = attend.
-            With a cache, `Tv` is the cache's `max_length`.
+        attention_mask: optional boolean `(Tq, Tv)`, `(batch, Tq, Tv)` or
+            `(batch, num_heads, Tq, Tv)`, `True` = attend; any dimension may
+            be 1 (broadcast), as in Keras. With a cache, `Tv` is the cache's
+            `max_length`. Another shape raises a `ValueError`. (Keras fails
+            on a 4-D mask together with padding masks; here each padding
+            mask applies to its own example.)
         return_attention_scores: bool. Also return the attention weights
             `(batch, num_heads, Tq, Tv)`. Defaults to `False`.
         training: bool. Dropout only in training mode.
         use_causal_mask: bool. Query `i` attends only to keys `j <= i`
-            (aligned at the last position when `Tq != Tv`, where Keras aligns
-            at the first; with `cache_update_index`, to keys
-            `j <= cache_update_index + i`). Defaults to `False`.
+            (as in Keras, query 0 is aligned with key 0 when `Tq != Tv`);
+            with `cache_update_index`, to keys `j <= cache_update_index + i`
+            (`sliding_window` counts from the same positions). Defaults to
+            `False`.
         cache: optional tensor `(batch, 2, max_length, num_heads, key_dim)`:
             projected keys at `[:, 0]`, values at `[:, 1]`. Requires
             `value_dim == key_dim`; a `"location"` score needs its
@@ -124,6 +141,14 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
     >>> out, cache = layer(x[:, :1], x[:, :1], cache=cache, cache_update_index=0)
     >>> tuple(out.shape), tuple(cache.shape)
     ((1, 1, 8), (1, 2, 3, 2, 4))
+
+    A mask may also be per head, `(batch, num_heads, Tq, Tv)`:
+
+    >>> heads_mask = np.ones((1, 2, 3, 3), bool)
+    >>> out, weights = layer(
+    ...     x, x, attention_mask=heads_mask, return_attention_scores=True)
+    >>> tuple(weights.shape)
+    (1, 2, 3, 3)
 
     Reference:
         Vaswani et al., 2017, "Attention Is All You Need", section 3.2.2.
@@ -189,21 +214,21 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         key_shape = value_shape if key_shape is None else tuple(key_shape)
         _check_batch(query_shape, value_shape, key_shape)
         super().build(query_shape, value_shape, key_shape)
-        self._keras_path = len(query_shape) != 3 or self._attention_axes != (1,)
+        self._keras_path = len(query_shape) != 3 or self.attention_axes != (1,)
         if self._keras_path and not self._fused_score:
             raise ValueError(
                 "A score other than 'scaled_dot' needs inputs of rank 3 "
                 "(batch, T, dim) and the default `attention_axes`. Received: "
                 f"query_shape={query_shape}, attention_axes="
-                f"{self._attention_axes}, score={self.score!r}"
+                f"{self.attention_axes}, score={self.score!r}"
             )
         if self._keras_path:
             return
         score = scores.get(self.score)
         config = {**score.get_config(), "dtype": self.dtype_policy, "name": "score"}
         self._score_layer = type(score).from_config(config)
-        head_query = (None, query_shape[1], self._key_dim)
-        head_key = (None, key_shape[1], self._key_dim)
+        head_query = (None, query_shape[1], self.key_dim)
+        head_key = (None, key_shape[1], self.key_dim)
         self._score_layer.build(head_query, head_key)
 
     def call(
@@ -248,18 +273,17 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             set_keras_mask(tensor, None)
 
         gate = self._gate_dense(query) if self._use_gate else None
-        projected_query = self._query_dense(query)
+        projected_query = self.query_dense(query)
         key, value, cache = self._project_key_value(
             key, value, cache, cache_update_index
         )
-        dropout_active = self._dropout > 0.0 and bool(training)
-        fused = (
-            self._fused_score
-            and self._value_dim == self._key_dim
-            and not return_attention_scores
-            and not dropout_active
+        # A subclass overriding Keras's documented hook gets what Keras gives
+        # it: the merged mask, and no repair of fully masked rows.
+        own_hook = (
+            type(self)._compute_attention is MultiHeadAttention._compute_attention
         )
-        mask, causal_only = self._attention_mask(
+        fused = own_hook and self._takes_fused_path(return_attention_scores, training)
+        mask, causal_only, row_valid = self._attention_mask(
             projected_query,
             key,
             query_mask,
@@ -270,34 +294,27 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             cache_update_index,
             fused,
         )
-        row_valid = None
-        if fused:
-            if (
-                mask is not None
-                and attention_mask is None
-                and not use_causal_mask
-                and self._sliding_window is None
-            ):
-                # Padding masks only: the kernel gets the `(B, 1, Tv)` key
-                # mask (broadcast over queries, no `(B, Tq, Tv)` tensor), and
-                # which rows have anything to attend to follows from the 1-D
-                # masks, O(B * (Tq + Tv)).
-                row_valid = _rows_with_keys(query_mask, value_mask, key_mask)
-                keys = _valid_keys(value_mask, key_mask)
-                mask = None if keys is None else keys[:, None, :]
-            elif mask is not None:
-                row_valid = ops.any(mask, axis=-1)
-            output = self._fused_attention(
-                projected_query, key, value, mask, causal_only
-            )
-            weights = None
-        else:
-            output, weights = self._attention(
-                projected_query, key, value, mask, training
-            )
+        # As in Keras: `use_causal_mask` reaches the hook only when the
+        # backend's causal kernel can apply it alone.
+        causal_kwargs = {"use_causal_mask": True} if causal_only else {}
+        output, weights = self._compute_attention(
+            projected_query,
+            key,
+            value,
+            mask,
+            training,
+            return_attention_scores,
+            **causal_kwargs,
+        )
+        if row_valid is not None and len(row_valid.shape) == 3:
+            # A 4-D mask can empty a row in some heads only: zero those
+            # heads' context, as the explicit path's all-zero weights do.
+            valid = ops.transpose(row_valid, (0, 2, 1))[..., None]
+            output = ops.where(valid, output, ops.zeros_like(output))
+            row_valid = None
         if gate is not None:
             output = ops.multiply(output, gate)
-        output = self._output_dense(output)
+        output = self.output_dense(output)
         if row_valid is not None:
             output = self._empty_rows_to_bias(output, row_valid)
 
@@ -309,6 +326,15 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             return output, cache
         return output
 
+    def _takes_fused_path(self, return_attention_scores, training):
+        """Whether `_compute_attention` uses `ops.dot_product_attention`."""
+        return (
+            self._fused_score
+            and self.value_dim == self.key_dim
+            and not return_attention_scores
+            and not (self.dropout > 0.0 and bool(training))
+        )
+
     def _project_key_value(self, key, value, cache, cache_update_index):
         """Projects key and value, reading and writing the cache."""
         if cache is None:
@@ -317,7 +343,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                     "`cache_update_index` should not be set if `cache` is "
                     f"`None`. Received: cache_update_index={cache_update_index}"
                 )
-            return self._key_dense(key), self._value_dense(value), None
+            return self.key_dense(key), self.value_dense(value), None
         self._check_cache(cache)
         key_cache = cache[:, 0, ...]
         value_cache = cache[:, 1, ...]
@@ -325,21 +351,21 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             return key_cache, value_cache, cache
         start = [0, cache_update_index, 0, 0]
         key = ops.slice_update(
-            key_cache, start, ops.cast(self._key_dense(key), key_cache.dtype)
+            key_cache, start, ops.cast(self.key_dense(key), key_cache.dtype)
         )
         value = ops.slice_update(
-            value_cache, start, ops.cast(self._value_dense(value), value_cache.dtype)
+            value_cache, start, ops.cast(self.value_dense(value), value_cache.dtype)
         )
         return key, value, ops.stack((key, value), axis=1)
 
     def _check_cache(self, cache):
         shape = tuple(cache.shape)
-        expected = (2, None, self._num_heads, self._key_dim)
-        if self._value_dim != self._key_dim:
+        expected = (2, None, self.num_heads, self.key_dim)
+        if self.value_dim != self.key_dim:
             raise ValueError(
                 "The cache stacks keys and values, so it needs "
-                f"`value_dim == key_dim`. Received: key_dim={self._key_dim}, "
-                f"value_dim={self._value_dim}"
+                f"`value_dim == key_dim`. Received: key_dim={self.key_dim}, "
+                f"value_dim={self.value_dim}"
             )
         if len(shape) != 5 or any(
             e is not None and s is not None and s != e
@@ -347,7 +373,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         ):
             raise ValueError(
                 "`cache` must have shape (batch, 2, max_length, num_heads="
-                f"{self._num_heads}, key_dim={self._key_dim}). Received: "
+                f"{self.num_heads}, key_dim={self.key_dim}). Received: "
                 f"cache.shape={shape}"
             )
 
@@ -363,10 +389,18 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         cache_update_index,
         fused,
     ):
-        """Merges every mask into `(batch or 1, Tq, Tv)`, or None.
+        """Merges every mask for `_compute_attention`.
 
-        Returns the mask and whether the causal mask is the only one and the
-        fused kernel can apply it by itself (then the mask is None).
+        All the decisions are on static shapes and Python values. Returns
+        `(mask, causal_only, row_valid)`:
+
+        - `mask`: None, `(B, Tq, Tv)` or, with a 4-D `attention_mask`,
+          `(B, num_heads, Tq, Tv)`, any of them possibly 1 (broadcast).
+        - `causal_only`: the causal mask is the only one and the fused kernel
+          applies it by itself (then `mask` is None).
+        - `row_valid`: on the fused path, which query rows have a key to
+          attend to, `(B or 1, Tq or 1)` (or per head with a 4-D mask), for
+          `call` to repair the rows the kernel averages uniformly; else None.
         """
         if key_mask is not None:
             value_mask = (
@@ -384,57 +418,194 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                     f"({length}; with a cache, its max_length). Received a "
                     f"mask of shape {tuple(value_mask.shape)}."
                 )
-        causal_only = (
+        if attention_mask is not None:
+            attention_mask = self._check_attention_mask(attention_mask, query, key)
+        no_pairwise_mask = attention_mask is None and self._sliding_window is None
+        if (
             fused
             and use_causal_mask
+            and no_pairwise_mask
             and query_mask is None
             and value_mask is None
-            and attention_mask is None
-            and self._sliding_window is None
             and cache_update_index is None
-            and query.shape[1] is not None
-            and query.shape[1] == key.shape[1]
-        )
-        if causal_only:
-            return None, True
-        offset_causal = use_causal_mask and cache_update_index is not None
-        mask = merge_masks(
-            query,
-            key,
-            query_mask=query_mask,
-            value_mask=value_mask,
-            attention_mask=attention_mask,
-            use_causal_mask=use_causal_mask and not offset_causal,
-        )
-        extra = []
-        if offset_causal:
-            rows = ops.arange(ops.shape(query)[1]) + cache_update_index
-            cols = ops.arange(ops.shape(key)[1])
-            extra.append(ops.expand_dims(rows[:, None] >= cols[None, :], 0))
-        if self._sliding_window is not None:
-            extra.append(self._compute_sliding_window_mask(query, key))
-        for part in extra:
+        ):
+            return None, True, None
+        if fused and no_pairwise_mask and not use_causal_mask:
+            # Padding masks only: the kernel gets the `(B, 1, Tv)` key mask
+            # (broadcast over queries, no `(B, Tq, Tv)` tensor), and which
+            # rows have anything to attend to follows from the 1-D masks,
+            # O(B * (Tq + Tv)).
+            keys = None if value_mask is None else ops.cast(value_mask, "bool")
+            mask = None if keys is None else keys[:, None, :]
+            return mask, False, _rows_with_keys(query_mask, keys)
+
+        parts = []
+        if query_mask is not None:
+            parts.append(ops.expand_dims(ops.cast(query_mask, "bool"), -1))
+        if value_mask is not None:
+            parts.append(ops.expand_dims(ops.cast(value_mask, "bool"), -2))
+        # Keras's alignment, query 0 with key 0; a cache shifts the queries
+        # to their absolute positions.
+        offset = 0 if cache_update_index is None else cache_update_index
+        if use_causal_mask or self._sliding_window is not None:
+            rows = ops.arange(ops.shape(query)[1]) + offset
+            distance = rows[:, None] - ops.arange(ops.shape(key)[1])[None, :]
+            if use_causal_mask:
+                parts.append(ops.expand_dims(distance >= 0, 0))
+            if self._sliding_window is not None:
+                parts.append(
+                    ops.expand_dims(ops.abs(distance) < self._sliding_window, 0)
+                )
+        per_head = attention_mask is not None and len(attention_mask.shape) == 4
+        mask = attention_mask
+        for part in parts:
+            if per_head:
+                part = ops.expand_dims(part, 1)
             mask = part if mask is None else ops.logical_and(mask, part)
-        return mask, False
+        row_valid = None
+        if fused and mask is not None:
+            row_valid = ops.any(mask, axis=-1)
+        return mask, False, row_valid
 
-    def _fused_attention(self, query, key, value, mask, causal_only):
-        """Scaled dot-product attention through `ops.dot_product_attention`.
+    def _check_attention_mask(self, attention_mask, query, key):
+        """Checks the shape of `attention_mask`; returns it bool, of rank >= 3.
 
-        Keras's kernel averages every value uniformly on a query row with
-        nothing to attend to; `call` then replaces those rows.
+        Keras's shapes: `(Tq, Tv)`, `(B, Tq, Tv)` or `(B, num_heads, Tq,
+        Tv)`, each dimension equal to that size or 1 (broadcast).
         """
-        return ops.dot_product_attention(
-            query,
-            key,
-            value,
-            mask=None if mask is None else ops.expand_dims(mask, 1),
-            scale=self._inverse_sqrt_key_dim,
-            is_causal=causal_only,
-            flash_attention=self._flash_attention,
+        attention_mask = ops.cast(attention_mask, "bool")
+        shape = tuple(attention_mask.shape)
+        batch, q_len, k_len = query.shape[0], query.shape[1], key.shape[1]
+        expected = {
+            2: (q_len, k_len),
+            3: (batch, q_len, k_len),
+            4: (batch, self.num_heads, q_len, k_len),
+        }.get(len(shape))
+        if expected is None or any(
+            m is not None and e is not None and m not in (1, e)
+            for m, e in zip(shape, expected, strict=True)
+        ):
+            raise ValueError(
+                "`attention_mask` must have shape (Tq, Tv), (B, Tq, Tv) or "
+                "(B, num_heads, Tq, Tv), each dimension equal to that size or "
+                f"1, here with B={batch}, num_heads={self.num_heads}, "
+                f"Tq={q_len}, Tv={k_len} (with a cache, Tv is its "
+                f"max_length). Received: attention_mask.shape={shape}"
+            )
+        if len(shape) == 2:
+            attention_mask = ops.expand_dims(attention_mask, 0)
+        return attention_mask
+
+    def _compute_attention(
+        self,
+        query,
+        key,
+        value,
+        attention_mask=None,
+        training=None,
+        return_attention_scores=False,
+        use_causal_mask=False,
+    ):
+        """Attention of projected heads: Keras's documented override point.
+
+        Scores each head with the `score` layer, normalises with
+        `_masked_softmax`, applies dropout and sums the values; or, where
+        `_takes_fused_path`, calls `keras.ops.dot_product_attention`.
+
+        Args:
+            query: projected query `(B, Tq, num_heads, key_dim)`.
+            key: projected key `(B, Tv, num_heads, key_dim)`.
+            value: projected value `(B, Tv, num_heads, value_dim)`.
+            attention_mask: optional boolean, `(B, Tq, Tv)` or `(B,
+                num_heads, Tq, Tv)` (or broadcastable), `True` = attend.
+            training: bool. Dropout only in training mode.
+            return_attention_scores: bool. Whether the weights are needed.
+            use_causal_mask: bool. Also hide keys `j > i` from query `i`.
+
+        Returns:
+            `(context, weights)`: the context `(B, Tq, num_heads,
+            value_dim)` and the weights `(B, num_heads, Tq, Tv)`, or None on
+            the fused path.
+        """
+        if self._keras_path:
+            return super()._compute_attention(
+                query,
+                key,
+                value,
+                attention_mask,
+                training,
+                return_attention_scores,
+                use_causal_mask=use_causal_mask,
+            )
+        if self._flash_attention and return_attention_scores:
+            raise ValueError(
+                "Returning attention scores is not supported when flash "
+                "attention is enabled. Please disable flash attention to access"
+                " attention scores."
+            )
+        if use_causal_mask and attention_mask is not None:
+            causal = _causal_mask(ops.shape(query)[1], ops.shape(key)[1])
+            if len(attention_mask.shape) == 4:
+                causal = ops.expand_dims(causal, 0)
+            attention_mask = ops.logical_and(ops.cast(attention_mask, "bool"), causal)
+            use_causal_mask = False
+        if self._takes_fused_path(return_attention_scores, training):
+            if attention_mask is not None:
+                attention_mask = ops.cast(attention_mask, "bool")
+                while len(attention_mask.shape) < 4:
+                    attention_mask = ops.expand_dims(attention_mask, -3)
+            output = ops.dot_product_attention(
+                query,
+                key,
+                value,
+                mask=attention_mask,
+                scale=1.0 / math.sqrt(self.key_dim),
+                is_causal=use_causal_mask,
+                flash_attention=self._flash_attention,
+            )
+            return output, None
+        if use_causal_mask:
+            attention_mask = _causal_mask(ops.shape(query)[1], ops.shape(key)[1])
+        batch = ops.shape(query)[0]
+        q_len, k_len = ops.shape(query)[1], ops.shape(key)[1]
+        heads_q = ops.reshape(
+            ops.transpose(query, (0, 2, 1, 3)), (-1, q_len, self.key_dim)
         )
+        heads_k = ops.reshape(
+            ops.transpose(key, (0, 2, 1, 3)), (-1, k_len, self.key_dim)
+        )
+        raw = self._score_layer(heads_q, heads_k)
+        raw = ops.reshape(raw, (batch, self.num_heads, q_len, k_len))
+        weights = self._masked_softmax(raw, attention_mask)
+        dropped = self._dropout_layer(weights, training=training)
+        output = ops.einsum("bhqk,bkhd->bqhd", dropped, value)
+        return output, weights
+
+    def _masked_softmax(self, attention_scores, attention_mask=None):
+        """Keras's hook: attention weights from raw scores and a mask.
+
+        A float32 `masked_softmax` (masked entries exactly 0, a fully
+        masked row all zeros), cast to the compute dtype.
+
+        Args:
+            attention_scores: raw scores `(B, num_heads, Tq, Tv)`.
+            attention_mask: optional boolean of rank 2 to 4, broadcast
+                from the right after a heads axis is added, as in Keras.
+
+        Returns:
+            The weights, of the shape of `attention_scores`.
+        """
+        if self._keras_path:
+            return super()._masked_softmax(attention_scores, attention_mask)
+        if attention_mask is not None:
+            attention_mask = ops.cast(attention_mask, "bool")
+            while len(attention_mask.shape) < len(attention_scores.shape):
+                attention_mask = ops.expand_dims(attention_mask, -3)
+        weights = masked_softmax(attention_scores, attention_mask)
+        return ops.cast(weights, self.compute_dtype)
 
     def _empty_rows_to_bias(self, output, row_valid):
-        """Rows where `row_valid` `(B, Tq)` or `(B, 1)` is False get the bias.
+        """Rows where `row_valid` `(B, Tq)` (or broadcastable) is False get the bias.
 
         That is the projection of a zero context, what the explicit path
         gives a fully masked row; selecting after the projection (instead
@@ -442,29 +613,9 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         the bias add under XLA.
         """
         valid = ops.broadcast_to(row_valid, ops.shape(output)[:2])[:, :, None]
-        bias = getattr(self._output_dense, "bias", None)
+        bias = getattr(self.output_dense, "bias", None)
         fill = 0.0 if bias is None else ops.cast(bias, output.dtype)
         return ops.where(valid, output, fill)
-
-    def _attention(self, query, key, value, mask, training):
-        """Score per head, masked float32 softmax, dropout, weighted sum."""
-        batch = ops.shape(query)[0]
-        q_len, k_len = ops.shape(query)[1], ops.shape(key)[1]
-        heads_q = ops.reshape(
-            ops.transpose(query, (0, 2, 1, 3)), (-1, q_len, self._key_dim)
-        )
-        heads_k = ops.reshape(
-            ops.transpose(key, (0, 2, 1, 3)), (-1, k_len, self._key_dim)
-        )
-        raw = self._score_layer(heads_q, heads_k)
-        raw = ops.reshape(raw, (batch, self._num_heads, q_len, k_len))
-        if mask is not None:
-            mask = ops.expand_dims(mask, 1)
-        weights = masked_softmax(raw, mask)
-        weights = ops.cast(weights, self.compute_dtype)
-        dropped = self._dropout_layer(weights, training=training)
-        output = ops.einsum("bhqk,bkhd->bqhd", dropped, value)
-        return output, weights
 
     def compute_output_spec(
         self,
@@ -486,7 +637,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         outputs = [keras.KerasTensor(output_shape, dtype=self.compute_dtype)]
         if return_attention_scores:
             length = value.shape[1] if cache is None else cache.shape[2]
-            scores_shape = (query.shape[0], self._num_heads, query.shape[1], length)
+            scores_shape = (query.shape[0], self.num_heads, query.shape[1], length)
             outputs.append(keras.KerasTensor(scores_shape, dtype=self.compute_dtype))
         if cache is not None:
             outputs.append(keras.KerasTensor(cache.shape, dtype=cache.dtype))
@@ -508,19 +659,14 @@ def _check_batch(query_shape, value_shape, key_shape):
         )
 
 
-def _valid_keys(value_mask, key_mask):
-    """`(B, Tv)` bool: keys both padding masks keep, or None without either."""
-    keys = None
-    for m in (value_mask, key_mask):
-        if m is not None:
-            m = ops.cast(m, "bool")
-            keys = m if keys is None else ops.logical_and(keys, m)
-    return keys
+def _causal_mask(query_length, key_length):
+    """`(1, Tq, Tv)` bool: query `i` sees keys `j <= i` (Keras's alignment)."""
+    rows = ops.arange(query_length)[:, None]
+    return ops.expand_dims(rows >= ops.arange(key_length)[None, :], 0)
 
 
-def _rows_with_keys(query_mask, value_mask, key_mask):
+def _rows_with_keys(query_mask, keys):
     """`(B, Tq)` or `(B, 1)` bool: rows with at least one key under padding masks."""
-    keys = _valid_keys(value_mask, key_mask)
     rows = None if keys is None else ops.any(keys, axis=-1, keepdims=True)
     if query_mask is not None:
         query_mask = ops.cast(query_mask, "bool")

@@ -366,6 +366,24 @@ def test_cached_decoding_equals_full_causal_attention(name):
     np.testing.assert_allclose(np_(cache)[:, 1], np_(layer.value_dense(x)), atol=1e-5)
 
 
+def test_cached_decoding_keeps_the_sliding_window_at_absolute_positions():
+    layer = MultiHeadAttention(HEADS, KEY_DIM, sliding_window=2)
+    x = rand(2, 5, DIM, seed=25)
+    full = layer(x, x, use_causal_mask=True)
+    cache = np.zeros((2, 2, 5, HEADS, KEY_DIM), "float32")
+    steps = []
+    for i in range(5):
+        out, cache = layer(
+            x[:, i : i + 1],
+            x[:, i : i + 1],
+            cache=cache,
+            cache_update_index=i,
+            use_causal_mask=True,
+        )
+        steps.append(np_(out))
+    np.testing.assert_allclose(np.concatenate(steps, axis=1), np_(full), atol=1e-5)
+
+
 def test_static_cache_for_cross_attention():
     layer = MultiHeadAttention(HEADS, KEY_DIM, score="general")
     query, memory = rand(2, 3, DIM, seed=20), rand(2, 5, DIM, seed=21)
