@@ -4,7 +4,9 @@ Attention is permutation invariant, so Transformer-style models add a
 position signal to the token embeddings. Both layers here take the embedded
 sequence `(batch, T, D)` and return a tensor of the same shape to add to it;
 `start_index` shifts the positions for incremental (cached) decoding, where
-the model sees one token at a time.
+the model sees one token at a time, and `positions` gives each step its own
+position (packed or left-padded batches). Both call arguments are those of
+`keras_hub.layers.SinePositionEncoding` and `keras_hub.layers.PositionEmbedding`.
 """
 
 import keras
@@ -32,9 +34,13 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
-        inputs: tensor `(batch, T, D)`. Only its shape is used.
+        inputs: tensor `(..., T, D)`. Only its shape is used.
         start_index: int or scalar int tensor. Position of the first step of
             `inputs`, for cached decoding. Defaults to `0`.
+        positions: optional int tensor `(T,)` or `(batch, T)` (any shape
+            that broadcasts to `inputs.shape[:-1]`): the position of each
+            step. Takes precedence over `start_index`, as in keras-hub.
+            Defaults to `None` (`start_index ... start_index + T - 1`).
 
     Returns:
         The encoding, broadcast to the shape of `inputs`.
@@ -46,6 +52,9 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
     >>> tuple(pe.shape)
     (2, 5, 8)
     >>> float(pe[0, 0, 1])  # cos(0)
+    1.0
+    >>> pe = SinusoidalPositionEncoding()(x, positions=np.array([[4, 3, 2, 1, 0]] * 2))
+    >>> float(pe[0, 4, 1])  # position 0 again
     1.0
 
     Reference:
@@ -62,19 +71,23 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
         self.max_wavelength = max_wavelength
         self.built = True
 
-    def call(self, inputs, start_index=0):
+    def call(self, inputs, start_index=0, positions=None):
         shape = ops.shape(inputs)
         length, depth = shape[-2], shape[-1]
-        positions = ops.cast(ops.arange(length), "float32") + ops.cast(
-            start_index, "float32"
-        )
+        if positions is None:
+            positions = ops.cast(ops.arange(length), "float32") + ops.cast(
+                start_index, "float32"
+            )
+        else:
+            positions = ops.cast(positions, "float32")
         features = ops.arange(depth)
         # Features 2k and 2k + 1 share the frequency max_wavelength^(-2k / D).
         exponent = ops.cast(2 * (features // 2), "float32") / ops.cast(depth, "float32")
         frequencies = ops.power(
             ops.cast(1.0 / self.max_wavelength, "float32"), exponent
         )
-        angles = ops.expand_dims(positions, -1) * ops.expand_dims(frequencies, 0)
+        # (..., T, 1) * (D,): one row of angles per position.
+        angles = ops.expand_dims(positions, -1) * frequencies
         encoding = ops.where(features % 2 == 0, ops.sin(angles), ops.cos(angles))
         encoding = ops.cast(encoding, self.compute_dtype)
         return ops.broadcast_to(encoding, shape)
@@ -92,10 +105,11 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
 class PositionEmbedding(keras.layers.Layer):
     """Learned absolute position embedding, one vector per position.
 
-    Holds a `(sequence_length, D)` table (weight name `embeddings`) and
-    returns rows `start_index ... start_index + T - 1` of it, broadcast over
-    the batch. The weights are interchangeable with
-    `keras_hub.layers.PositionEmbedding`.
+    Holds a `(sequence_length, D)` table (weight name `embeddings`, also
+    readable as `position_embeddings`, keras-hub's attribute name) and
+    returns rows `start_index ... start_index + T - 1` of it, or the rows
+    `positions`, broadcast over the batch. The weights are interchangeable
+    with `keras_hub.layers.PositionEmbedding`.
 
     Args:
         sequence_length: int. The longest sequence the table covers.
@@ -104,11 +118,16 @@ class PositionEmbedding(keras.layers.Layer):
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
-        inputs: tensor `(batch, T, D)`. Only its shape is used; `T` may be
+        inputs: tensor `(..., T, D)`. Only its shape is used; `T` may be
             shorter than `sequence_length`.
         start_index: int or scalar int tensor. Position of the first step of
             `inputs`, for cached decoding; `start_index + T` must not exceed
             `sequence_length`. Defaults to `0`.
+        positions: optional int tensor `(T,)` or `(batch, T)` (any shape
+            that broadcasts to `inputs.shape[:-1]`) of values in
+            `[0, sequence_length)`: the table row of each step. Takes
+            precedence over `start_index`, as in keras-hub. Defaults to
+            `None` (rows `start_index ... start_index + T - 1`).
 
     Returns:
         The position embeddings, broadcast to the shape of `inputs`.
@@ -116,8 +135,12 @@ class PositionEmbedding(keras.layers.Layer):
     Example:
     >>> import numpy as np
     >>> layer = PositionEmbedding(sequence_length=16)
-    >>> tuple(layer(np.zeros((2, 5, 8), "float32")).shape)
+    >>> x = np.zeros((2, 5, 8), "float32")
+    >>> tuple(layer(x).shape)
     (2, 5, 8)
+    >>> out = layer(x, positions=np.array([[0, 1, 2, 3, 4], [2, 3, 4, 5, 6]]))
+    >>> bool(np.allclose(out[1], layer(x, start_index=2)[0]))
+    True
 
     Reference:
         Gehring et al., 2017, "Convolutional Sequence to Sequence Learning",
@@ -150,10 +173,18 @@ class PositionEmbedding(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, inputs, start_index=0):
+    @property
+    def position_embeddings(self):
+        """The `(sequence_length, D)` table, under keras-hub's name."""
+        return self.embeddings
+
+    def call(self, inputs, start_index=0, positions=None):
         shape = ops.shape(inputs)
         table = ops.cast(self.embeddings, self.compute_dtype)
-        rows = ops.slice(table, (start_index, 0), (shape[-2], shape[-1]))
+        if positions is None:
+            rows = ops.slice(table, (start_index, 0), (shape[-2], shape[-1]))
+        else:
+            rows = ops.take(table, ops.cast(positions, "int32"), axis=0)
         return ops.broadcast_to(rows, shape)
 
     def compute_output_shape(self, input_shape):

@@ -20,6 +20,10 @@ output of `keras.layers.Embedding(mask_zero=True)`) hide padded *keys*; an
 explicit mask takes precedence over the implicit one. The outputs at padded
 query positions are computed like any other and should be ignored
 downstream; this is what keras-hub does with explicit masks.
+
+Both blocks compute their output spec from shapes (`compute_output_shape`,
+`compute_output_spec`), so a symbolic call under a mixed precision policy
+gives tensors in the compute dtype, as keras-hub's blocks do.
 """
 
 import numbers
@@ -300,6 +304,25 @@ class TransformerEncoderBlock(_TransformerBlock):
         set_keras_mask(inputs, implicit_mask)
         return (x, weights) if return_attention_scores else x
 
+    def compute_output_shape(self, inputs_shape):
+        return inputs_shape
+
+    def compute_output_spec(
+        self,
+        inputs,
+        padding_mask=None,
+        attention_mask=None,
+        training=None,
+        return_attention_scores=False,
+    ):
+        """The structure `call` returns, from shapes alone (see Returns)."""
+        outputs = keras.KerasTensor(inputs.shape, dtype=self.compute_dtype)
+        if not return_attention_scores:
+            return outputs
+        batch, length = inputs.shape[0], inputs.shape[1]
+        weights_shape = (batch, self.num_heads, length, length)
+        return outputs, keras.KerasTensor(weights_shape, dtype=self.compute_dtype)
+
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class TransformerDecoderBlock(_TransformerBlock):
@@ -324,8 +347,11 @@ class TransformerDecoderBlock(_TransformerBlock):
     `self_attention_cache_update_index` and returns the updated cache. The
     cross-attention cache, of shape `(batch, 2, encoder_length, num_heads,
     hidden_dim // num_heads)`, holds the encoder's projected keys/values:
-    compute it once with `compute_cross_attention_cache(encoder_sequence)`;
-    it is used as is and returned unchanged.
+    fill it once, either with `compute_cross_attention_cache(encoder_sequence)`
+    or, as in keras-hub, by a first call with `cross_attention_cache_update_index=0`
+    (which writes the projections of `encoder_sequence` into the given cache);
+    later calls leave the index `None`, and the cache is used as is (then
+    `encoder_sequence` is not read) and returned unchanged.
 
     Args:
         intermediate_dim: int. Hidden size of the feed-forward network.
@@ -362,16 +388,22 @@ class TransformerDecoderBlock(_TransformerBlock):
         self_attention_cache: optional tensor, see above.
         self_attention_cache_update_index: int or int tensor. Position of
             the first step of `decoder_sequence` in the cache; the causal
-            mask is offset by it.
+            mask is offset by it. `None` with a cache reads the cache
+            without writing to it, the queries standing at positions
+            `0 ... T - 1` (as in keras-hub).
         cross_attention_cache: optional tensor, see above. Required with
             `self_attention_cache` when the block has cross-attention.
+        cross_attention_cache_update_index: optional int or int tensor.
+            Where to write the projections of `encoder_sequence` into
+            `cross_attention_cache`: `0` fills it, `None` (the default)
+            reuses it as is.
+        use_causal_mask: bool. Hide future positions from the
+            self-attention. Defaults to `True`.
+        training: bool. Dropout only in training mode.
         return_attention_scores: bool. Also return the attention weights
             `(batch, num_heads, T, S)` of the cross-attention, or of the
             self-attention when the block has no cross-attention. Defaults
             to `False`.
-        use_causal_mask: bool. Hide future positions from the
-            self-attention. Defaults to `True`.
-        training: bool. Dropout only in training mode.
 
     Returns:
         `outputs` of shape `(batch, T, hidden_dim)`, followed by, in order:
@@ -396,6 +428,13 @@ class TransformerDecoderBlock(_TransformerBlock):
     ...     self_attention_cache_update_index=0, cross_attention_cache=cross)
     >>> tuple(out.shape)
     (2, 1, 8)
+    >>> empty = np.zeros((2, 2, 6, 2, 4), "float32")
+    >>> out, cache, filled = block(
+    ...     target[:, :1], source, self_attention_cache=cache,
+    ...     self_attention_cache_update_index=0, cross_attention_cache=empty,
+    ...     cross_attention_cache_update_index=0)
+    >>> bool(np.allclose(filled, cross, atol=1e-6))
+    True
 
     Reference:
         Vaswani et al., 2017, "Attention Is All You Need", section 3.1.
@@ -452,12 +491,18 @@ class TransformerDecoderBlock(_TransformerBlock):
         self_attention_cache=None,
         self_attention_cache_update_index=None,
         cross_attention_cache=None,
-        return_attention_scores=False,
+        cross_attention_cache_update_index=None,
         use_causal_mask=True,
         training=None,
+        return_attention_scores=False,
     ):
         has_cross = self._cross_attention_layer is not None
-        self._check_call(encoder_sequence, self_attention_cache, cross_attention_cache)
+        self._check_call(
+            encoder_sequence,
+            self_attention_cache,
+            cross_attention_cache,
+            cross_attention_cache_update_index,
+        )
         decoder_mask = _take_keras_mask(decoder_sequence)
         if decoder_padding_mask is None:
             decoder_padding_mask = decoder_mask
@@ -465,6 +510,22 @@ class TransformerDecoderBlock(_TransformerBlock):
             encoder_mask = _take_keras_mask(encoder_sequence)
             if encoder_padding_mask is None:
                 encoder_padding_mask = encoder_mask
+        if (
+            use_causal_mask
+            and self_attention_cache is not None
+            and self_attention_cache_update_index is None
+        ):
+            # Reading a cache without writing: the queries stand at
+            # 0 ... T - 1 of it, as in keras-hub. The offset is explicit here
+            # so it does not depend on how the attention layer aligns a
+            # causal mask between T queries and max_length keys.
+            decoder_attention_mask = _and_masks(
+                decoder_attention_mask,
+                _causal_mask(
+                    ops.shape(decoder_sequence)[1], ops.shape(self_attention_cache)[2]
+                ),
+            )
+            use_causal_mask = False
 
         x, (weights, self_attention_cache) = self._residual(
             decoder_sequence,
@@ -499,6 +560,7 @@ class TransformerDecoderBlock(_TransformerBlock):
                         value_mask=encoder_padding_mask,
                         attention_mask=encoder_attention_mask,
                         cache=cross_attention_cache,
+                        cache_update_index=cross_attention_cache_update_index,
                         return_attention_scores=return_attention_scores,
                         training=training,
                     ),
@@ -521,6 +583,62 @@ class TransformerDecoderBlock(_TransformerBlock):
         if return_attention_scores:
             results.append(weights)
         return results[0] if len(results) == 1 else tuple(results)
+
+    def compute_output_shape(self, decoder_sequence_shape, encoder_sequence_shape=None):
+        return decoder_sequence_shape
+
+    def compute_output_spec(
+        self,
+        decoder_sequence,
+        encoder_sequence=None,
+        decoder_padding_mask=None,
+        decoder_attention_mask=None,
+        encoder_padding_mask=None,
+        encoder_attention_mask=None,
+        self_attention_cache=None,
+        self_attention_cache_update_index=None,
+        cross_attention_cache=None,
+        cross_attention_cache_update_index=None,
+        use_causal_mask=True,
+        training=None,
+        return_attention_scores=False,
+    ):
+        """The structure `call` returns, from shapes alone (see Returns)."""
+        if self.built:
+            self._check_call(
+                encoder_sequence,
+                self_attention_cache,
+                cross_attention_cache,
+                cross_attention_cache_update_index,
+            )
+        has_cross = encoder_sequence is not None
+        outputs = [keras.KerasTensor(decoder_sequence.shape, dtype=self.compute_dtype)]
+        if self_attention_cache is not None:
+            outputs.append(self._cache_spec(self_attention_cache))
+            if has_cross:
+                outputs.append(self._cache_spec(cross_attention_cache))
+        if return_attention_scores:
+            if has_cross:
+                keys = encoder_sequence.shape[1]
+                if cross_attention_cache is not None:
+                    keys = cross_attention_cache.shape[2]
+            else:
+                keys = decoder_sequence.shape[1]
+                if self_attention_cache is not None:
+                    keys = self_attention_cache.shape[2]
+            batch, length = decoder_sequence.shape[0], decoder_sequence.shape[1]
+            outputs.append(
+                keras.KerasTensor(
+                    (batch, self.num_heads, length, keys), dtype=self.compute_dtype
+                )
+            )
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _cache_spec(self, cache):
+        # `Layer.__call__` casts floating inputs, caches included, to the
+        # compute dtype when the layer autocasts; the cache keeps that dtype.
+        dtype = self.compute_dtype if self.autocast else cache.dtype
+        return keras.KerasTensor(cache.shape, dtype=dtype)
 
     def compute_cross_attention_cache(self, encoder_sequence):
         """Projects `encoder_sequence` into the cross-attention cache.
@@ -555,7 +673,7 @@ class TransformerDecoderBlock(_TransformerBlock):
         set_keras_mask(encoder_sequence, mask)
         return cache
 
-    def _check_call(self, encoder_sequence, self_cache, cross_cache):
+    def _check_call(self, encoder_sequence, self_cache, cross_cache, cross_index):
         has_cross = self._cross_attention_layer is not None
         if has_cross != (encoder_sequence is not None):
             built = "with" if has_cross else "without"
@@ -579,6 +697,13 @@ class TransformerDecoderBlock(_TransformerBlock):
             raise ValueError(
                 "`cross_attention_cache` was given to a block without cross-attention."
             )
+        if cross_index is not None and cross_cache is None:
+            raise ValueError(
+                "`cross_attention_cache_update_index` needs a "
+                "`cross_attention_cache` to write into. Received: "
+                f"cross_attention_cache_update_index={cross_index}, "
+                "cross_attention_cache=None"
+            )
 
 
 def _take_keras_mask(x):
@@ -596,6 +721,19 @@ def _take_keras_mask(x):
     mask = get_keras_mask(x)
     set_keras_mask(x, None)
     return mask
+
+
+def _causal_mask(query_length, key_length):
+    """`(1, Tq, Tk)` bool: query `i` sees keys `0 ... i` (aligned at the start)."""
+    rows = ops.arange(query_length)
+    cols = ops.arange(key_length)
+    return ops.expand_dims(rows[:, None] >= cols[None, :], 0)
+
+
+def _and_masks(mask, other):
+    if mask is None:
+        return other
+    return ops.logical_and(ops.cast(mask, "bool"), other)
 
 
 def _unmasked(x):

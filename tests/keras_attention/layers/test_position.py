@@ -50,6 +50,18 @@ def test_sinusoid_matches_keras_hub():
     )
 
 
+def test_positions_argument_matches_numpy_formula_and_table_rows():
+    positions = np.array([[2, 0, 5], [7, 7, 1]])
+    x = np.zeros((2, 3, 6), "float32")
+    sine = ops.convert_to_numpy(SinusoidalPositionEncoding()(x, positions=positions))
+    table = numpy_sinusoid(8, 6)
+    np.testing.assert_allclose(sine, table[positions], atol=1e-6)
+    learned = PositionEmbedding(sequence_length=8)
+    rows = ops.convert_to_numpy(learned(x, positions=positions[0]))
+    expected = ops.convert_to_numpy(learned.embeddings)[positions[0]]
+    np.testing.assert_array_equal(rows, np.broadcast_to(expected, (2, 3, 6)))
+
+
 def test_sinusoid_half_precision_keeps_position_accuracy():
     # Position 3000 is not representable in float16; angles stay float32.
     x = np.zeros((1, 2, 4), "float16")

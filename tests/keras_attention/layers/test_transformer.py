@@ -303,6 +303,10 @@ def test_decoder_call_errors():
     cache = ops.zeros((B, 2, T, HEADS, DIM // HEADS))
     with pytest.raises(ValueError, match="both"):
         seq2seq(x, src, self_attention_cache=cache, self_attention_cache_update_index=0)
+    with pytest.raises(ValueError, match="cross_attention_cache_update_index=0"):
+        decoder_only(x, cross_attention_cache_update_index=0)
+    with pytest.raises(ValueError, match="cross_attention_cache_update_index=0"):
+        seq2seq(x, src, cross_attention_cache_update_index=0)
 
 
 # Masks ----------------------------------------------------------------------
