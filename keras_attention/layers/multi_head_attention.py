@@ -568,11 +568,13 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             attention_mask = _causal_mask(ops.shape(query)[1], ops.shape(key)[1])
         batch = ops.shape(query)[0]
         q_len, k_len = ops.shape(query)[1], ops.shape(key)[1]
+        # Explicit sizes, not -1: a zero-length sequence has no -1 to infer.
+        rows = batch * self.num_heads
         heads_q = ops.reshape(
-            ops.transpose(query, (0, 2, 1, 3)), (-1, q_len, self.key_dim)
+            ops.transpose(query, (0, 2, 1, 3)), (rows, q_len, self.key_dim)
         )
         heads_k = ops.reshape(
-            ops.transpose(key, (0, 2, 1, 3)), (-1, k_len, self.key_dim)
+            ops.transpose(key, (0, 2, 1, 3)), (rows, k_len, self.key_dim)
         )
         raw = self._score_layer(heads_q, heads_k)
         raw = ops.reshape(raw, (batch, self.num_heads, q_len, k_len))

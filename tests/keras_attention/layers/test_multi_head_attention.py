@@ -548,3 +548,18 @@ def test_fused_path_zeroes_rows_of_an_empty_value_sequence():
         fused[1], np.broadcast_to(bias, fused[1].shape), atol=1e-6
     )
     assert not np.allclose(fused[0], bias)
+
+
+@pytest.mark.parametrize("return_scores", [False, True], ids=["fused", "explicit"])
+def test_zero_length_keys_give_the_output_bias(return_scores):
+    # Nothing to attend to: a zero context, projected (the output bias), on
+    # both paths and both backends (JAX's reshape(-1) of a zero-size array
+    # used to raise ZeroDivisionError).
+    layer = MultiHeadAttention(num_heads=2, key_dim=4, bias_initializer="ones")
+    query = np.random.default_rng(0).random((2, 3, 8)).astype("float32")
+    value = np.zeros((2, 0, 8), "float32")
+    out = layer(query, value, return_attention_scores=return_scores)
+    if return_scores:
+        out, weights = out
+        assert tuple(weights.shape) == (2, 2, 3, 0)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(out), np.ones((2, 3, 8)))
