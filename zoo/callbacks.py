@@ -1,4 +1,9 @@
-"""Training callbacks shared by the zoo's training scripts."""
+"""Training callbacks shared by the zoo's training scripts.
+
+Both budgets keep their count in `get_state()` / `set_state()`, which
+`zoo.training` saves after every epoch: a resumed run counts the time and
+steps of the epochs done before it was killed.
+"""
 
 import time
 
@@ -6,16 +11,35 @@ import keras
 
 
 class TimeBudget(keras.callbacks.Callback):
-    """Stops training once `minutes` have passed (checked every batch)."""
+    """Stops training once `minutes` of training have passed (checked every batch).
+
+    Args:
+        minutes: float. The budget, counted from the start of `fit` (plus
+            the time restored with `set_state`).
+    """
 
     def __init__(self, minutes):
         super().__init__()
         self.seconds = minutes * 60
+        self.spent = 0.0  # Training seconds before this `fit` (a resumed run).
+        self.start = time.time()
+
+    def elapsed(self):
+        return self.spent + time.time() - self.start
+
+    def on_train_begin(self, logs=None):
         self.start = time.time()
 
     def on_train_batch_end(self, batch, logs=None):
-        if time.time() - self.start > self.seconds:
+        if self.elapsed() > self.seconds:
             self.model.stop_training = True
+
+    def get_state(self):
+        return {"seconds": self.elapsed()}
+
+    def set_state(self, state):
+        self.spent = state["seconds"]
+        self.start = time.time()
 
 
 class StepBudget(keras.callbacks.Callback):
@@ -30,3 +54,9 @@ class StepBudget(keras.callbacks.Callback):
         self.seen += 1
         if self.seen >= self.steps:
             self.model.stop_training = True
+
+    def get_state(self):
+        return {"seen": self.seen}
+
+    def set_state(self, state):
+        self.seen = state["seen"]

@@ -15,6 +15,10 @@ On the shipped sample (no Debian data needed, a minute):
 
     python -m zoo.ram.train --data sample --epochs 1 --rows ram_translated_6 \
         fc_translated --out /tmp/ram
+
+Each row's state is saved after every epoch in `--run-dir` (`<out>.run`,
+else `<results>.run`): the same command run again after a kill skips the
+rows done and resumes the row it was training (`zoo.training`).
 """
 
 import argparse
@@ -29,11 +33,13 @@ import keras
 import numpy as np
 
 from keras_attention.training.strategy import get_strategy, needs_static_shapes
+from zoo import training
 from zoo.data import fashion_mnist
 from zoo.ram.model import RecurrentAttentionModel
 from zoo.ram.plotting import plot_glimpses
 
 PRESET_ROW = "ram_translated_6"
+ROWS_FILE = "results.json"  # In the run directory: the rows trained.
 
 # name: (task variant, model kind, model options)
 RETINA_28 = {"patch_size": 8, "num_scales": 1}
@@ -84,6 +90,9 @@ def parse_args(argv=None):
     p.add_argument("--out", help=f"preset directory for the {PRESET_ROW} row")
     p.add_argument("--results", help="JSON file for the table")
     p.add_argument("--plot", help="PNG of glimpse paths of the preset row")
+    training.add_run_arguments(
+        p, default="<out>.run, else <results>.run, else none: no resumption"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--verbose", type=int, default=2)
     return p.parse_args(argv)
@@ -151,7 +160,8 @@ def load_task(variant, args):
     return (*train, *test)
 
 
-def train_row(name, data, args, strategy):
+def train_row(name, data, args, strategy, stage, result=None):
+    """Trains (or resumes) one row; `result`: the row's scores, if known."""
     variant, kind, options = ROWS[name]
     x_train, y_train, x_test, y_test = data
     with strategy.scope():
@@ -172,11 +182,12 @@ def train_row(name, data, args, strategy):
     print(
         f"\n== {name}: {kind} on {TASKS[variant]}, {model.count_params():,} parameters"
     )
-    start = time.time()
-    history = model.fit(
-        train_ds, epochs=args.epochs, shuffle=False, verbose=args.verbose
+    history = stage.fit(
+        model, train_ds, epochs=args.epochs, shuffle=False, verbose=args.verbose
     )
-    seconds = time.time() - start
+    if result is not None:  # Trained and scored before a kill.
+        return model, result
+    seconds = stage.seconds
     scores = model.evaluate(test_ds, verbose=0, return_dict=True)
     error = 100.0 * (1.0 - scores["accuracy"])
     print(
@@ -272,14 +283,28 @@ def main(argv=None):
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)
     )
     print(command)
+    if args.out:
+        training.check_folder(args.out, "--out", preset=True)
+    for option, path in (("--results", args.results), ("--plot", args.plot)):
+        if path:
+            training.check_file(path, option)
+    run_dir = args.run_dir or (
+        training.default_run_dir(args.out or args.results)
+        if args.out or args.results
+        else None
+    )
+    run = training.RunDirectory(run_dir, vars(args), command)
     strategy = get_strategy(args.strategy)
     print(
         f"strategy {type(strategy).__name__} with "
         f"{strategy.num_replicas_in_sync} replica(s)"
     )
-    cache, results = {}, {}
+    cache, results = {}, run.read(ROWS_FILE, {})
     total = time.time()
     for name in args.rows:
+        if name in results and not (name == PRESET_ROW and args.out):
+            print(f"\n== {name}: trained before (run directory)")
+            continue
         variant = ROWS[name][0]
         if variant not in cache:
             start = time.time()
@@ -290,7 +315,10 @@ def main(argv=None):
                 f"{x_train.shape[1:]} ({time.time() - start:.0f} s)"
             )
         keras.utils.set_random_seed(args.seed)
-        model, results[name] = train_row(name, cache[variant], args, strategy)
+        model, results[name] = train_row(
+            name, cache[variant], args, strategy, run.stage(name), results.get(name)
+        )
+        run.write(ROWS_FILE, results)
         if args.results:
             os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
             with open(args.results, "w", encoding="utf-8") as f:
@@ -303,6 +331,7 @@ def main(argv=None):
     print(format_table(results))
     if args.out and PRESET_ROW in results:
         save_preset(*preset, results, command, args)
+    run.finish()
     return results
 
 

@@ -7,6 +7,9 @@ Example (the command behind `seq2seq_bahdanau_bible_en_es`):
 On the embedded sample (no Debian data needed, seconds):
 
     python -m zoo.seq2seq.train --data sample --epochs 2 --out /tmp/s2s
+
+The run's state is saved after every epoch in `--run-dir` (`<out>.run`):
+the same command run again after a kill resumes there (`zoo.training`).
 """
 
 import argparse
@@ -19,6 +22,7 @@ import keras
 import tensorflow as tf
 
 from keras_attention.training.strategy import get_strategy
+from zoo import training
 from zoo.callbacks import StepBudget, TimeBudget
 from zoo.data import vocabulary
 from zoo.seq2seq.model import Seq2Seq
@@ -37,6 +41,7 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_arguments(p)
     p.add_argument("--out", required=True, help="preset directory to write")
+    training.add_run_arguments(p)
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--batch-size", type=int, default=64, help="global batch size")
     p.add_argument(
@@ -137,6 +142,12 @@ def main(argv=None):
     command = "python -m zoo.seq2seq.train " + " ".join(
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)
     )
+    training.check_folder(args.out, "--out", preset=True)
+    if args.vocabulary_dir:
+        training.check_folder(args.vocabulary_dir, "--vocabulary-dir")
+    run = training.RunDirectory(
+        args.run_dir or training.default_run_dir(args.out), vars(args), command
+    )
     keras.utils.set_random_seed(args.seed)
     train, validation, test = load_splits(args)
     print(
@@ -197,8 +208,9 @@ def main(argv=None):
         if validation
         else None
     )
-    start = time.time()
-    history = model.fit(
+    stage = run.stage("train")
+    history = stage.fit(
+        model,
         train_ds,
         validation_data=val_ds,
         epochs=args.epochs,
@@ -207,7 +219,7 @@ def main(argv=None):
     )
     if static:
         model.use_static_shapes(False)  # the preset trims padding again
-    train_seconds = time.time() - start
+    train_seconds = stage.seconds
     epochs_run = len(history.history["loss"])
     steps_run = int(model.optimizer.iterations.numpy())
     print(
@@ -230,6 +242,7 @@ def main(argv=None):
     metadata = translation_metadata(args, command, (train, validation, test), metrics)
     model.save_to_preset(args.out, metadata=metadata)
     print(f"preset written to {args.out}")
+    run.finish()
     return model, metadata
 
 

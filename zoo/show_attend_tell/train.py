@@ -19,6 +19,10 @@ On a caption dataset in Karpathy's split format (Flickr8k/30k, COCO):
     python -m zoo.show_attend_tell.train --data dataset_flickr8k.json \\
         --images-dir Flicker8k_Dataset --image-size 224 \\
         --backbone MobileNetV2 --backbone-weights imagenet --out /tmp/flickr
+
+The run's state (encoder pretraining, then training) is saved after every
+epoch in `--run-dir` (`<out>.run`): the same command run again after a kill
+resumes there (`zoo.training`).
 """
 
 import argparse
@@ -33,6 +37,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_attention.training.strategy import get_strategy
+from zoo import training
 from zoo.callbacks import TimeBudget
 from zoo.data import captions as caption_data
 from zoo.data import fashion_mnist, vocabulary
@@ -54,6 +59,7 @@ def parse_args(argv=None):
     p.add_argument("--images-dir", help="with a Karpathy JSON: the images folder")
     p.add_argument("--image-size", type=int, default=224, help="Karpathy images")
     p.add_argument("--out", required=True, help="preset directory to write")
+    training.add_run_arguments(p)
     p.add_argument("--train-scenes", type=int, default=20000)
     p.add_argument("--validation-scenes", type=int, default=500)
     p.add_argument("--test-scenes", type=int, default=2000)
@@ -160,7 +166,7 @@ def dataset(data, batch_size, seed, shuffle=True, drop_remainder=False):
     return ds.batch(batch_size, drop_remainder=drop_remainder)
 
 
-def pretrain_encoder(model, args):
+def pretrain_encoder(model, args, stage):
     """Trains the encoder as an item classifier on single translated items.
 
     Xu et al. use an ImageNet-pretrained CNN; here the built-in CNN learns
@@ -191,14 +197,14 @@ def pretrain_encoder(model, args):
         return tf.cast(x, "float32") / 255.0, y
 
     ds = ds.map(scale)
-    start = time.time()
-    history = classifier.fit(
+    history = stage.fit(
+        classifier,
         ds,
         epochs=100,
         callbacks=[TimeBudget(args.pretrain_minutes)],
         verbose=args.verbose,
     )
-    minutes = (time.time() - start) / 60
+    minutes = stage.seconds / 60
     accuracy = round(float(history.history["accuracy"][-1]), 4)
     print(
         f"encoder pretrained {len(history.history['loss'])} epochs in "
@@ -211,6 +217,10 @@ def main(argv=None):
     args = parse_args(argv)
     command = "python -m zoo.show_attend_tell.train " + " ".join(
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)
+    )
+    training.check_folder(args.out, "--out", preset=True)
+    run = training.RunDirectory(
+        args.run_dir or training.default_run_dir(args.out), vars(args), command
     )
     keras.utils.set_random_seed(args.seed)
     start = time.time()
@@ -262,7 +272,7 @@ def main(argv=None):
     pretraining = None
     if args.pretrain_minutes > 0:
         with strategy.scope():
-            pretraining = pretrain_encoder(model, args)
+            pretraining = pretrain_encoder(model, args, run.stage("pretrain"))
 
     callbacks = [
         keras.callbacks.ReduceLROnPlateau(
@@ -275,8 +285,9 @@ def main(argv=None):
     if args.time_budget:
         callbacks.append(TimeBudget(args.time_budget))
     static = use_static_shapes_for(model, strategy, args.static_shapes)
-    start = time.time()
-    history = model.fit(
+    stage = run.stage("train")
+    history = stage.fit(
+        model,
         dataset(train, args.batch_size, args.seed, drop_remainder=static),
         validation_data=dataset(
             validation, args.batch_size, args.seed, False, drop_remainder=static
@@ -287,7 +298,7 @@ def main(argv=None):
     )
     if static:
         model.use_static_shapes(False)  # the preset trims padding again
-    train_seconds = time.time() - start
+    train_seconds = stage.seconds
     epochs_run = len(history.history["loss"])
     steps_run = int(model.optimizer.iterations.numpy())
     print(
@@ -332,6 +343,7 @@ def main(argv=None):
     }
     model.save_to_preset(args.out, metadata=metadata)
     print(f"preset written to {args.out}")
+    run.finish()
     return model, metadata
 
 

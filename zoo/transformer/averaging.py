@@ -4,10 +4,17 @@ Vaswani et al. (2017, section 6.1) evaluate the average of the last 5
 checkpoints (written every 10 minutes) of the base model. `Checkpoints`
 writes `.weights.h5` files during `fit` every few minutes and keeps the
 last `keep`; `average_checkpoints` loads their mean into a model.
+
+A checkpoint is written under a hidden name and renamed into place, so a
+killed process leaves no torn `checkpoint_<step>.weights.h5`. `Checkpoints`
+keeps its list in `get_state()` / `set_state()`: a resumed run
+(`zoo.training`) averages only its own checkpoints, and drops unreadable
+ones and those of the part of the run a kill threw away before training.
 """
 
 import glob
 import os
+import sys
 import time
 
 import keras
@@ -17,9 +24,10 @@ import numpy as np
 class Checkpoints(keras.callbacks.Callback):
     """Saves the model weights every `minutes` during `fit`, keeping `keep`.
 
-    Files are `directory/checkpoint_<step>.weights.h5` (weights only, no
-    optimizer state); the oldest are deleted beyond `keep`. A last one is
-    written when training ends.
+    Files are `directory/checkpoint_<step>.weights.h5` (the weights, and
+    the optimizer state of a compiled model); the oldest are deleted beyond
+    `keep`. A last one is written when training ends. `paths` lists this
+    run's checkpoints, oldest first.
 
     Args:
         directory: str. Where to write.
@@ -53,20 +61,63 @@ class Checkpoints(keras.callbacks.Callback):
 
     def save(self):
         step = int(self.model.optimizer.iterations.numpy())
-        path = os.path.join(self.directory, f"checkpoint_{step}.weights.h5")
+        name = f"checkpoint_{step}.weights.h5"
+        path = os.path.join(self.directory, name)
         if self.paths and self.paths[-1] == path:
             return
-        self.model.save_weights(path, overwrite=True)
+        work = os.path.join(self.directory, f".writing-{name}")
+        self.model.save_weights(work, overwrite=True)
+        os.replace(work, path)
         self.paths.append(path)
         while len(self.paths) > self.keep:
             os.remove(self.paths.pop(0))
         self._last = time.time()
 
+    def get_state(self):
+        return {"paths": list(self.paths), "since": time.time() - self._last}
+
+    def set_state(self, state):
+        """Takes the checkpoint list of a saved run; deletes the other files.
+
+        Listed checkpoints that cannot be read whole are skipped (with a
+        warning); checkpoint files not listed (written after the state was
+        saved) are deleted.
+        """
+        self.paths = []
+        for name in state["paths"]:
+            path = os.path.join(self.directory, os.path.basename(name))
+            if readable(path):
+                self.paths.append(path)
+            else:
+                print(f"warning: skipping torn checkpoint {path}", file=sys.stderr)
+        for name in os.listdir(self.directory):
+            path = os.path.join(self.directory, name)
+            if path not in self.paths and os.path.isfile(path):
+                os.remove(path)
+        self._last = time.time() - state["since"]
+
+
+def readable(path):
+    """Whether every dataset of an HDF5 file can be read."""
+    import h5py
+
+    def read(name, item):
+        if isinstance(item, h5py.Dataset):
+            item[()]
+
+    try:
+        with h5py.File(path, "r") as f:
+            f.visititems(read)
+    except (OSError, ValueError, RuntimeError):
+        return False
+    return True
+
 
 def checkpoint_paths(directory):
     """The `checkpoint_<step>.weights.h5` files of a directory, oldest first."""
     paths = glob.glob(os.path.join(directory, "checkpoint_*.weights.h5"))
-    return sorted(paths, key=lambda p: int(p.rsplit("_", 1)[1].split(".")[0]))
+    steps = {p: p[: -len(".weights.h5")].rsplit("_", 1)[1] for p in paths}
+    return sorted((p for p in paths if steps[p].isdigit()), key=lambda p: int(steps[p]))
 
 
 def average_checkpoints(model, paths):
@@ -81,7 +132,21 @@ def average_checkpoints(model, paths):
         `model`, holding the averaged weights (accumulated in float64).
 
     Example:
-    >>> average_checkpoints(model, checkpoint_paths("runs/ckpt")[-5:])
+    >>> import os
+    >>> import tempfile
+    >>> import keras
+    >>> import numpy as np
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> with tempfile.TemporaryDirectory() as directory:
+    ...     for step, value in [(10, 1.0), (20, 2.0), (30, 6.0)]:
+    ...         model.set_weights([np.full((2, 1), value), np.zeros(1)])
+    ...         model.save_weights(f"{directory}/checkpoint_{step}.weights.h5")
+    ...     last_two = checkpoint_paths(directory)[-2:]
+    ...     model = average_checkpoints(model, last_two)
+    >>> [os.path.basename(path) for path in last_two]
+    ['checkpoint_20.weights.h5', 'checkpoint_30.weights.h5']
+    >>> model.get_weights()[0].ravel().tolist()  # (2 + 6) / 2
+    [4.0, 4.0]
     """
     if not paths:
         raise ValueError("No checkpoints to average. Received: paths=[]")

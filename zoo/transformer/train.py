@@ -16,6 +16,10 @@ On the embedded sample (no Debian data needed, seconds):
 
     python -m zoo.transformer.train --data sample --config tiny --epochs 2 \\
         --out /tmp/transformer
+
+The run's state is saved after every epoch in `--run-dir` (`<out>.run`),
+with the `--average-last` checkpoints: the same command run again after a
+kill resumes there (`zoo.training`).
 """
 
 import argparse
@@ -30,16 +34,13 @@ import tensorflow as tf
 
 from keras_attention.training.schedules import InverseSqrtSchedule
 from keras_attention.training.strategy import get_strategy
+from zoo import training
 from zoo.callbacks import StepBudget, TimeBudget
 from zoo.data import vocabulary
 from zoo.seq2seq.preprocessor import TranslationPreprocessor
 from zoo.task import use_static_shapes_for
 from zoo.transformer import configs
-from zoo.transformer.averaging import (
-    Checkpoints,
-    average_checkpoints,
-    checkpoint_paths,
-)
+from zoo.transformer.averaging import Checkpoints, average_checkpoints
 from zoo.transformer.losses import MaskedLabelSmoothingCrossEntropy, TargetTokens
 from zoo.transformer.model import Transformer
 from zoo.translation import (
@@ -55,6 +56,7 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_arguments(p)
     p.add_argument("--out", required=True, help="preset directory to write")
+    training.add_run_arguments(p)
     p.add_argument("--config", default="small", choices=sorted(configs.CONFIGS))
     p.add_argument("--num-layers", type=int, help="override the config")
     p.add_argument("--hidden-dim", type=int, help="override the config")
@@ -84,7 +86,8 @@ def parse_args(argv=None):
         "--average-last",
         type=int,
         default=0,
-        help="average the last N checkpoints (kept if validation loss improves)",
+        help="average the last N checkpoints of this run, written in the run "
+        "directory (kept if validation loss improves)",
     )
     p.add_argument("--checkpoint-minutes", type=float, default=10.0)
     p.add_argument("--jit-compile", action="store_true", help="XLA training step")
@@ -191,6 +194,16 @@ class Throughput(keras.callbacks.Callback):
             self.measured_tokens += new_tokens
         self._last = now
 
+    def get_state(self):
+        return {
+            key: getattr(self, key)
+            for key in ("steps", "seconds", "measured_steps", "measured_tokens")
+        }
+
+    def set_state(self, state):
+        for key, value in state.items():
+            setattr(self, key, value)
+
     @property
     def steps_per_second(self):
         return self.measured_steps / self.seconds if self.seconds else 0.0
@@ -234,6 +247,12 @@ def main(argv=None):
     args = parse_args(argv)
     command = "python -m zoo.transformer.train " + " ".join(
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)
+    )
+    training.check_folder(args.out, "--out", preset=True)
+    if args.vocabulary_dir:
+        training.check_folder(args.vocabulary_dir, "--vocabulary-dir")
+    run = training.RunDirectory(
+        args.run_dir or training.default_run_dir(args.out), vars(args), command
     )
     keras.utils.set_random_seed(args.seed)
     train, validation, test = load_splits(args)
@@ -282,24 +301,25 @@ def main(argv=None):
         callbacks.append(TimeBudget(args.time_budget))
     if args.max_steps:
         callbacks.append(StepBudget(args.max_steps))
+    stage = run.stage("train")
     checkpoints = None
     if args.average_last > 1:
         checkpoints = Checkpoints(
-            os.path.join(args.out + "_checkpoints"),
+            os.path.join(stage.path, "checkpoints"),
             args.checkpoint_minutes,
             keep=args.average_last,
         )
         callbacks.append(checkpoints)
 
-    start = time.time()
-    history = model.fit(
+    history = stage.fit(
+        model,
         train_ds,
         validation_data=val_ds,
         epochs=args.epochs,
         callbacks=callbacks,
         verbose=args.verbose,
     )
-    train_seconds = time.time() - start
+    train_seconds = stage.seconds
     if static:
         model.use_static_shapes(False)  # the preset trims padding again
     epochs_run = len(history.history["loss"])
@@ -313,7 +333,7 @@ def main(argv=None):
 
     averaged = None
     if checkpoints is not None and val_ds is not None:
-        paths = checkpoint_paths(checkpoints.directory)[-args.average_last :]
+        paths = checkpoints.paths[-args.average_last :]
         last_loss = model.evaluate(val_ds, verbose=0, return_dict=True)["loss"]
         last_weights = model.get_weights()
         average_checkpoints(model, paths)
@@ -350,6 +370,7 @@ def main(argv=None):
     metadata = translation_metadata(args, command, (train, validation, test), metrics)
     model.save_to_preset(args.out, metadata=metadata)
     print(f"preset written to {args.out}")
+    run.finish()
     return model, metadata
 
 
