@@ -25,12 +25,16 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# TensorFlow backend for everything, then the layer tests again under JAX to
-# prove the layer math is backend-agnostic.
+# TensorFlow backend for everything (tests and docstring examples), then the
+# library's tests and examples again under JAX to prove the layer math is
+# backend-agnostic (conftest.py skips what needs TensorFlow).
 test: lint
 	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --doctest-modules keras_attention zoo
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -q -m "not tensorflow_only" \
 		tests/keras_attention
+	KERAS_BACKEND=jax $(BIN)/python -m pytest -q -m "not tensorflow_only" \
+		--doctest-modules keras_attention
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/attention.py

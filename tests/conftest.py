@@ -1,16 +1,7 @@
-"""Test-wide set-up: skip TensorFlow-only tests on other Keras backends."""
+"""Test-wide fixtures (the backend skips live in the root `conftest.py`)."""
 
 import keras
 import pytest
-
-
-def pytest_collection_modifyitems(config, items):
-    if keras.backend.backend() == "tensorflow":
-        return
-    skip = pytest.mark.skip(reason="needs the TensorFlow backend")
-    for item in items:
-        if "tensorflow_only" in item.keywords:
-            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)

@@ -42,9 +42,18 @@ def get_strategy(name="auto"):
         `scope()`; batch sizes given to `fit` are global.
 
     Example:
-    >>> strategy = get_strategy("auto")
+    >>> import keras
+    >>> import numpy as np
+    >>> strategy = get_strategy("auto")  # the default strategy on one device
     >>> with strategy.scope():
-    ...     model = build_model()
+    ...     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    ...     model.compile("sgd", "mse")
+    >>> global_batch = 4 * strategy.num_replicas_in_sync
+    >>> history = model.fit(
+    ...     np.ones((8, 4)), np.ones((8, 1)), batch_size=global_batch, verbose=0
+    ... )
+    >>> len(history.history["loss"])
+    1
     """
     import tensorflow as tf
 

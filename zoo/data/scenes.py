@@ -279,8 +279,8 @@ def load(
 
     Example:
     >>> test = load("test", num_scenes=10, sample=True)
-    >>> test["captions"][0]  # doctest: +SKIP
-    'a sandal to the left of a dress and above a bag'
+    >>> test["images"].shape, test["captions"][2]
+    ((10, 84, 84), 'a sneaker to the left of a sandal')
     """
     images, labels = source_items(split, path, sample)
     return make_scenes(

@@ -75,8 +75,17 @@ class TranslationPreprocessor(keras.layers.Layer):
         `(features, labels, sample_weight)`.
 
     Example:
+    >>> import tensorflow as tf
+    >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "in", "the", "beginning",
+    ...          "en", "el", "principio"]
     >>> pre = TranslationPreprocessor(vocab, vocab, 8, 8)
     >>> x, y, w = pre(tf.constant(["in the beginning"]), tf.constant(["en el principio"]))
+    >>> x["encoder_token_ids"].numpy().tolist()  # tokens [END]
+    [[4, 5, 6, 3]]
+    >>> x["decoder_token_ids"].numpy().tolist()  # [START] tokens
+    [[2, 7, 8, 9]]
+    >>> y.numpy().tolist(), w.numpy().tolist()  # tokens [END], no padding
+    ([[7, 8, 9, 3]], [[1.0, 1.0, 1.0, 1.0]])
 
     Reference:
         Wu et al., 2016, "Google's Neural Machine Translation System"

@@ -69,6 +69,7 @@ class ShowAttendTellCell(keras.layers.Layer):
         `(B, units + annotation_dim)`.
 
     Example:
+    >>> import numpy as np
     >>> cell = ShowAttendTellCell(8, annotation_dim=6)
     >>> states = cell.initial_state(np.random.rand(2, 9, 6).astype("float32"))
     >>> output, states = cell(np.zeros((2, 4), "float32"), states)
@@ -295,6 +296,7 @@ class ShowAttendTellDecoder(keras.layers.Layer):
         `(B, 1)` each (zeros for soft attention).
 
     Example:
+    >>> import numpy as np
     >>> decoder = ShowAttendTellDecoder(ShowAttendTellCell(8, annotation_dim=6))
     >>> outputs, coverage, _, _ = decoder(np.zeros((2, 3, 4)), np.ones((2, 9, 6)))
     >>> tuple(outputs.shape), tuple(coverage.shape)

@@ -26,7 +26,8 @@ class GridCoordinates(keras.layers.Layer):
         Tensor `(B, H, W, C + 2)`.
 
     Example:
-    >>> GridCoordinates()(np.zeros((1, 2, 3, 4))).shape
+    >>> import numpy as np
+    >>> tuple(GridCoordinates()(np.zeros((1, 2, 3, 4))).shape)
     (1, 2, 3, 6)
 
     Reference:

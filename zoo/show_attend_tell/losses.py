@@ -17,6 +17,7 @@ def doubly_stochastic_terms(coverage):
         coverage: tensor `(B, L)`: `sum_t alpha_{t,i}` over the real steps.
 
     Example:
+    >>> import numpy as np
     >>> np.asarray(doubly_stochastic_terms(np.array([[1.0, 0.5]])))
     array([0.25], dtype=float32)
 
@@ -42,6 +43,7 @@ def doubly_stochastic_penalty(coverage, strength=1.0):
         A float32 scalar.
 
     Example:
+    >>> import numpy as np
     >>> float(doubly_stochastic_penalty(np.array([[1.0, 0.5]])))
     0.25
     """

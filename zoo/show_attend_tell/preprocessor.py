@@ -45,8 +45,17 @@ class CaptionPreprocessor(keras.layers.Layer):
         sample_weight)` with features `{"images", "decoder_token_ids"}`.
 
     Example:
+    >>> import numpy as np
+    >>> import tensorflow as tf
     >>> pre = CaptionPreprocessor(["[PAD]", "[UNK]", "[START]", "[END]", "a", "bag"])
-    >>> x, y, w = pre(np.zeros((1, 84, 84, 1), "uint8"), tf.constant(["a bag"]))
+    >>> images = np.full((1, 84, 84), 255, "uint8")
+    >>> x, y, w = pre(images, tf.constant(["a bag"]))
+    >>> tuple(x["images"].shape), float(tf.reduce_max(x["images"]))
+    ((1, 84, 84, 1), 1.0)
+    >>> x["decoder_token_ids"].numpy().tolist()  # [START] a bag
+    [[2, 4, 5]]
+    >>> y.numpy().tolist(), w.numpy().tolist()  # a bag [END], no padding
+    ([[4, 5, 3]], [[1.0, 1.0, 1.0]])
 
     Reference:
         Xu et al., 2015, "Show, Attend and Tell".

@@ -41,6 +41,7 @@ class MaskedLabelSmoothingCrossEntropy(keras.losses.Loss):
         The scalar loss (or per-token losses with `reduction=None`).
 
     Example:
+    >>> import numpy as np
     >>> loss = MaskedLabelSmoothingCrossEntropy(0.1)
     >>> round(float(loss([[1, 0]], np.zeros((1, 2, 4)))), 4)  # log(4)
     1.3863

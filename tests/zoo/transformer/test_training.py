@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_attention.decoding import BeamSearch
 from zoo.data import bible, parallel_text, vocabulary
 from zoo.seq2seq import TranslationPreprocessor
 from zoo.transformer import Transformer
@@ -12,6 +13,22 @@ from zoo.transformer.losses import MaskedLabelSmoothingCrossEntropy
 from zoo.translation_metrics import corpus_scores
 
 pytestmark = pytest.mark.tensorflow_only
+
+
+def decode(model, x, search):
+    """`search`'s tokens `(batch, 1 + 48)` and scores `(batch,)` for `x`."""
+    ids = np.array(x["encoder_token_ids"])
+    prompt = np.zeros((len(ids), 49), "int32")
+    prompt[:, 0] = model.preprocessor.target_start_id
+    tokens, scores = search(
+        model.next,
+        prompt,
+        cache=model.encode(ids, 49),
+        index=1,
+        stop_token_ids=[model.preprocessor.target_end_id],
+        return_scores=True,
+    )
+    return np.array(tokens), np.array(scores)
 
 
 # === Training ===
@@ -39,7 +56,18 @@ def test_overfits_twenty_real_pairs(tmp_path):
     translations = model.translate(sources, beam_width=1)
     scores = corpus_scores(translations, targets)
     assert scores["bleu"] > 90, (scores, translations[:3], targets[:3])
-    assert model.translate(sources, beam_width=4) == translations
+
+    # Beam search may return other sequences than greedy decoding: which
+    # verses differ moves with the CPU's float kernels (none with 2 threads
+    # here, one with 1 thread, one on another machine). What holds anywhere:
+    # under the same model and length penalty (`translate`'s 0.6) it scores
+    # at least as well as greedy decoding, and it reproduces the memorized
+    # targets too (BLEU 98-100 measured).
+    _, greedy_scores = decode(model, x, BeamSearch(1, length_penalty=0.6))
+    beam_tokens, beam_scores = decode(model, x, BeamSearch(4, length_penalty=0.6))
+    assert np.all(beam_scores >= greedy_scores - 1e-4), (beam_scores, greedy_scores)
+    beam = preprocessor.detokenize(beam_tokens[:, 1:])
+    assert corpus_scores(beam, targets)["bleu"] > 90, (beam[:3], targets[:3])
 
     model.save_to_preset(str(tmp_path), metadata={"metrics": scores})
     loaded = Transformer.from_preset(str(tmp_path))
