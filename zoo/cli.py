@@ -16,6 +16,8 @@ import os
 import sys
 import tempfile
 
+from zoo.arguments import positive_int
+
 MODELS = {
     "seq2seq": "zoo.seq2seq.train",
     "transformer": "zoo.transformer.train",
@@ -166,19 +168,6 @@ def _check_plot_path(path):
         raise ValueError(f"--plot: folder {folder!r} is not writable ({e})") from e
 
 
-def _positive_int(text):
-    """argparse type: an int >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected an int >= 1, got {text!r}"
-        ) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {value}")
-    return value
-
-
 def _caption(args):
     import numpy as np
 
@@ -309,19 +298,19 @@ def build_parser():
     evaluate.add_argument(
         "--data-path", help="Fashion-MNIST IDX directory (default: the Debian one)"
     )
-    evaluate.add_argument("--beam", type=_positive_int, default=4)
+    evaluate.add_argument("--beam", type=positive_int, default=4)
     evaluate.add_argument(
-        "--limit", type=_positive_int, default=None, help="first N samples only"
+        "--limit", type=positive_int, default=None, help="first N samples only"
     )
     translate = sub.add_parser("translate", help="translate text with a preset")
     translate.add_argument("preset")
     translate.add_argument("text", nargs="+")
-    translate.add_argument("--beam", type=_positive_int, default=4)
+    translate.add_argument("--beam", type=positive_int, default=4)
     translate.add_argument("--plot", help="save the alignment heatmap(s) to this PNG")
     caption = sub.add_parser("caption", help="caption images with a preset")
     caption.add_argument("preset")
     caption.add_argument("image", nargs="+", help="PNG/JPEG files")
-    caption.add_argument("--beam", type=_positive_int, default=3)
+    caption.add_argument("--beam", type=positive_int, default=3)
     caption.add_argument("--plot", help="save per-word attention overlays to this PNG")
     classify = sub.add_parser("classify", help="classify images with a RAM preset")
     classify.add_argument("preset")

@@ -95,6 +95,10 @@ def test_unwritable_plot_is_refused_before_the_work(plot, item, tmp_path, capsys
         ["translate", SEQ2SEQ, "hi", "--beam", "0"],
         ["caption", CAPTIONER, "x.png", "--beam", "-2"],
         ["evaluate", SEQ2SEQ, "--beam", "zero"],
+        ["train", "ram", "--epochs", "0"],
+        ["train", "seq2seq", "--out", "p", "--batch-size", "-8"],
+        ["train", "transformer", "--out", "p", "--max-steps", "0"],
+        ["train", "show_attend_tell", "--out", "p", "--epochs", "-1"],
     ],
 )
 def test_counts_below_one_are_argument_errors(argv, capsys):
@@ -102,6 +106,14 @@ def test_counts_below_one_are_argument_errors(argv, capsys):
         cli.main(argv)
     assert exit_info.value.code == 2
     assert "expected an int >= 1" in capsys.readouterr().err
+
+
+def test_a_time_budget_must_be_positive(capsys):
+    argv = ["train", "transformer", "--out", "p", "--time-budget", "nan"]
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    assert "expected a number > 0" in capsys.readouterr().err
 
 
 def test_train_on_missing_data_exits_2(tmp_path, capsys):

@@ -34,6 +34,7 @@ import numpy as np
 
 from keras_attention.training.strategy import get_strategy, needs_static_shapes
 from zoo import training
+from zoo.arguments import positive_int
 from zoo.data import fashion_mnist
 from zoo.ram.model import RecurrentAttentionModel
 from zoo.ram.plotting import plot_glimpses
@@ -69,8 +70,10 @@ def parse_args(argv=None):
     p.add_argument("--data", default="full", choices=["full", "sample"])
     p.add_argument("--path", help="directory with the Fashion-MNIST IDX files")
     p.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
-    p.add_argument("--epochs", type=int, default=3, help="epochs of every row")
-    p.add_argument("--batch-size", type=int, default=128, help="global batch size")
+    p.add_argument("--epochs", type=positive_int, default=3, help="epochs of every row")
+    p.add_argument(
+        "--batch-size", type=positive_int, default=128, help="global batch size"
+    )
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--units", type=int, default=256, help="RAM core state size")
     p.add_argument("--cell", default="lstm", choices=["rnn", "lstm"])

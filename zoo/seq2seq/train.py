@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from keras_attention.training.strategy import get_strategy
 from zoo import training
+from zoo.arguments import positive_float, positive_int
 from zoo.callbacks import StepBudget, TimeBudget
 from zoo.data import vocabulary
 from zoo.seq2seq.model import Seq2Seq
@@ -42,17 +43,19 @@ def parse_args(argv=None):
     add_data_arguments(p)
     p.add_argument("--out", required=True, help="preset directory to write")
     training.add_run_arguments(p)
-    p.add_argument("--epochs", type=int, default=20)
-    p.add_argument("--batch-size", type=int, default=64, help="global batch size")
+    p.add_argument("--epochs", type=positive_int, default=20)
+    p.add_argument(
+        "--batch-size", type=positive_int, default=64, help="global batch size"
+    )
     p.add_argument(
         "--time-budget",
-        type=float,
+        type=positive_float,
         default=None,
         help="stop training after this many minutes",
     )
     p.add_argument(
         "--max-steps",
-        type=int,
+        type=positive_int,
         default=None,
         help="stop training after this many optimizer steps (an equal budget "
         "for comparisons that does not depend on machine load)",

@@ -38,6 +38,7 @@ import tensorflow as tf
 
 from keras_attention.training.strategy import get_strategy
 from zoo import training
+from zoo.arguments import positive_float, positive_int
 from zoo.callbacks import TimeBudget
 from zoo.data import captions as caption_data
 from zoo.data import fashion_mnist, vocabulary
@@ -90,11 +91,16 @@ def parse_args(argv=None):
     p.add_argument("--entropy-weight", type=float, default=0.01)
     p.add_argument("--vocabulary-size", type=int, default=1000)
     p.add_argument("--max-length", type=int, default=24, help="subwords per caption")
-    p.add_argument("--epochs", type=int, default=30)
-    p.add_argument("--batch-size", type=int, default=64, help="global batch size")
+    p.add_argument("--epochs", type=positive_int, default=30)
+    p.add_argument(
+        "--batch-size", type=positive_int, default=64, help="global batch size"
+    )
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument(
-        "--time-budget", type=float, default=None, help="stop training after N minutes"
+        "--time-budget",
+        type=positive_float,
+        default=None,
+        help="stop training after N minutes",
     )
     p.add_argument(
         "--pretrain-minutes",

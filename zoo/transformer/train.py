@@ -35,6 +35,7 @@ import tensorflow as tf
 from keras_attention.training.schedules import InverseSqrtSchedule
 from keras_attention.training.strategy import get_strategy
 from zoo import training
+from zoo.arguments import positive_float, positive_int
 from zoo.callbacks import StepBudget, TimeBudget
 from zoo.data import vocabulary
 from zoo.seq2seq.preprocessor import TranslationPreprocessor
@@ -65,17 +66,19 @@ def parse_args(argv=None):
     p.add_argument("--dropout", type=float, help="override the config")
     p.add_argument("--normalize-first", action="store_true", help="pre-norm")
     p.add_argument("--score", default="scaled_dot")
-    p.add_argument("--epochs", type=int, default=100)
+    p.add_argument("--epochs", type=positive_int, default=100)
     p.add_argument(
         "--batch-tokens",
-        type=int,
+        type=positive_int,
         default=4096,
         help="subwords per batch (source or target side, padding included)",
     )
     p.add_argument(
-        "--time-budget", type=float, help="stop training after this many minutes"
+        "--time-budget",
+        type=positive_float,
+        help="stop training after this many minutes",
     )
-    p.add_argument("--max-steps", type=int, help="stop after this many steps")
+    p.add_argument("--max-steps", type=positive_int, help="stop after this many steps")
     p.add_argument("--vocabulary-size", type=int, default=16000)
     p.add_argument("--vocabulary-dir", help="reuse/keep the learned vocabulary here")
     p.add_argument("--max-length", type=int, default=64, help="subwords per side")
@@ -89,7 +92,7 @@ def parse_args(argv=None):
         help="average the last N checkpoints of this run, written in the run "
         "directory (kept if validation loss improves)",
     )
-    p.add_argument("--checkpoint-minutes", type=float, default=10.0)
+    p.add_argument("--checkpoint-minutes", type=positive_float, default=10.0)
     p.add_argument("--jit-compile", action="store_true", help="XLA training step")
     p.add_argument("--strategy", default="auto")
     p.add_argument(
