@@ -457,16 +457,7 @@ def read_metadata(directory):
     directory = os.fspath(directory)
     top = _open_directory(directory)
     try:
-        path = os.path.join(directory, METADATA_FILE)
-        try:
-            data = _read_small(top, METADATA_FILE, path)
-        except FileNotFoundError:
-            raise PresetError(
-                f"Preset {directory} has no {METADATA_FILE}: missing file {path}"
-            ) from None
-        except PresetError as e:
-            raise PresetError(f"Preset {directory}: {e}") from e
-        return _check_metadata(_parse_json(data, path), directory, path)
+        return _read_metadata_file(top, directory)
     finally:
         os.close(top)
 
@@ -617,7 +608,8 @@ def _copy_verified(top, name, digest, directory, destination):
         )
 
 
-def _verify_once(top, directory, destination):
+def _read_metadata_file(top, directory):
+    """The checked metadata dict of the preset open as the handle `top`."""
     path = os.path.join(directory, METADATA_FILE)
     try:
         data = _read_small(top, METADATA_FILE, path)
@@ -627,7 +619,11 @@ def _verify_once(top, directory, destination):
         ) from None
     except PresetError as e:
         raise PresetError(f"Preset {directory}: {e}") from e
-    meta = _check_metadata(_parse_json(data, path), directory, path)
+    return _check_metadata(_parse_json(data, path), directory, path)
+
+
+def _verify_once(top, directory, destination):
+    meta = _read_metadata_file(top, directory)
     listed = _listed_files(meta, directory)
     present = set(_tree(top, "", directory)) - {METADATA_FILE}
     unlisted = sorted(present - set(listed))
