@@ -40,7 +40,11 @@ class Attention(keras.layers.Layer):
     Keras's default is the unscaled dot product, so pass `score="dot"` or
     `score_mode="dot"` for Keras's numbers; a row with nothing to attend to
     gets zero weights and a zero output (Keras gives near-uniform weights);
-    the weights are float32 under mixed precision.
+    the weights are float32 under mixed precision, and under
+    `"mixed_float16"` the `dot`, `scaled_dot` and `general` scores multiply
+    query and key in float32 (`keras_attention.scores.precision`), so the
+    layer stays finite for inputs far beyond the ~100x unit scale at which
+    Keras's float16 scores overflow to NaN.
 
     `keras.layers.AdditiveAttention` scores `sum_d v_d tanh(s_d + h_d)`:
     the `"additive"` score `v_a^T tanh(W_a s + U_a h)` without `W_a` and
@@ -65,7 +69,9 @@ class Attention(keras.layers.Layer):
       distribution. The returned attention weights are the one-hot
       selections (zeros for a row with nothing to attend to); the soft
       distribution they were drawn from is returned with
-      `return_distribution=True`. `dropout` is not used in hard mode.
+      `return_distribution=True`. `dropout` is not used in hard mode. With
+      no value position at all (`Tv = 0`) both modes return a zero context,
+      empty weights and a log-probability of 0.
 
     Local attention (Luong et al. 2015, section 3.2), with `window=D`: the
     query at row `t` attends only to value positions `s` with
@@ -556,32 +562,41 @@ class Attention(keras.layers.Layer):
         return window_mask, log_prior
 
     def _hard_weights(self, logits, mask, training):
-        """One-hot weights and log-probabilities of the selected positions."""
+        """One-hot weights and log-probabilities of the selected positions.
+
+        The position is chosen among `0, ..., Tv`, where `Tv` is an extra
+        candidate at `-inf`: never chosen while a real position exists, the
+        only one when `Tv = 0` (also when that is known only at run time),
+        and its one-hot over the `Tv` real positions is empty: a zero
+        context and a log-probability of 0, as soft attention gives.
+        """
         value_length = ops.shape(logits)[-1]
-        if mask is None:
-            filled = logits
-            row_valid = ops.ones_like(logits[..., 0])
-        else:
+        filled = logits
+        if mask is not None:
             filled = ops.where(mask, logits, ops.full_like(logits, -1e30))
-            row_valid = ops.cast(ops.any(mask, axis=-1), "float32")
         log_distribution = ops.log_softmax(filled, axis=-1)
         soft_sample = None
-        if training and self.hard_estimator == "reinforce":
-            flat = ops.reshape(filled, (-1, value_length))
-            index = keras.random.categorical(flat, 1, seed=self.seed_generator)
-            index = ops.reshape(index, ops.shape(logits)[:-1])
-        elif training:
+        if training and self.hard_estimator == "gumbel":
             uniform = keras.random.uniform(
                 ops.shape(logits), minval=1e-20, maxval=1.0, seed=self.seed_generator
             )
-            perturbed = filled - ops.log(-ops.log(uniform))
-            index = ops.argmax(perturbed, axis=-1)
-            soft_sample = masked_softmax(perturbed / self.temperature, mask)
+            filled = filled - ops.log(-ops.log(uniform))
+            soft_sample = masked_softmax(filled / self.temperature, mask)
+        candidates = ops.pad(
+            filled, ((0, 0), (0, 0), (0, 1)), constant_values=float("-inf")
+        )
+        if training and self.hard_estimator == "reinforce":
+            flat = ops.reshape(candidates, (-1, value_length + 1))
+            index = keras.random.categorical(flat, 1, seed=self.seed_generator)
+            index = ops.reshape(index, ops.shape(logits)[:-1])
         else:
-            index = ops.argmax(filled, axis=-1)
+            index = ops.argmax(candidates, axis=-1)
         positions = ops.arange(value_length, dtype=index.dtype)
         one_hot = ops.cast(ops.equal(ops.expand_dims(index, -1), positions), "float32")
-        one_hot = ops.stop_gradient(one_hot * ops.expand_dims(row_valid, -1))
+        if mask is not None:  # a row with nothing to attend to selects nothing
+            row_valid = ops.any(mask, axis=-1, keepdims=True)
+            one_hot = one_hot * ops.cast(row_valid, "float32")
+        one_hot = ops.stop_gradient(one_hot)
         log_prob = ops.sum(one_hot * log_distribution, axis=-1)
         weights = one_hot
         if soft_sample is not None:

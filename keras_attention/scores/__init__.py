@@ -17,6 +17,16 @@ Names and the mathematics they share:
 `Dot(use_scale=...)` and `TanhSum(use_scale=...)` are the two scores of
 `keras.layers.Attention` (`score_mode="dot"` and `"concat"`), with Keras's
 variables.
+
+Mixed precision: under a float16 compute dtype the scores that multiply a
+query by a key (`dot`, `scaled_dot`, `general`) run that product in float32
+and return float32 scores (`precision.dot_scores`), so they stay finite for
+every finite float16 input, where float16 scores (and Keras's layers)
+overflow to NaN at about 100x unit scale; `cosine` works in float32. The
+other scores are sums of `Dense`-like projections (and bounded `tanh`s) in
+the compute dtype: they are finite while those projections stay below
+float16's 65504, as a `Dense` layer's would. bfloat16 has float32's range
+and runs as it is.
 """
 
 import keras
@@ -28,6 +38,7 @@ from keras_attention.scores.cosine import Cosine
 from keras_attention.scores.dot import Dot
 from keras_attention.scores.general import General
 from keras_attention.scores.location import Location
+from keras_attention.scores.precision import dot_scores, score_dtype, widen
 from keras_attention.scores.scaled_dot import ScaledDot
 from keras_attention.scores.tanh_sum import TanhSum
 
@@ -114,6 +125,9 @@ __all__ = [
     "Score",
     "TanhSum",
     "deserialize",
+    "dot_scores",
     "get",
+    "score_dtype",
     "serialize",
+    "widen",
 ]

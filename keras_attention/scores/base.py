@@ -2,6 +2,8 @@
 
 import keras
 
+from keras_attention.scores.precision import score_dtype
+
 PACKAGE = "keras_attention"
 
 
@@ -25,6 +27,11 @@ class Score(keras.layers.Layer):
     #: Whether the score compares query and key without weights, so the
     #: two last dimensions must be equal.
     requires_equal_dims = False
+
+    #: Whether the score multiplies query and key vectors, which it then
+    #: does in `precision.score_dtype` (float32 for float16 inputs), the
+    #: dtype of its output.
+    multiplies_vectors = False
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -60,6 +67,13 @@ class Score(keras.layers.Layer):
 
     def compute_output_shape(self, query_shape, key_shape):
         return (query_shape[0], query_shape[1], key_shape[1])
+
+    def compute_output_spec(self, query, key):
+        dtype = self.compute_dtype
+        if self.multiplies_vectors:
+            dtype = score_dtype(dtype)
+        shape = self.compute_output_shape(query.shape, key.shape)
+        return keras.KerasTensor(shape, dtype=dtype)
 
 
 def check_shapes(score, query_shape, key_shape):

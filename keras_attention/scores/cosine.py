@@ -5,6 +5,11 @@ from keras import ops
 
 from keras_attention.scores.base import PACKAGE, Score
 
+# Smallest norm clip under a float16 compute dtype (float16's machine
+# epsilon): the gradient at a zero vector is `sum_j g_j h_j / |h_j|` divided
+# by the clip, and float16 gradients end at 65504 (1 / 1e-6 does not fit).
+FLOAT16_EPSILON = 2.0**-10
+
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class Cosine(Score):
@@ -12,10 +17,16 @@ class Cosine(Score):
 
     Aliases: `"cosine"`, `"content"`. A zero vector has similarity 0 with
     everything (norms are clipped at `epsilon`), never NaN, and the gradient
-    at a zero vector is finite too. Norms are computed in float32.
+    at a zero vector is finite too. Norms and the product are computed in
+    float32, so inputs up to float16's largest value neither overflow nor
+    give a uniform row. Under a float16 compute dtype the clip is at least
+    `2**-10`: the gradient at a zero vector is the sum of the key
+    directions divided by the clip, which must fit in float16 (max 65504);
+    so a float16 vector shorter than `2**-10` has `|cosine| < 1`.
 
     Args:
-        epsilon: float. Lower bound on each norm. Defaults to `1e-6`.
+        epsilon: float. Lower bound on each norm (at least `2**-10` under
+            a float16 compute dtype). Defaults to `1e-6`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -42,7 +53,10 @@ class Cosine(Score):
 
     def call(self, query, key):
         dtype = query.dtype
-        floor = float(self.epsilon) ** 2
+        epsilon = float(self.epsilon)
+        if keras.backend.standardize_dtype(dtype) == "float16":
+            epsilon = max(epsilon, FLOAT16_EPSILON)
+        floor = epsilon**2
 
         def normalise(x):
             # x / max(|x|, eps) as x / sqrt(max(|x|^2, eps^2)): the clip comes

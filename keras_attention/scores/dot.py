@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_attention.scores.base import PACKAGE, Score
+from keras_attention.scores.precision import dot_scores
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -13,6 +14,11 @@ class Dot(Score):
     With `use_scale=True` the scores are multiplied by a trainable scalar
     `scale` (initialised to 1), which is `keras.layers.Attention(
     use_scale=True)`'s score, with a variable of the same name and shape.
+
+    Under a float16 compute dtype the product runs in float32 and the scores
+    are float32 (`scores.precision`): float16 overflows once `|s| |h|`
+    passes 65504, e.g. at about 100x unit scale for 16 dimensions, where
+    `keras.layers.Attention` returns NaN.
 
     Args:
         use_scale: bool. Multiply the scores by a learned scalar `scale`.
@@ -24,7 +30,7 @@ class Dot(Score):
         key: tensor `(batch, Tv, D)`; same `D` as the query.
 
     Returns:
-        Raw scores `(batch, Tq, Tv)`.
+        Raw scores `(batch, Tq, Tv)`, float32 for float16 inputs.
 
     Example:
     >>> import numpy as np
@@ -41,6 +47,7 @@ class Dot(Score):
     """
 
     requires_equal_dims = True
+    multiplies_vectors = True
 
     def __init__(self, use_scale=False, **kwargs):
         super().__init__(**kwargs)
@@ -57,7 +64,7 @@ class Dot(Score):
             self.scale = self.add_weight(name="scale", shape=(), initializer="ones")
 
     def call(self, query, key):
-        scores = ops.matmul(query, ops.swapaxes(key, -1, -2))
+        scores = dot_scores(query, key)
         if self.scale is not None:
             scores = ops.multiply(scores, ops.cast(self.scale, scores.dtype))
         return scores

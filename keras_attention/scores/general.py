@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_attention.scores.base import PACKAGE, Score
+from keras_attention.scores.precision import dot_scores
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -11,7 +12,10 @@ class General(Score):
     """General (multiplicative, bilinear) score `s^T W_a h`.
 
     Aliases: `"general"`, `"luong"`, `"multiplicative"`. With `W_a` the
-    identity this is `Dot`.
+    identity this is `Dot`. The projection `W_a h` (or `s^T W_a`) runs in
+    the compute dtype, like a `Dense` layer; the product of the two sides
+    runs in float32 under a float16 compute dtype, which then gives float32
+    scores (`scores.precision`).
 
     Args:
         kernel_initializer: initializer of `W_a`. Defaults to
@@ -23,7 +27,7 @@ class General(Score):
         key: tensor `(batch, Tv, Dk)`.
 
     Returns:
-        Raw scores `(batch, Tq, Tv)`.
+        Raw scores `(batch, Tq, Tv)`, float32 for float16 inputs.
 
     Example:
     >>> import numpy as np
@@ -34,6 +38,8 @@ class General(Score):
         Luong et al., 2015, "Effective Approaches to Attention-based Neural
         Machine Translation", eq. 8.
     """
+
+    multiplies_vectors = True
 
     def __init__(self, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
@@ -49,14 +55,14 @@ class General(Score):
 
     def call(self, query, key):
         projected = ops.matmul(query, ops.cast(self.kernel, query.dtype))
-        return ops.matmul(projected, ops.swapaxes(key, -1, -2))
+        return dot_scores(projected, key)
 
     def project_key(self, key):
         # s^T W h = s^T (W h): the memory side can be projected once.
         return ops.matmul(key, ops.transpose(ops.cast(self.kernel, key.dtype)))
 
     def score_projected(self, query, projected_key):
-        return ops.matmul(query, ops.swapaxes(projected_key, -1, -2))
+        return dot_scores(query, projected_key)
 
     def get_config(self):
         config = super().get_config()
