@@ -328,11 +328,17 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
 
     def _takes_fused_path(self, return_attention_scores, training):
         """Whether `_compute_attention` uses `ops.dot_product_attention`."""
+        # Under float16 the backend kernels multiply q k^T in float16 and
+        # overflow to NaN from ~300x unit-scale inputs (Keras's layer does);
+        # the explicit path scores in float32 (`scores.precision`). A flash
+        # kernel asked for explicitly still gets the fused path.
+        float16 = keras.backend.standardize_dtype(self.compute_dtype) == "float16"
         return (
             self._fused_score
             and self.value_dim == self.key_dim
             and not return_attention_scores
             and not (self.dropout > 0.0 and bool(training))
+            and (not float16 or self._flash_attention is True)
         )
 
     def _project_key_value(self, key, value, cache, cache_update_index):

@@ -563,3 +563,21 @@ def test_zero_length_keys_give_the_output_bias(return_scores):
         out, weights = out
         assert tuple(weights.shape) == (2, 2, 3, 0)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(out), np.ones((2, 3, 8)))
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e3, 1e4])
+def test_mixed_float16_large_inputs_stay_finite(scale):
+    # q k^T of 1e3-scale float16 inputs exceeds 65504: the scores are taken
+    # in float32, on the path a float16 layer uses without scores too.
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        layer = MultiHeadAttention(num_heads=2, key_dim=8)
+        x = np.random.default_rng(0).normal(size=(2, 5, 16)).astype("float32")
+        x = x / np.abs(x).max() * scale
+        out = layer(x, x)
+        _, weights = layer(x, x, return_attention_scores=True)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    assert np.all(np.isfinite(keras.ops.convert_to_numpy(out).astype("float32")))
+    weights = keras.ops.convert_to_numpy(weights).astype("float32")
+    np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-2)
