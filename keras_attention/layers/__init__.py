@@ -1,7 +1,9 @@
 """Attention layers built on `keras_attention.scores`."""
 
 from keras_attention.layers.attention import Attention
+from keras_attention.layers.chunked import chunked_attention, dropout_keep_mask
 from keras_attention.layers.glimpse import GlimpseNetwork, GlimpseSensor
+from keras_attention.layers.image_attention import ImageSelfAttention
 from keras_attention.layers.masking import causal_mask, masked_softmax, merge_masks
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.position import (
@@ -13,6 +15,7 @@ from keras_attention.layers.transformer import (
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
+from keras_attention.layers.windowed import windowed_attention
 
 __all__ = [
     "Attention",
@@ -20,12 +23,16 @@ __all__ = [
     "AttentionDecoderCell",
     "GlimpseNetwork",
     "GlimpseSensor",
+    "ImageSelfAttention",
     "MultiHeadAttention",
     "PositionEmbedding",
     "SinusoidalPositionEncoding",
     "TransformerDecoderBlock",
     "TransformerEncoderBlock",
     "causal_mask",
+    "chunked_attention",
+    "dropout_keep_mask",
     "masked_softmax",
     "merge_masks",
+    "windowed_attention",
 ]
