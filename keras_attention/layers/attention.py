@@ -4,7 +4,9 @@ import keras
 from keras import ops
 
 from keras_attention import scores
+from keras_attention.layers.chunked import chunked_attention
 from keras_attention.layers.masking import masked_softmax, merge_masks
+from keras_attention.scores.location import Location
 
 MODES = ("soft", "hard")
 LOCAL_MODES = ("monotonic", "predictive")
@@ -100,6 +102,18 @@ class Attention(keras.layers.Layer):
 
     Windows, masks and modes combine freely (e.g. hard local-p attention).
 
+    Long sequences in soft mode take a memory-efficient exact path: when the
+    number of values `Tv` is above `chunk_threshold`, the layer calls
+    `keras_attention.layers.chunked.chunked_attention` (online softmax over
+    chunks of `chunk_size` queries and values), in `O(Tq + Tv)` memory
+    instead of the `(batch, Tq, Tv)` scores, forward and backward, with the
+    explicit path's outputs and gradients to float tolerance. It is taken
+    only when nothing needs the full weights: static lengths, global soft
+    attention (no `window`), no `return_*` output, no `projected_key`, and a
+    score that can be computed on chunks (not `"location"`). Dropout there
+    draws its mask from a hash of the positions (`chunked.dropout_keep_mask`),
+    not from `keras.random.dropout`: the same rate, other draws.
+
     Args:
         score: str, dict or `keras_attention.scores.Score`. The alignment
             function: a name (see `keras_attention.scores`), a config dict
@@ -128,6 +142,11 @@ class Attention(keras.layers.Layer):
         score_mode: str or None. Keras's argument, `"dot"` (`s^T h`) or
             `"concat"` (`c sum tanh(s + h)`, `scores.TanhSum`). Defaults to
             `None` (Keras: `"dot"`).
+        chunk_threshold: int or None. Above this number of values `Tv`,
+            soft attention takes the memory-efficient chunked path (see
+            above); `None` disables it. Defaults to `4096`.
+        chunk_size: int. Queries and values per chunk on the chunked path.
+            Defaults to `512`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -224,9 +243,29 @@ class Attention(keras.layers.Layer):
         local_units=None,
         use_scale=None,
         score_mode=None,
+        chunk_threshold=4096,
+        chunk_size=512,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if chunk_threshold is not None and (
+            isinstance(chunk_threshold, bool)
+            or not isinstance(chunk_threshold, int)
+            or chunk_threshold < 0
+        ):
+            raise ValueError(
+                "`chunk_threshold` must be a non-negative int or None. "
+                f"Received: chunk_threshold={chunk_threshold!r}"
+            )
+        if (
+            isinstance(chunk_size, bool)
+            or not isinstance(chunk_size, int)
+            or chunk_size < 1
+        ):
+            raise ValueError(
+                "`chunk_size` must be a positive int. "
+                f"Received: chunk_size={chunk_size!r}"
+            )
         _check_choice("mode", mode, MODES)
         _check_choice("local", local, LOCAL_MODES)
         _check_choice("hard_estimator", hard_estimator, HARD_ESTIMATORS)
@@ -293,6 +332,8 @@ class Attention(keras.layers.Layer):
         self.hard_estimator = hard_estimator
         self.temperature = float(temperature)
         self.local_units = local_units
+        self.chunk_threshold = chunk_threshold
+        self.chunk_size = chunk_size
         self.supports_masking = True
         self.seed_generator = None
         if mode == "hard" or dropout > 0:
@@ -393,6 +434,20 @@ class Attention(keras.layers.Layer):
                 if value_mask is None
                 else ops.logical_and(ops.cast(value_mask, "bool"), key_mask)
             )
+        if self._takes_chunked_path(
+            query, value, returns, attention_mask, projected_key
+        ):
+            return self._chunked(
+                query,
+                value,
+                key,
+                query_mask,
+                value_mask,
+                attention_mask,
+                use_causal_mask,
+                causal_offset=value.shape[1] - query.shape[1],
+                training=training,
+            )
         mask = merge_masks(
             query, value, query_mask, value_mask, attention_mask, use_causal_mask
         )
@@ -442,15 +497,29 @@ class Attention(keras.layers.Layer):
             query, value, key = (_flatten_batch(x, 2) for x in (query, value, key))
             if value_mask is not None:
                 value_mask = _flatten_batch(value_mask, 1)
-        causal = None
-        if use_causal_mask:
-            rows = ops.expand_dims(ops.arange(ops.shape(query)[1]), -1)
-            cols = ops.expand_dims(ops.arange(ops.shape(value)[1]), 0)
-            causal = ops.expand_dims(rows >= cols, 0)
-        score_mask = merge_masks(query, value, None, value_mask, causal)
-        context, weights, log_prob, distribution = self._attend(
-            query, value, key, score_mask, value_mask=value_mask, training=training
-        )
+        if self._takes_chunked_path(query, value, returns):
+            weights = log_prob = distribution = None
+            context = self._chunked(
+                query,
+                value,
+                key,
+                None,
+                value_mask,
+                None,
+                use_causal_mask,
+                causal_offset=0,
+                training=training,
+            )
+        else:
+            causal = None
+            if use_causal_mask:
+                rows = ops.expand_dims(ops.arange(ops.shape(query)[1]), -1)
+                cols = ops.expand_dims(ops.arange(ops.shape(value)[1]), 0)
+                causal = ops.expand_dims(rows >= cols, 0)
+            score_mask = merge_masks(query, value, None, value_mask, causal)
+            context, weights, log_prob, distribution = self._attend(
+                query, value, key, score_mask, value_mask=value_mask, training=training
+            )
         if flat:
             context = _unflatten_batch(context, batch_shape)
             weights = _unflatten_batch(weights, batch_shape)
@@ -460,6 +529,60 @@ class Attention(keras.layers.Layer):
             row = ops.expand_dims(query_mask, -1)
             context = ops.where(row, context, ops.zeros_like(context))
         return _select((context, weights, log_prob, distribution), returns)
+
+    def _takes_chunked_path(
+        self, query, value, returns, attention_mask=None, projected_key=None
+    ):
+        """Whether the call uses `chunked_attention` (static shapes, flags)."""
+        q_len, v_len = query.shape[1], value.shape[1]
+        if (
+            self.chunk_threshold is None
+            or None in (q_len, v_len)
+            or v_len <= self.chunk_threshold
+            or self.mode != "soft"
+            or self.window is not None
+            or any(returns)
+            or projected_key is not None
+            or isinstance(self.score_layer, Location)
+        ):
+            return False
+        # `chunked_attention` reads `(Tq, Tv)` and `(B, Tq, Tv)` masks.
+        return attention_mask is None or len(
+            ops.convert_to_tensor(attention_mask).shape
+        ) in (2, 3)
+
+    def _chunked(
+        self,
+        query,
+        value,
+        key,
+        query_mask,
+        value_mask,
+        attention_mask,
+        use_causal_mask,
+        causal_offset,
+        training,
+    ):
+        """The context `(B, Tq, Dv)` from `chunked_attention`, masks kept 1-D."""
+        rate = self.dropout if training and self.dropout > 0 else 0.0
+        seed = None
+        if rate:
+            seed = keras.random.randint((), 0, 2**31 - 1, seed=self.seed_generator)
+        return chunked_attention(
+            query,
+            key,
+            value,
+            key_mask=value_mask,
+            query_mask=query_mask,
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+            causal_offset=causal_offset,
+            score_fn=self.score_layer,
+            dropout_rate=rate,
+            seed=seed,
+            query_chunk_size=self.chunk_size,
+            key_chunk_size=self.chunk_size,
+        )
 
     def _attend(
         self,
@@ -666,6 +789,8 @@ class Attention(keras.layers.Layer):
             local_units=self.local_units,
             use_scale=self.use_scale,
             score_mode=self.score_mode,
+            chunk_threshold=self.chunk_threshold,
+            chunk_size=self.chunk_size,
         )
         return config
 

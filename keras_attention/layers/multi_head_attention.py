@@ -7,7 +7,9 @@ from keras import ops
 from keras.src.backend import set_keras_mask
 
 from keras_attention import scores
+from keras_attention.layers.chunked import chunked_attention
 from keras_attention.layers.masking import masked_softmax
+from keras_attention.scores.location import Location
 from keras_attention.scores.scaled_dot import ScaledDot
 
 
@@ -53,6 +55,22 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
     which can empty a row in some heads only, zeroes those heads' context
     instead).
 
+    Long sequences take a memory-efficient exact path: when the number of
+    keys `Tv` is above `chunk_threshold`, the attention is computed by
+    `keras_attention.layers.chunked.chunked_attention` (online softmax over
+    chunks of `chunk_size` queries and keys), in `O(Tq + Tv)` memory instead
+    of the `(batch, num_heads, Tq, Tv)` scores, forward and backward. It
+    gives the explicit path's outputs and gradients to float tolerance
+    (fully masked rows included), and is taken only when nothing needs the
+    full weights: static lengths, no cache, no `return_attention_scores`,
+    no `flash_attention=True`, a score that can be computed on chunks (not
+    `"location"`), rank-3 inputs with the default `attention_axes`, and a
+    subclass that does not override `_compute_attention` or
+    `_masked_softmax` (their callers get the full weights, as in Keras).
+    Dropout there draws its mask from a hash of the positions
+    (`chunked.dropout_keep_mask`), not from Keras's `Dropout` layer: the
+    same rate, other draws.
+
     Inputs of rank other than 3 or a non-default `attention_axes` are
     handed to the Keras implementation, which only supports
     `score="scaled_dot"` and no cache.
@@ -91,6 +109,11 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         score: str, dict or `keras_attention.scores.Score`. Alignment
             function (see `keras_attention.scores.get`). Defaults to
             `"scaled_dot"`, which is Keras's `q k^T / sqrt(key_dim)`.
+        chunk_threshold: int or None. Above this number of keys `Tv` the
+            memory-efficient chunked path is taken (see above); `None`
+            disables it. Defaults to `4096`.
+        chunk_size: int. Queries and keys per chunk on the chunked path.
+            Defaults to `512`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -175,8 +198,11 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         use_gate=False,
         seed=None,
         score="scaled_dot",
+        chunk_threshold=4096,
+        chunk_size=512,
         **kwargs,
     ):
+        _check_chunking(chunk_threshold, chunk_size)
         super().__init__(
             num_heads=num_heads,
             key_dim=key_dim,
@@ -205,6 +231,8 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         # Fails early, with the registry's message, on an unknown score.
         self._fused_score = isinstance(scores.get(score), ScaledDot)
         self.score = score
+        self.chunk_threshold = chunk_threshold
+        self.chunk_size = chunk_size
         self._score_layer = None
         self._keras_path = False
 
@@ -277,41 +305,59 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         key, value, cache = self._project_key_value(
             key, value, cache, cache_update_index
         )
-        # A subclass overriding Keras's documented hook gets what Keras gives
-        # it: the merged mask, and no repair of fully masked rows.
-        own_hook = (
-            type(self)._compute_attention is MultiHeadAttention._compute_attention
-        )
-        fused = own_hook and self._takes_fused_path(return_attention_scores, training)
-        mask, causal_only, row_valid = self._attention_mask(
-            projected_query,
-            key,
-            query_mask,
-            value_mask,
-            key_mask,
-            attention_mask,
-            use_causal_mask,
-            cache_update_index,
-            fused,
-        )
-        # As in Keras: `use_causal_mask` reaches the hook only when the
-        # backend's causal kernel can apply it alone.
-        causal_kwargs = {"use_causal_mask": True} if causal_only else {}
-        output, weights = self._compute_attention(
-            projected_query,
-            key,
-            value,
-            mask,
-            training,
-            return_attention_scores,
-            **causal_kwargs,
-        )
-        if row_valid is not None and len(row_valid.shape) == 3:
-            # A 4-D mask can empty a row in some heads only: zero those
-            # heads' context, as the explicit path's all-zero weights do.
-            valid = ops.transpose(row_valid, (0, 2, 1))[..., None]
-            output = ops.where(valid, output, ops.zeros_like(output))
-            row_valid = None
+        weights, row_valid = None, None
+        if self._takes_chunked_path(
+            query, key, cache, cache_update_index, return_attention_scores
+        ):
+            output = self._chunked_attention(
+                projected_query,
+                key,
+                value,
+                query_mask,
+                value_mask,
+                key_mask,
+                attention_mask,
+                use_causal_mask,
+                training,
+            )
+        else:
+            # A subclass overriding Keras's documented hook gets what Keras gives
+            # it: the merged mask, and no repair of fully masked rows.
+            own_hook = (
+                type(self)._compute_attention is MultiHeadAttention._compute_attention
+            )
+            fused = own_hook and self._takes_fused_path(
+                return_attention_scores, training
+            )
+            mask, causal_only, row_valid = self._attention_mask(
+                projected_query,
+                key,
+                query_mask,
+                value_mask,
+                key_mask,
+                attention_mask,
+                use_causal_mask,
+                cache_update_index,
+                fused,
+            )
+            # As in Keras: `use_causal_mask` reaches the hook only when the
+            # backend's causal kernel can apply it alone.
+            causal_kwargs = {"use_causal_mask": True} if causal_only else {}
+            output, weights = self._compute_attention(
+                projected_query,
+                key,
+                value,
+                mask,
+                training,
+                return_attention_scores,
+                **causal_kwargs,
+            )
+            if row_valid is not None and len(row_valid.shape) == 3:
+                # A 4-D mask can empty a row in some heads only: zero those
+                # heads' context, as the explicit path's all-zero weights do.
+                valid = ops.transpose(row_valid, (0, 2, 1))[..., None]
+                output = ops.where(valid, output, ops.zeros_like(output))
+                row_valid = None
         if gate is not None:
             output = ops.multiply(output, gate)
         output = self.output_dense(output)
@@ -339,6 +385,80 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             and not return_attention_scores
             and not (self.dropout > 0.0 and bool(training))
             and (not float16 or self._flash_attention is True)
+        )
+
+    def _takes_chunked_path(
+        self, query, key, cache, cache_update_index, return_attention_scores
+    ):
+        """Whether `call` uses `chunked_attention` (static shapes, Python flags)."""
+        if (
+            self.chunk_threshold is None
+            or cache is not None
+            or cache_update_index is not None
+            or return_attention_scores
+            or self._flash_attention is True
+            or isinstance(self._score_layer, Location)
+        ):
+            return False
+        # Keras's hooks see the full weights: an override keeps that path.
+        cls = type(self)
+        if (
+            cls._compute_attention is not MultiHeadAttention._compute_attention
+            or cls._masked_softmax is not MultiHeadAttention._masked_softmax
+        ):
+            return False
+        q_len, k_len = query.shape[1], key.shape[1]
+        return None not in (q_len, k_len) and k_len > self.chunk_threshold
+
+    def _chunked_attention(
+        self,
+        query,
+        key,
+        value,
+        query_mask,
+        value_mask,
+        key_mask,
+        attention_mask,
+        use_causal_mask,
+        training,
+    ):
+        """Context `(B, Tq, num_heads, value_dim)` from `chunked_attention`.
+
+        The padding masks stay 1-D and the attention mask as given: no
+        `(B, Tq, Tv)` mask is built. A row with nothing to attend to gets a
+        zero context, so its output is the projection's bias, as on the
+        explicit path.
+        """
+        keys = _key_padding_mask(value_mask, key_mask, key)
+        if attention_mask is not None:
+            attention_mask = self._check_attention_mask(attention_mask, query, key)
+        if query_mask is not None:
+            query_mask = ops.cast(query_mask, "bool")
+        # The fused kernel's dot product, unless float16 needs the score
+        # layer's float32 product (`scores.precision`).
+        float16 = keras.backend.standardize_dtype(self.compute_dtype) == "float16"
+        score_fn = None if self._fused_score and not float16 else self._score_layer
+        rate = self.dropout if training and self.dropout > 0.0 else 0.0
+        seed = None
+        if rate:
+            seed = keras.random.randint(
+                (), 0, 2**31 - 1, seed=self._dropout_layer.seed_generator
+            )
+        return chunked_attention(
+            query,
+            key,
+            value,
+            key_mask=keys,
+            query_mask=query_mask,
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+            causal_offset=0,
+            sliding_window=self._sliding_window,
+            score_fn=score_fn,
+            dropout_rate=rate,
+            seed=seed,
+            query_chunk_size=self.chunk_size,
+            key_chunk_size=self.chunk_size,
         )
 
     def _project_key_value(self, key, value, cache, cache_update_index):
@@ -408,22 +528,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
           attend to, `(B or 1, Tq or 1)` (or per head with a 4-D mask), for
           `call` to repair the rows the kernel averages uniformly; else None.
         """
-        if key_mask is not None:
-            value_mask = (
-                key_mask
-                if value_mask is None
-                else ops.logical_and(
-                    ops.cast(value_mask, "bool"), ops.cast(key_mask, "bool")
-                )
-            )
-        if value_mask is not None:
-            length, mask_length = key.shape[1], value_mask.shape[-1]
-            if None not in (length, mask_length) and length != mask_length:
-                raise ValueError(
-                    "`value_mask`/`key_mask` must cover every key position "
-                    f"({length}; with a cache, its max_length). Received a "
-                    f"mask of shape {tuple(value_mask.shape)}."
-                )
+        value_mask = _key_padding_mask(value_mask, key_mask, key)
         if attention_mask is not None:
             attention_mask = self._check_attention_mask(attention_mask, query, key)
         no_pairwise_mask = attention_mask is None and self._sliding_window is None
@@ -653,7 +758,11 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
 
     def get_config(self):
         config = super().get_config()
-        config["score"] = self.score
+        config.update(
+            score=self.score,
+            chunk_threshold=self.chunk_threshold,
+            chunk_size=self.chunk_size,
+        )
         return config
 
 
@@ -665,6 +774,47 @@ def _check_batch(query_shape, value_shape, key_shape):
             f"query.shape={tuple(query_shape)}, value.shape="
             f"{tuple(value_shape)}, key.shape={tuple(key_shape)}"
         )
+
+
+def _check_chunking(chunk_threshold, chunk_size):
+    if chunk_threshold is not None and (
+        isinstance(chunk_threshold, bool)
+        or not isinstance(chunk_threshold, int)
+        or chunk_threshold < 0
+    ):
+        raise ValueError(
+            "`chunk_threshold` must be a non-negative int or None. Received: "
+            f"chunk_threshold={chunk_threshold!r}"
+        )
+    if (
+        isinstance(chunk_size, bool)
+        or not isinstance(chunk_size, int)
+        or chunk_size < 1
+    ):
+        raise ValueError(
+            f"`chunk_size` must be a positive int. Received: chunk_size={chunk_size!r}"
+        )
+
+
+def _key_padding_mask(value_mask, key_mask, key):
+    """`value_mask` and `key_mask` merged, `(B, Tv)` (or None), length checked."""
+    if key_mask is not None:
+        value_mask = (
+            key_mask
+            if value_mask is None
+            else ops.logical_and(
+                ops.cast(value_mask, "bool"), ops.cast(key_mask, "bool")
+            )
+        )
+    if value_mask is not None:
+        length, mask_length = key.shape[1], value_mask.shape[-1]
+        if None not in (length, mask_length) and length != mask_length:
+            raise ValueError(
+                "`value_mask`/`key_mask` must cover every key position "
+                f"({length}; with a cache, its max_length). Received a "
+                f"mask of shape {tuple(value_mask.shape)}."
+            )
+    return value_mask
 
 
 def _causal_mask(query_length, key_length):
