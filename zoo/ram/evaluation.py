@@ -1,0 +1,103 @@
+"""Where a RAM preset looks: distance from each glimpse to the item, per glimpse.
+
+On translated Fashion-MNIST canvases the item's position is known, so the
+policy can be judged directly: a policy that looks moves its glimpses towards
+the item after the first one (at the canvas centre); a policy that does not
+wanders. Distances are in the `[-1, 1]` units of the glimpse locations (half
+the canvas side is 1).
+
+Usage:
+    python -m zoo.ram.evaluation ram_fashion_mnist_translated --limit 2000
+    python -m zoo.ram.evaluation ./my_preset --path /usr/share/fashion-mnist
+"""
+
+import argparse
+
+import numpy as np
+
+from zoo.arguments import positive_int
+from zoo.data import fashion_mnist
+
+
+def item_centres(positions, canvas_size, item_size=fashion_mnist.ITEM_SIZE):
+    """Item centres `(N, 2)` `(y, x)` in `[-1, 1]` from top-left pixel positions.
+
+    Pixel `i` covers `[i, i + 1)`, so an item at row `r` spans
+    `[r, r + item_size)` and its centre is `r + item_size / 2`.
+
+    Example:
+    >>> item_centres(np.array([[16, 0]]), 60)
+    array([[ 0.        , -0.53333333]])
+    """
+    centres = np.asarray(positions, "float64") + item_size / 2.0
+    return centres / canvas_size * 2.0 - 1.0
+
+
+def glimpse_distances(locations, centres, edge=0.99):
+    """Per glimpse: mean distance to the item, and the share on the border.
+
+    Args:
+        locations: `(N, T, 2)` glimpse centres in `[-1, 1]`.
+        centres: `(N, 2)` item centres in `[-1, 1]`.
+        edge: float. A glimpse is on the border when a coordinate's absolute
+            value exceeds it (`1 - patch / canvas`: its finest patch leaves
+            the canvas). Defaults to `0.99`.
+
+    Returns:
+        `(mean_distance, on_border)`: two arrays of `T` values.
+
+    Example:
+    >>> locations = np.array([[[0.0, 0.0], [0.5, 0.0]]])
+    >>> glimpse_distances(locations, np.array([[0.5, 0.0]]))
+    (array([0.5, 0. ]), array([0., 0.]))
+    """
+    locations = np.asarray(locations, "float64")
+    distances = np.linalg.norm(locations - np.asarray(centres)[:, None], axis=-1)
+    border = np.any(np.abs(locations) > edge, axis=-1)
+    return distances.mean(axis=0), border.mean(axis=0)
+
+
+def main(argv=None):
+    from zoo.task import Task
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("preset", help="shipped preset name or ./path")
+    p.add_argument("--limit", type=positive_int, default=2000, help="test canvases")
+    p.add_argument("--canvas-size", type=positive_int, default=60)
+    p.add_argument("--seed", type=int, default=1, help="test seed of zoo.ram.train")
+    p.add_argument("--path", help="Fashion-MNIST IDX directory")
+    args = p.parse_args(argv)
+    model = Task.from_preset(args.preset)
+    images, labels = fashion_mnist.load_arrays("test", args.path)
+    # The whole test set is placed (the canvases of zoo.ram.train), then cut.
+    canvases, positions = fashion_mnist.translate(
+        images, canvas_size=args.canvas_size, seed=args.seed
+    )
+    canvases, positions = canvases[: args.limit], positions[: args.limit]
+    labels = labels[: args.limit]
+    locations = model.glimpses(canvases)
+    logits = np.asarray(model.predict(canvases, verbose=0))
+    error = 100.0 * float(np.mean(logits.argmax(-1) != labels))
+    edge = 1.0 - model.patch_size / args.canvas_size
+    mean, border = glimpse_distances(
+        locations, item_centres(positions, args.canvas_size), edge
+    )
+    print(
+        f"{args.preset}: {len(labels)} translated {args.canvas_size}x"
+        f"{args.canvas_size} test canvases (seed {args.seed}), error {error:.2f}%"
+    )
+    print("| glimpse | " + " | ".join(str(t + 1) for t in range(len(mean))) + " |")
+    print("|---|" + "---:|" * len(mean))
+    print(
+        "| mean distance to the item | " + " | ".join(f"{d:.2f}" for d in mean) + " |"
+    )
+    print(
+        "| finest patch off the canvas (%) | "
+        + " | ".join(f"{100 * b:.1f}" for b in border)
+        + " |"
+    )
+    return mean, border
+
+
+if __name__ == "__main__":
+    main()
