@@ -6,6 +6,8 @@ image is scaled, not wrapped modulo 256; several plots never share a file).
 """
 
 import os
+import struct
+import zlib
 
 import numpy as np
 import pytest
@@ -38,11 +40,17 @@ def _bad_files(folder, item):
     Image.fromarray(item).save(good)
     truncated = folder / "truncated.png"
     truncated.write_bytes(good.read_bytes()[:60])
-    return {"text": text, "empty": empty, "truncated": truncated}
+    # A PNG whose header says 0x0 (PIL cannot write one).
+    zero = folder / "zero.png"
+    header = struct.pack(">IIBBBBB", 0, 0, 8, 0, 0, 0, 0)
+    chunk = b"IHDR" + header
+    crc = struct.pack(">I", zlib.crc32(chunk) & 0xFFFFFFFF)
+    zero.write_bytes(b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + chunk + crc)
+    return {"text": text, "empty": empty, "truncated": truncated, "zero": zero}
 
 
 @pytest.mark.parametrize("command, preset", [("classify", RAM), ("caption", CAPTIONER)])
-@pytest.mark.parametrize("kind", ["text", "empty", "truncated"])
+@pytest.mark.parametrize("kind", ["text", "empty", "truncated", "zero"])
 def test_unreadable_image_exits_2_naming_the_file(
     command, preset, kind, item, tmp_path, capsys
 ):

@@ -115,3 +115,12 @@ def test_ram_refuses_an_empty_batch():
     model = tiny_models.ram()
     with pytest.raises(ValueError, match="empty"):
         model.predict(np.zeros((0, 28, 28), "uint8"), verbose=0)
+
+
+def test_ram_names_the_images_whose_pixels_are_not_finite():
+    model = tiny_models.ram()
+    images = np.random.default_rng(0).random((3, 28, 28)).astype("float32")
+    images[1] = np.nan
+    with pytest.raises(ValueError, match=r"Images \[1\] gave non-finite logits"):
+        model.predict(images, verbose=0)
+    assert model.predict(images[[0, 2]], verbose=0).shape[0] == 2

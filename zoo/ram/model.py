@@ -725,6 +725,23 @@ class RecurrentAttentionModel(Task):
     def predict_step(self, data):
         return super().predict_step(data)["logits"]
 
+    def predict(self, x, batch_size=None, **kwargs):
+        """Class logits `(batch, num_classes)` of images as `fit` takes them.
+
+        Raises:
+            ValueError: an image gave non-finite logits (NaN or infinite
+                pixels where the agent looked), rather than a class that
+                `argmax` would read from NaN.
+        """
+        logits = super().predict(x, batch_size=batch_size, **kwargs)
+        bad = np.flatnonzero(~np.all(np.isfinite(logits), axis=-1))
+        if bad.size:
+            raise ValueError(
+                f"Images {bad[:10].tolist()} gave non-finite logits: they hold "
+                "NaN or infinite pixels where the agent looked."
+            )
+        return logits
+
     # Inference -------------------------------------------------------------
 
     def glimpses(self, images, batch_size=256):
