@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_attention import scores
-from keras_attention.layers.chunked import chunked_attention
+from keras_attention.layers.chunked import check_chunking, chunked_attention
 from keras_attention.layers.masking import masked_softmax, merge_masks
 from keras_attention.scores.location import Location
 
@@ -248,24 +248,7 @@ class Attention(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if chunk_threshold is not None and (
-            isinstance(chunk_threshold, bool)
-            or not isinstance(chunk_threshold, int)
-            or chunk_threshold < 0
-        ):
-            raise ValueError(
-                "`chunk_threshold` must be a non-negative int or None. "
-                f"Received: chunk_threshold={chunk_threshold!r}"
-            )
-        if (
-            isinstance(chunk_size, bool)
-            or not isinstance(chunk_size, int)
-            or chunk_size < 1
-        ):
-            raise ValueError(
-                "`chunk_size` must be a positive int. "
-                f"Received: chunk_size={chunk_size!r}"
-            )
+        check_chunking(chunk_threshold, chunk_size)
         _check_choice("mode", mode, MODES)
         _check_choice("local", local, LOCAL_MODES)
         _check_choice("hard_estimator", hard_estimator, HARD_ESTIMATORS)

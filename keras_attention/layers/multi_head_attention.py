@@ -7,7 +7,7 @@ from keras import ops
 from keras.src.backend import set_keras_mask
 
 from keras_attention import scores
-from keras_attention.layers.chunked import chunked_attention
+from keras_attention.layers.chunked import check_chunking, chunked_attention
 from keras_attention.layers.masking import masked_softmax
 from keras_attention.scores.location import Location
 from keras_attention.scores.scaled_dot import ScaledDot
@@ -202,7 +202,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         chunk_size=512,
         **kwargs,
     ):
-        _check_chunking(chunk_threshold, chunk_size)
+        check_chunking(chunk_threshold, chunk_size)
         super().__init__(
             num_heads=num_heads,
             key_dim=key_dim,
@@ -773,26 +773,6 @@ def _check_batch(query_shape, value_shape, key_shape):
             "query, value and key must have the same batch size. Received: "
             f"query.shape={tuple(query_shape)}, value.shape="
             f"{tuple(value_shape)}, key.shape={tuple(key_shape)}"
-        )
-
-
-def _check_chunking(chunk_threshold, chunk_size):
-    if chunk_threshold is not None and (
-        isinstance(chunk_threshold, bool)
-        or not isinstance(chunk_threshold, int)
-        or chunk_threshold < 0
-    ):
-        raise ValueError(
-            "`chunk_threshold` must be a non-negative int or None. Received: "
-            f"chunk_threshold={chunk_threshold!r}"
-        )
-    if (
-        isinstance(chunk_size, bool)
-        or not isinstance(chunk_size, int)
-        or chunk_size < 1
-    ):
-        raise ValueError(
-            f"`chunk_size` must be a positive int. Received: chunk_size={chunk_size!r}"
         )
 
 
