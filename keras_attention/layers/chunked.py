@@ -140,12 +140,7 @@ def chunked_attention(
             raise ValueError(
                 f"`{name}` must be a positive int. Received: {name}={size!r}"
             )
-    _check_dropout(dropout_rate, seed)
-    if score_fn is not None and scale is not None:
-        raise ValueError(
-            "`scale` applies to the default dot-product score only; fold it "
-            f"into `score_fn`. Received: scale={scale!r}"
-        )
+    _check_options(dropout_rate, seed, score_fn, scale)
     if sliding_window is not None and (
         not isinstance(sliding_window, int)
         or isinstance(sliding_window, bool)
@@ -257,7 +252,13 @@ def dropout_keep_mask(seed, shape, rate, query_start=0, key_start=0):
     return _keep(seed, bh, rows, cols, rate)
 
 
-def _check_dropout(dropout_rate, seed):
+def _check_options(dropout_rate, seed, score_fn, scale):
+    """Checks the dropout and score arguments shared with windowed attention."""
+    if score_fn is not None and scale is not None:
+        raise ValueError(
+            "`scale` applies to the default dot-product score only; fold it "
+            f"into `score_fn`. Received: scale={scale!r}"
+        )
     if not 0.0 <= dropout_rate < 1.0:
         raise ValueError(
             f"`dropout_rate` must be in [0, 1). Received: dropout_rate={dropout_rate!r}"

@@ -4,7 +4,7 @@ import math
 
 from keras import ops
 
-from keras_attention.layers.chunked import _check_dropout, _keep
+from keras_attention.layers.chunked import _check_options, _keep
 from keras_attention.layers.masking import masked_softmax
 
 
@@ -90,12 +90,7 @@ def windowed_attention(
             f"query.shape={tuple(query.shape)}, key.shape={tuple(key.shape)}, "
             f"value.shape={tuple(value.shape)}"
         )
-    _check_dropout(dropout_rate, seed)
-    if score_fn is not None and scale is not None:
-        raise ValueError(
-            "`scale` applies to the default dot-product score only; fold it "
-            f"into `score_fn`. Received: scale={scale!r}"
-        )
+    _check_options(dropout_rate, seed, score_fn, scale)
     if rank == 3:
         query, key, value = (ops.expand_dims(x, 2) for x in (query, key, value))
     heads, depth = query.shape[2], query.shape[3]
