@@ -9,7 +9,14 @@ import os
 import numpy as np
 
 
-def _pyplot():
+def pyplot():
+    """`matplotlib.pyplot` on the non-interactive Agg backend (no display needed).
+
+    Example:
+    >>> plt = pyplot()
+    >>> plt.get_backend().lower()
+    'agg'
+    """
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -70,7 +77,7 @@ def plot_attention(
                 f"`{name}` needs {size} labels for weights of shape "
                 f"{weights.shape}. Received: {len(labels)} labels"
             )
-    plt = _pyplot()
+    plt = pyplot()
     width = min(2 + 0.45 * cols, 24)
     height = min(1.5 + 0.45 * rows, 24)
     fig, ax = plt.subplots(figsize=(width, height))

@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from keras_attention.plotting import _pyplot
+from keras_attention.plotting import pyplot
 
 
 def to_pixels(locations, height, width):
@@ -59,7 +59,7 @@ def plot_glimpses(
     Returns:
         str. `path`.
     """
-    plt = _pyplot()
+    plt = pyplot()
     from matplotlib.patches import Rectangle
 
     images = np.asarray(images)

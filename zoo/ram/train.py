@@ -34,7 +34,7 @@ import numpy as np
 
 from keras_attention.training.strategy import get_strategy, needs_static_shapes
 from zoo import training
-from zoo.arguments import positive_int
+from zoo.arguments import positive_float, positive_int
 from zoo.data import fashion_mnist
 from zoo.ram.model import RecurrentAttentionModel
 from zoo.ram.plotting import plot_glimpses
@@ -83,6 +83,12 @@ def parse_args(argv=None):
         "--reinforce-core",
         action="store_true",
         help="let the REINFORCE gradient reach the core network too",
+    )
+    p.add_argument(
+        "--reinforce-weight",
+        type=positive_float,
+        default=1.0,
+        help="weight of the REINFORCE term of the hybrid loss",
     )
     p.add_argument("--strategy", default="auto")
     p.add_argument(
@@ -150,6 +156,7 @@ def build_model(kind, options, image_size, args):
         test_samples=args.test_samples,
         seed=args.seed,
         reinforce_core=args.reinforce_core,
+        reinforce_weight=args.reinforce_weight,
         **options,
     )
 

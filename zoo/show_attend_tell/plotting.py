@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from keras_attention.plotting import _pyplot
+from keras_attention.plotting import pyplot
 
 
 def plot_caption_attention(
@@ -58,7 +58,7 @@ def plot_caption_attention(
             "`weights` must be (len(tokens), h, w). Received: "
             f"shape={weights.shape} for {len(tokens)} tokens"
         )
-    plt = _pyplot()
+    plt = pyplot()
     panels = len(tokens) + 1
     columns = max(1, min(columns, panels))
     rows = math.ceil(panels / columns)
