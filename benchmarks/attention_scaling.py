@@ -1,38 +1,59 @@
 """Time and peak memory of attention against the sequence length T.
 
-Four methods, all self-attention on batch 1, 8 heads of 64 (d_model 512):
+Four self-attention layers of the same size, batch 1, 8 heads of 64
+(d_model 512), projections included:
 
-- `keras`: `keras.layers.MultiHeadAttention` (projections included; the
-  backend picks its fused or explicit path);
-- `full`: explicit attention on projected `(B, T, heads, 64)` tensors,
-  `einsum -> float32 softmax -> einsum`, the `(B, heads, T, T)` score
-  tensor materialised;
-- `chunked`: `keras_attention.layers.chunked.chunked_attention` (exact,
-  query/key chunks of 512, custom gradient), same tensors;
-- `windowed`: `keras_attention.layers.windowed.windowed_attention` with
-  radius 128 (restricted attention: a different, cheaper function).
+- `keras`: `keras.layers.MultiHeadAttention` (the backend picks its fused
+  or explicit path; on CPU both hold the `(B, heads, T, T)` scores);
+- `full`: `keras_attention.layers.MultiHeadAttention(chunk_threshold=None)`,
+  the full path, `(B, heads, T, T)` scores materialised;
+- `chunked`: the same layer with `chunk_threshold=0, chunk_size=512`: exact
+  attention by `chunked_attention` (online softmax, custom gradient),
+  linear memory;
+- `windowed`: the same layer with `window=--window` (default 128):
+  restricted self-attention by `windowed_attention`, each query sees the
+  keys within `window` positions, `O(window * T)` time and memory (a
+  different, cheaper function, not the same values).
 
 For each `(method, T)` a fresh subprocess compiles the forward pass and
-the forward + backward pass (`tf.function(jit_compile=True)` or `jax.jit`),
-runs each once to warm up, then times `--repeats` runs (median). Peak
-memory is the growth of the resident set during one more run of forward +
-backward: the subprocess resets its peak counter (Linux: `echo 5 >
-/proc/self/clear_refs`) and reports `VmHWM` minus the `VmRSS` it had before
-the run, from `/proc/self/status`. The subprocess runs with glibc's
+the forward + backward pass (gradients of `sum(output)` w.r.t. the input
+and the weights; `tf.function(jit_compile=True)` or `jax.jit`), runs each
+once to warm up, then times `--repeats` runs (median). Peak memory is the
+growth of the resident set during one more run of forward + backward: the
+subprocess resets its peak counter (Linux: `echo 5 > /proc/self/clear_refs`)
+and reports `VmHWM` minus the `VmRSS` it had before the run, from
+`/proc/self/status`. The subprocess runs with glibc's
 `MALLOC_MMAP_THRESHOLD_=131072`, so buffers over 128 KiB are unmapped when
 freed and the warm process's RSS falls back between runs (compilation is
 not counted). Where `clear_refs` cannot be written, the `ru_maxrss` growth
 since start-up is reported instead (compilation included). On a GPU the
 device's peak bytes are reported too.
-`keras` and `full` are skipped (printed as "skipped: would need N GiB")
-where one float32 score tensor would exceed `--budget-gib`.
 
-The table gives times in ms, memory in MiB and the ratios to `keras`; a
-log-log PNG of time and memory against T is written to `--plot`.
+`keras` and `full` are skipped, with the reason printed, where their
+forward + backward would not fit: about three float32 `(B, heads, T, T)`
+tensors (scores, weights and their gradient) against `--budget-gib`
+(default: 80% of the machine's available memory, from `/proc/meminfo`).
+`chunked` and `windowed` run at every T.
+
+Output: a markdown table (times in ms, memory in MiB, ratios to `keras`
+at the same T) and the growth of each method's time and memory from
+T = 4096 to the largest T run, on stdout; the same rows as JSON in
+`--json`; a log-log PNG of time and memory against T in `--plot`.
+
+Targets (issue #17; benchmark results, not timed tests):
+
+- chunked peak memory at T = 4096 <= 10% of Keras's, and T = 32768
+  forward and backward run on a 24 GiB machine;
+- chunked throughput at T = 512 within 10% of the fused path, and at
+  T >= 4096 at least Keras's;
+- windowed cost linear in T: time ratio T = 32768 / T = 4096 <= 10
+  (against 64 for full attention);
+- `benchmarks/attention.py` still >= 1.0 against Keras on its rows.
 
 Usage:
     python benchmarks/attention_scaling.py              # T = 512 ... 32768
     python benchmarks/attention_scaling.py --quick      # T = 256, 512, 1024
+    python benchmarks/attention_scaling.py --window 64 --methods chunked,windowed
     python benchmarks/attention_scaling.py --lengths 4096,65536 --methods chunked
     KERAS_BACKEND=jax python benchmarks/attention_scaling.py
 """
@@ -53,7 +74,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METHODS = ("keras", "full", "chunked", "windowed")
 LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 QUICK_LENGTHS = (256, 512, 1024)
-HEADS, KEY_DIM, RADIUS, CHUNK = 8, 64, 128, 512
+HEADS, KEY_DIM, WINDOW, CHUNK = 8, 64, 128, 512
 MIB = 2**20
 
 
@@ -75,84 +96,53 @@ def _reset_peak():
         return False
 
 
-def _attention_fn(method, batch, length):
-    """`(inputs) -> output` for one method, and the inputs."""
+def _layer(method, window):
+    """The attention layer of one method."""
     import keras
-    import numpy as np
-    from keras import ops
 
-    from keras_attention.layers.chunked import chunked_attention
-    from keras_attention.layers.windowed import windowed_attention
+    from keras_attention.layers import MultiHeadAttention
 
-    rng = np.random.default_rng(0)
     if method == "keras":
-        layer = keras.layers.MultiHeadAttention(HEADS, KEY_DIM)
-        x = rng.normal(size=(batch, length, HEADS * KEY_DIM)).astype("float32")
-        layer(x[:, :8], x[:, :8])
-        return (lambda x: layer(x, x)), [ops.convert_to_tensor(x)], layer
-    shape = (batch, length, HEADS, KEY_DIM)
-    tensors = [ops.convert_to_tensor(rng.normal(size=shape).astype("float32"))] * 3
-    tensors = [ops.copy(t) for t in tensors]
+        return keras.layers.MultiHeadAttention(HEADS, KEY_DIM)
     if method == "full":
-
-        def attend(q, k, v):
-            scores = ops.einsum("bqhd,bkhd->bhqk", q, k) / float(np.sqrt(KEY_DIM))
-            weights = ops.softmax(ops.cast(scores, "float32"), axis=-1)
-            return ops.einsum("bhqk,bkhd->bqhd", weights, v)
-
-    elif method == "chunked":
-
-        def attend(q, k, v):
-            return chunked_attention(
-                q, k, v, query_chunk_size=CHUNK, key_chunk_size=CHUNK
-            )
-
-    elif method == "windowed":
-
-        def attend(q, k, v):
-            return windowed_attention(q, k, v, RADIUS)
-
-    else:
-        raise ValueError(f"Unknown method {method!r}. Valid: {METHODS}")
-    return attend, tensors, None
+        return MultiHeadAttention(HEADS, KEY_DIM, chunk_threshold=None)
+    if method == "chunked":
+        return MultiHeadAttention(HEADS, KEY_DIM, chunk_threshold=0, chunk_size=CHUNK)
+    if method == "windowed":
+        return MultiHeadAttention(HEADS, KEY_DIM, window=window)
+    raise ValueError(f"Unknown method {method!r}. Valid: {METHODS}")
 
 
-def _compiled(fn, tensors, layer):
+def _compiled(layer, x):
     """Compiled forward and forward + backward (gradients of sum(output))."""
     import keras
 
+    layer(x[:, :8], x[:, :8])  # builds the weights
     backend = keras.backend.backend()
     if backend == "tensorflow":
         import tensorflow as tf
 
-        weights = [] if layer is None else layer.trainable_variables
-
-        def step(*xs):
+        def step(x):
             with tf.GradientTape() as tape:
-                tape.watch(xs)
-                loss = tf.reduce_sum(fn(*xs))
-            return tape.gradient(loss, [*xs, *weights])
+                tape.watch(x)
+                loss = tf.reduce_sum(layer(x, x))
+            return tape.gradient(loss, [x, *layer.trainable_variables])
 
-        forward = tf.function(fn, jit_compile=True)
+        forward = tf.function(lambda x: layer(x, x), jit_compile=True)
         backward = tf.function(step, jit_compile=True)
     elif backend == "jax":
         import jax
 
-        if layer is not None:
-            trainable = [v.value for v in layer.trainable_variables]
-            others = [v.value for v in layer.non_trainable_variables]
+        trainable = [v.value for v in layer.trainable_variables]
+        others = [v.value for v in layer.non_trainable_variables]
 
-            def pure(params, *xs):
-                out, _ = layer.stateless_call(params, others, xs[0], xs[0])
-                return out
+        def pure(params, x):
+            out, _ = layer.stateless_call(params, others, x, x)
+            return out
 
-            forward = jax.jit(lambda *xs: pure(trainable, *xs))
-            grads = jax.grad(lambda p, *xs: pure(p, *xs).sum(), (0, 1))
-            backward = jax.jit(lambda *xs: grads(trainable, *xs))
-        else:
-            forward = jax.jit(fn)
-            argnums = tuple(range(len(tensors)))
-            backward = jax.jit(jax.grad(lambda *xs: fn(*xs).sum(), argnums))
+        forward = jax.jit(lambda x: pure(trainable, x))
+        grads = jax.grad(lambda p, x: pure(p, x).sum(), (0, 1))
+        backward = jax.jit(lambda x: grads(trainable, x))
     else:
         raise SystemExit(f"Unsupported backend {backend!r}")
     return forward, backward
@@ -186,25 +176,30 @@ def _device_peak():
         return None
 
 
-def worker(method, length, batch, repeats):
+def worker(method, length, batch, repeats, window):
     """Runs one configuration; prints one JSON line."""
+    import numpy as np
+    from keras import ops
+
     start_maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    fn, tensors, layer = _attention_fn(method, batch, length)
-    forward, backward = _compiled(fn, tensors, layer)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(batch, length, HEADS * KEY_DIM)).astype("float32")
+    x = ops.convert_to_tensor(x)
+    forward, backward = _compiled(_layer(method, window), x)
     times = {}
     for name, compiled in (("forward", forward), ("backward", backward)):
-        _block(compiled(*tensors))  # compile and warm up
+        _block(compiled(x))  # compile and warm up
         runs = []
         for _ in range(repeats):
             begin = time.perf_counter()
-            _block(compiled(*tensors))
+            _block(compiled(x))
             runs.append(time.perf_counter() - begin)
         times[name] = statistics.median(runs)
     # Compiled and warmed up: the peak of one more run is the working set
     # (the parent sets MALLOC_MMAP_THRESHOLD_, so freed buffers leave RSS).
     before = _status_kib("VmRSS")
     reset = _reset_peak()
-    _block(backward(*tensors))
+    _block(backward(x))
     if reset:
         peak_mib = (_status_kib("VmHWM") - before) / 1024
     else:
@@ -216,6 +211,7 @@ def worker(method, length, batch, repeats):
             {
                 "method": method,
                 "length": length,
+                "window": window if method == "windowed" else None,
                 "forward_s": times["forward"],
                 "backward_s": times["backward"],
                 "peak_mib": peak_mib,
@@ -226,8 +222,21 @@ def worker(method, length, batch, repeats):
     )
 
 
-def _score_gib(batch, length):
-    return batch * HEADS * length * length * 4 / 2**30
+def _full_need_gib(batch, length):
+    """Memory of a full forward + backward: ~3 float32 (B, heads, T, T)."""
+    return 3 * batch * HEADS * length * length * 4 / 2**30
+
+
+def _available_gib():
+    """MemAvailable from /proc/meminfo, or None where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as info:
+            for line in info:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return None
 
 
 def _machine():
@@ -252,9 +261,11 @@ def _run(method, length, args):
         f"{method}:{length}",
         f"--batch={args.batch}",
         f"--repeats={args.repeats}",
+        f"--window={args.window}",
     ]
     env = {
         **os.environ,
+        "MALLOC_MMAP_THRESHOLD_": "131072",
         "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
     }
     done = subprocess.run(command, capture_output=True, text=True, env=env)
@@ -266,43 +277,70 @@ def _run(method, length, args):
 
 
 def _table(results, methods, lengths):
+    """The results as a markdown table (ratios to `keras` at the same T)."""
     by_key = {(r["method"], r["length"]): r for r in results}
-    header = (
-        f"{'T':>6} {'method':>9} {'fwd ms':>9} {'fwd+bwd ms':>11} {'peak MiB':>9}"
-        f" {'fwd/keras':>9} {'f+b/keras':>9} {'mem/keras':>9}"
-    )
-    print(header)
-    print("-" * len(header))
+    lines = [
+        "| T | method | fwd ms | fwd+bwd ms | peak MiB | fwd / keras "
+        "| fwd+bwd / keras | mem / keras |",
+        "|---:|:---|---:|---:|---:|---:|---:|---:|",
+    ]
     for length in lengths:
         base = by_key.get(("keras", length))
         for method in methods:
             r = by_key.get((method, length))
             if r is None:
                 continue
-            if "skipped" in r or "error" in r:
-                print(f"{length:>6} {method:>9}   {r.get('skipped') or r['error']}")
+            name = method
+            if r.get("window"):
+                name = f"{method} (r={r['window']})"
+            if "forward_s" not in r:
+                reason = r.get("skipped") or r.get("error")
+                lines.append(f"| {length} | {name} | {reason} | | | | | |")
                 continue
-            line = (
-                f"{length:>6} {method:>9} {r['forward_s'] * 1e3:>9.1f}"
-                f" {r['backward_s'] * 1e3:>11.1f} {r['peak_mib']:>9.1f}"
-            )
-            if base and "forward_s" in base:
-                line += (
-                    f" {r['forward_s'] / base['forward_s']:>9.2f}"
-                    f" {r['backward_s'] / base['backward_s']:>9.2f}"
-                    f" {r['peak_mib'] / max(base['peak_mib'], 1e-3):>9.3f}"
-                )
+            cells = [
+                f"{r['forward_s'] * 1e3:.1f}",
+                f"{r['backward_s'] * 1e3:.1f}",
+                f"{r['peak_mib']:.1f}",
+            ]
             if r.get("device_peak_mib") is not None:
-                line += f"  (device peak {r['device_peak_mib']:.0f} MiB)"
-            print(line)
+                cells[-1] += f" (device {r['device_peak_mib']:.0f})"
+            if base and "forward_s" in base:
+                cells += [
+                    f"{r['forward_s'] / base['forward_s']:.2f}",
+                    f"{r['backward_s'] / base['backward_s']:.2f}",
+                    f"{r['peak_mib'] / max(base['peak_mib'], 1e-3):.3f}",
+                ]
+            else:
+                cells += ["", "", ""]
+            lines.append(f"| {length} | {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _growth(results, methods, start=4096):
+    """Each method's time and memory at its largest T over those at `start`."""
+    lines = []
+    for method in methods:
+        rows = {
+            r["length"]: r
+            for r in results
+            if r["method"] == method and "forward_s" in r
+        }
+        if start not in rows or max(rows) <= start:
+            continue
+        top = max(rows)
+        first, last = rows[start], rows[top]
+        lines.append(
+            f"- {method}: T = {top} / T = {start} ({top // start}x longer): "
+            f"fwd+bwd time x{last['backward_s'] / first['backward_s']:.1f}, "
+            f"peak memory x{last['peak_mib'] / max(first['peak_mib'], 1e-3):.1f}"
+        )
+    return "\n".join(lines)
 
 
 def _plot(results, methods, path):
-    import matplotlib
+    from keras_attention.plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     figure, (time_axis, memory_axis) = plt.subplots(1, 2, figsize=(11, 4.2))
     for index, method in enumerate(methods):
         color = f"C{index}"
@@ -312,6 +350,8 @@ def _plot(results, methods, path):
         )
         if not rows:
             continue
+        if rows[0].get("window"):
+            method = f"{method} (r={rows[0]['window']})"
         lengths = [r["length"] for r in rows]
         time_axis.plot(
             lengths,
@@ -344,9 +384,10 @@ def _plot(results, methods, path):
         axis.set_ylabel(label)
         axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize=7)
-    figure.suptitle("Attention cost against T (batch 1, 8 heads x 64)")
+    figure.suptitle(f"Self-attention cost against T ({HEADS} heads x {KEY_DIM})")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
+    plt.close(figure)
     print(f"plot: {path}")
 
 
@@ -355,18 +396,24 @@ def main(argv=None):
     parser.add_argument("--lengths", help="comma-separated T values")
     parser.add_argument("--quick", action="store_true", help="T = 256, 512, 1024")
     parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--window", type=int, default=WINDOW, help="windowed radius")
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--budget-gib", type=float, default=16.0)
     parser.add_argument(
-        "--plot",
-        default=os.path.join(ROOT, "benchmarks", "logs", "attention_scaling.png"),
+        "--budget-gib",
+        type=float,
+        help="memory for keras/full (default: 80%% of MemAvailable)",
     )
+    logs = os.path.join(ROOT, "benchmarks", "logs")
+    parser.add_argument("--plot", default=os.path.join(logs, "attention_scaling.png"))
+    parser.add_argument("--json", default=os.path.join(logs, "attention_scaling.json"))
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.window < 1:
+        parser.error(f"--window must be a positive int. Received: {args.window}")
     if args.worker:
         method, length = args.worker.split(":")
-        worker(method, int(length), args.batch, args.repeats)
+        worker(method, int(length), args.batch, args.repeats, args.window)
         return None
     if args.lengths:
         lengths = tuple(int(x) for x in args.lengths.split(","))
@@ -378,31 +425,57 @@ def main(argv=None):
     for method in methods:
         if method not in METHODS:
             parser.error(f"unknown method {method!r}; valid: {', '.join(METHODS)}")
+    budget = args.budget_gib
+    if budget is None:
+        available = _available_gib()
+        budget = 16.0 if available is None else 0.8 * available
     import keras
 
-    print(f"backend: {keras.backend.backend()}; keras {keras.__version__}")
-    print(_machine())
-    print(
+    header = [
+        f"backend: {keras.backend.backend()}; keras {keras.__version__}",
+        _machine(),
         f"batch {args.batch}, {HEADS} heads x {KEY_DIM}, chunks {CHUNK}, "
-        f"window radius {RADIUS}, {args.repeats} timed runs (median)"
-    )
+        f"window radius {args.window}, {args.repeats} timed runs (median), "
+        f"memory budget for keras/full {budget:.1f} GiB",
+    ]
+    print("\n".join(header))
     results = []
     for length in lengths:
         for method in methods:
-            need = _score_gib(args.batch, length)
-            if method in ("keras", "full") and need > args.budget_gib:
+            need = _full_need_gib(args.batch, length)
+            if method in ("keras", "full") and need > budget:
                 result = {
                     "method": method,
                     "length": length,
-                    "skipped": f"skipped: would need {need:.0f} GiB",
+                    "skipped": f"skipped: needs ~{need:.1f} GiB "
+                    f"(3 x (B, heads, T, T) float32) > budget {budget:.1f} GiB",
                 }
             else:
                 result = _run(method, length, args)
             results.append(result)
             print(json.dumps(result), flush=True)
+    table = _table(results, methods, lengths)
+    growth = _growth(results, methods)
     print()
-    _table(results, methods, lengths)
-    os.makedirs(os.path.dirname(os.path.abspath(args.plot)), exist_ok=True)
+    print(table)
+    if growth:
+        print()
+        print(growth)
+    for path in (args.plot, args.json):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(args.json, "w") as out:
+        json.dump(
+            {
+                "header": header,
+                "command": " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]]),
+                "window": args.window,
+                "budget_gib": budget,
+                "results": results,
+            },
+            out,
+            indent=1,
+        )
+    print(f"json: {args.json}")
     _plot(results, methods, args.plot)
     return results
 

@@ -9,6 +9,7 @@ from keras.src.backend import set_keras_mask
 from keras_attention import scores
 from keras_attention.layers.chunked import check_chunking, chunked_attention
 from keras_attention.layers.masking import masked_softmax
+from keras_attention.layers.windowed import check_window, windowed_attention
 from keras_attention.scores.location import Location
 from keras_attention.scores.scaled_dot import ScaledDot
 
@@ -71,6 +72,28 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
     (`chunked.dropout_keep_mask`), not from Keras's `Dropout` layer: the
     same rate, other draws.
 
+    Restricted self-attention (`window=r`, the "restricted" row of Vaswani
+    et al.'s complexity table): query `i` attends to the keys `j` with
+    `|i - j| <= r`, or with `use_causal_mask=True` to `i - r <= j <= i`.
+    It is computed by `keras_attention.layers.windowed.windowed_attention`
+    in blocks of `r` positions, in `O(r T d)` time and memory: the
+    `(batch, num_heads, T, T)` scores are never formed. Padding masks,
+    `attention_mask` (only its band is read), the score, dropout (drawn as
+    on the chunked path) and mixed precision (float32 softmax) compose with
+    it; a row with nothing to attend to in its window gets a zero context.
+    It is self-attention: `Tq != Tv` raises a `ValueError`. Where the full
+    weights are needed it takes the explicit path with the band as a mask,
+    same values, `O(T^2)` memory: `return_attention_scores=True` (the
+    weights returned are `(batch, num_heads, Tq, Tv)`, zero outside the
+    band), a cache (decoding: one step's band is `O(max_length)`; the
+    queries stand at `cache_update_index + i`, as for the causal mask), a
+    length unknown when traced, or an overridden `_compute_attention` /
+    `_masked_softmax`. Keras's `sliding_window=s` is the same band as a
+    mask, `|i - j| < s`, i.e. `window = s - 1`: it keeps Keras's meaning
+    and cost (the `(Tq, Tv)` scores, or every chunk visited on the chunked
+    path) and works for cross-attention too; `window` is the blockwise
+    self-attention form. The two cannot be combined.
+
     Inputs of rank other than 3 or a non-default `attention_axes` are
     handed to the Keras implementation, which only supports
     `score="scaled_dot"` and no cache.
@@ -87,8 +110,9 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         output_shape: int, tuple or None. Output shape besides batch and
             sequence dims. Defaults to `None` (the query's last dimension).
         attention_axes: int, tuple or None. As in Keras. Defaults to `None`.
-        sliding_window: int or None. Each query attends only to keys less
-            than `sliding_window` positions away. Defaults to `None`.
+        sliding_window: int or None. Keras's argument: each query attends
+            only to keys less than `sliding_window` positions away, as a mask
+            on the full scores (see `window`). Defaults to `None`.
         flash_attention: bool or None. Passed to
             `keras.ops.dot_product_attention` on the fused path; with
             `True`, `return_attention_scores=True` raises a `ValueError`, as
@@ -114,6 +138,10 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             disables it. Defaults to `4096`.
         chunk_size: int. Queries and keys per chunk on the chunked path.
             Defaults to `512`.
+        window: int or None. Restricted self-attention radius `r >= 1`:
+            query `i` sees keys `j` with `|i - j| <= r` (`i - r <= j <= i`
+            when causal), computed blockwise in `O(r T d)` (see above).
+            Defaults to `None` (no restriction).
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -173,8 +201,18 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
     >>> tuple(weights.shape)
     (1, 2, 3, 3)
 
+    Restricted self-attention: each position sees the keys at most 1 away.
+
+    >>> local = MultiHeadAttention(num_heads=2, key_dim=4, window=1)
+    >>> out, weights = local(x, x, return_attention_scores=True)
+    >>> np.asarray(weights)[0, 0] > 0
+    array([[ True,  True, False],
+           [ True,  True,  True],
+           [False,  True,  True]])
+
     Reference:
-        Vaswani et al., 2017, "Attention Is All You Need", section 3.2.2.
+        Vaswani et al., 2017, "Attention Is All You Need", sections 3.2.2
+        and 4 (restricted self-attention).
     """
 
     def __init__(
@@ -200,9 +238,11 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         score="scaled_dot",
         chunk_threshold=4096,
         chunk_size=512,
+        window=None,
         **kwargs,
     ):
         check_chunking(chunk_threshold, chunk_size)
+        _check_window(window, sliding_window, flash_attention)
         super().__init__(
             num_heads=num_heads,
             key_dim=key_dim,
@@ -229,8 +269,16 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             # dtype policy, so that its weights follow the projections'.
             score = scores.serialize(score)
         # Fails early, with the registry's message, on an unknown score.
-        self._fused_score = isinstance(scores.get(score), ScaledDot)
+        score_layer = scores.get(score)
+        self._fused_score = isinstance(score_layer, ScaledDot)
+        if window is not None and isinstance(score_layer, Location):
+            raise ValueError(
+                "A 'location' score scores every key position at once and "
+                "cannot be computed on windows. Received: "
+                f"window={window!r}, score={score!r}"
+            )
         self.score = score
+        self.window = window
         self.chunk_threshold = chunk_threshold
         self.chunk_size = chunk_size
         self._score_layer = None
@@ -250,6 +298,15 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                 f"query_shape={query_shape}, attention_axes="
                 f"{self.attention_axes}, score={self.score!r}"
             )
+        if self.window is not None:
+            if self._keras_path:
+                raise ValueError(
+                    "`window` needs inputs of rank 3 (batch, T, dim) and the "
+                    f"default `attention_axes`. Received: window={self.window}, "
+                    f"query_shape={query_shape}, attention_axes="
+                    f"{self.attention_axes}"
+                )
+            _check_window_lengths(self.window, query_shape, key_shape)
         if self._keras_path:
             return
         score = scores.get(self.score)
@@ -306,7 +363,21 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             key, value, cache, cache_update_index
         )
         weights, row_valid = None, None
-        if self._takes_chunked_path(
+        if self._takes_windowed_path(
+            projected_query, key, cache, cache_update_index, return_attention_scores
+        ):
+            output = self._windowed_attention(
+                projected_query,
+                key,
+                value,
+                query_mask,
+                value_mask,
+                key_mask,
+                attention_mask,
+                use_causal_mask,
+                training,
+            )
+        elif self._takes_chunked_path(
             query, key, cache, cache_update_index, return_attention_scores
         ):
             output = self._chunked_attention(
@@ -387,12 +458,35 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             and (not float16 or self._flash_attention is True)
         )
 
+    def _overrides_hooks(self):
+        """Whether a subclass overrides Keras's hooks (they need full weights)."""
+        cls = type(self)
+        return (
+            cls._compute_attention is not MultiHeadAttention._compute_attention
+            or cls._masked_softmax is not MultiHeadAttention._masked_softmax
+        )
+
+    def _takes_windowed_path(
+        self, query, key, cache, cache_update_index, return_attention_scores
+    ):
+        """Whether `call` uses `windowed_attention` (static shapes, Python flags)."""
+        if self.window is None or cache is not None or cache_update_index is not None:
+            return False
+        _check_window_lengths(self.window, query.shape, key.shape)
+        return (
+            not return_attention_scores
+            and not self._overrides_hooks()
+            and query.shape[1] is not None
+            and key.shape[1] is not None
+        )
+
     def _takes_chunked_path(
         self, query, key, cache, cache_update_index, return_attention_scores
     ):
         """Whether `call` uses `chunked_attention` (static shapes, Python flags)."""
         if (
             self.chunk_threshold is None
+            or self.window is not None
             or cache is not None
             or cache_update_index is not None
             or return_attention_scores
@@ -401,11 +495,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         ):
             return False
         # Keras's hooks see the full weights: an override keeps that path.
-        cls = type(self)
-        if (
-            cls._compute_attention is not MultiHeadAttention._compute_attention
-            or cls._masked_softmax is not MultiHeadAttention._masked_softmax
-        ):
+        if self._overrides_hooks():
             return False
         q_len, k_len = query.shape[1], key.shape[1]
         return None not in (q_len, k_len) and k_len > self.chunk_threshold
@@ -434,16 +524,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             attention_mask = self._check_attention_mask(attention_mask, query, key)
         if query_mask is not None:
             query_mask = ops.cast(query_mask, "bool")
-        # The fused kernel's dot product, unless float16 needs the score
-        # layer's float32 product (`scores.precision`).
-        float16 = keras.backend.standardize_dtype(self.compute_dtype) == "float16"
-        score_fn = None if self._fused_score and not float16 else self._score_layer
-        rate = self.dropout if training and self.dropout > 0.0 else 0.0
-        seed = None
-        if rate:
-            seed = keras.random.randint(
-                (), 0, 2**31 - 1, seed=self._dropout_layer.seed_generator
-            )
+        score_fn, rate, seed = self._blockwise_options(training)
         return chunked_attention(
             query,
             key,
@@ -460,6 +541,62 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             query_chunk_size=self.chunk_size,
             key_chunk_size=self.chunk_size,
         )
+
+    def _windowed_attention(
+        self,
+        query,
+        key,
+        value,
+        query_mask,
+        value_mask,
+        key_mask,
+        attention_mask,
+        use_causal_mask,
+        training,
+    ):
+        """Context `(B, T, num_heads, value_dim)` from `windowed_attention`.
+
+        As `_chunked_attention`: 1-D padding masks, the attention mask as
+        given (only its band is read), zeros for a row with nothing to
+        attend to.
+        """
+        keys = _key_padding_mask(value_mask, key_mask, key)
+        if attention_mask is not None:
+            attention_mask = self._check_attention_mask(attention_mask, query, key)
+        if query_mask is not None:
+            query_mask = ops.cast(query_mask, "bool")
+        score_fn, rate, seed = self._blockwise_options(training)
+        return windowed_attention(
+            query,
+            key,
+            value,
+            self.window,
+            causal=use_causal_mask,
+            key_mask=keys,
+            query_mask=query_mask,
+            attention_mask=attention_mask,
+            score_fn=score_fn,
+            dropout_rate=rate,
+            seed=seed,
+        )
+
+    def _blockwise_options(self, training):
+        """`(score_fn, dropout_rate, seed)` of the chunked and windowed paths.
+
+        The score is the fused kernel's dot product (`score_fn=None`)
+        unless float16 needs the score layer's float32 product
+        (`scores.precision`) or the score is another function. The dropout
+        seed is drawn from the layer's seed generator at each call.
+        """
+        float16 = keras.backend.standardize_dtype(self.compute_dtype) == "float16"
+        score_fn = None if self._fused_score and not float16 else self._score_layer
+        rate = self.dropout if training and self.dropout > 0.0 else 0.0
+        seed = None
+        if rate:
+            seed = keras.random.randint(
+                (), 0, 2**31 - 1, seed=self._dropout_layer.seed_generator
+            )
+        return score_fn, rate, seed
 
     def _project_key_value(self, key, value, cache, cache_update_index):
         """Projects key and value, reading and writing the cache."""
@@ -531,7 +668,11 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         value_mask = _key_padding_mask(value_mask, key_mask, key)
         if attention_mask is not None:
             attention_mask = self._check_attention_mask(attention_mask, query, key)
-        no_pairwise_mask = attention_mask is None and self._sliding_window is None
+        no_pairwise_mask = (
+            attention_mask is None
+            and self._sliding_window is None
+            and self.window is None
+        )
         if (
             fused
             and use_causal_mask
@@ -558,7 +699,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         # Keras's alignment, query 0 with key 0; a cache shifts the queries
         # to their absolute positions.
         offset = 0 if cache_update_index is None else cache_update_index
-        if use_causal_mask or self._sliding_window is not None:
+        if use_causal_mask or self._sliding_window is not None or self.window:
             rows = ops.arange(ops.shape(query)[1]) + offset
             distance = rows[:, None] - ops.arange(ops.shape(key)[1])[None, :]
             if use_causal_mask:
@@ -567,6 +708,8 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                 parts.append(
                     ops.expand_dims(ops.abs(distance) < self._sliding_window, 0)
                 )
+            if self.window is not None:
+                parts.append(ops.expand_dims(ops.abs(distance) <= self.window, 0))
         per_head = attention_mask is not None and len(attention_mask.shape) == 4
         mask = attention_mask
         for part in parts:
@@ -762,6 +905,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             score=self.score,
             chunk_threshold=self.chunk_threshold,
             chunk_size=self.chunk_size,
+            window=self.window,
         )
         return config
 
@@ -773,6 +917,33 @@ def _check_batch(query_shape, value_shape, key_shape):
             "query, value and key must have the same batch size. Received: "
             f"query.shape={tuple(query_shape)}, value.shape="
             f"{tuple(value_shape)}, key.shape={tuple(key_shape)}"
+        )
+
+
+def _check_window(window, sliding_window, flash_attention):
+    check_window(window)
+    if window is None:
+        return
+    if sliding_window is not None:
+        raise ValueError(
+            "`window` (blockwise, |i - j| <= window) and Keras's `sliding_window` "
+            "(a mask, |i - j| < sliding_window) restrict the same band; set one. "
+            f"Received: window={window}, sliding_window={sliding_window}"
+        )
+    if flash_attention is True:
+        raise ValueError(
+            "`window` computes its own blocks and cannot use a flash kernel. "
+            f"Received: window={window}, flash_attention=True"
+        )
+
+
+def _check_window_lengths(window, query_shape, key_shape):
+    q_len, k_len = query_shape[1], key_shape[1]
+    if q_len is not None and k_len is not None and q_len != k_len:
+        raise ValueError(
+            "`window` is restricted self-attention: the query and the key need "
+            f"the same length. Received: window={window}, query length {q_len}, "
+            f"key length {k_len}"
         )
 
 

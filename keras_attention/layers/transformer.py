@@ -33,7 +33,9 @@ from keras import ops
 from keras.src.backend import get_keras_mask, set_keras_mask
 
 from keras_attention import scores
+from keras_attention.layers.chunked import check_chunking
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers.windowed import check_window
 
 PACKAGE = "keras_attention"
 
@@ -52,9 +54,14 @@ class _TransformerBlock(keras.layers.Layer):
         bias_initializer="zeros",
         normalize_first=False,
         score="scaled_dot",
+        chunk_threshold=4096,
+        chunk_size=512,
+        window=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        check_chunking(chunk_threshold, chunk_size)
+        check_window(window)
         if not isinstance(intermediate_dim, numbers.Integral) or intermediate_dim < 1:
             raise ValueError(
                 "`intermediate_dim` must be a positive integer. "
@@ -81,6 +88,9 @@ class _TransformerBlock(keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.normalize_first = normalize_first
         self.score = score
+        self.chunk_threshold = chunk_threshold
+        self.chunk_size = chunk_size
+        self.window = window
         self.supports_masking = True
 
     def _head_dim(self, hidden_dim):
@@ -99,13 +109,16 @@ class _TransformerBlock(keras.layers.Layer):
             "bias_initializer": _clone(self.bias_initializer),
         }
 
-    def _attention(self, name, head_dim, query_shape, value_shape):
+    def _attention(self, name, head_dim, query_shape, value_shape, window=None):
         layer = MultiHeadAttention(
             num_heads=self.num_heads,
             key_dim=head_dim,
             value_dim=head_dim,
             dropout=self.dropout,
             score=self.score,
+            chunk_threshold=self.chunk_threshold,
+            chunk_size=self.chunk_size,
+            window=window,
             dtype=self.dtype_policy,
             name=name,
             **self._initializers(),
@@ -178,6 +191,9 @@ class _TransformerBlock(keras.layers.Layer):
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
                 "normalize_first": self.normalize_first,
                 "score": self.score,
+                "chunk_threshold": self.chunk_threshold,
+                "chunk_size": self.chunk_size,
+                "window": self.window,
             }
         )
         return config
@@ -216,6 +232,16 @@ class TransformerEncoderBlock(_TransformerBlock):
             `False`.
         score: str, dict or `keras_attention.scores.Score`. Alignment
             function of the attention heads. Defaults to `"scaled_dot"`.
+        chunk_threshold: int or None. Passed to the attention sublayer:
+            above this many keys it computes exact attention in chunks, in
+            linear memory (see `MultiHeadAttention`); `None` disables it.
+            Defaults to `4096`.
+        chunk_size: int. Queries and keys per chunk there. Defaults to
+            `512`.
+        window: int or None. Restricted self-attention: each position
+            attends to the positions at most `window` away, computed in
+            blocks in `O(window * T)` (`MultiHeadAttention(window=...)`).
+            Defaults to `None` (full attention).
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -250,7 +276,7 @@ class TransformerEncoderBlock(_TransformerBlock):
         head_dim = self._head_dim(hidden_dim)
         intermediate_shape = tuple(inputs_shape[:-1]) + (self.intermediate_dim,)
         self._self_attention_layer = self._attention(
-            "self_attention_layer", head_dim, inputs_shape, inputs_shape
+            "self_attention_layer", head_dim, inputs_shape, inputs_shape, self.window
         )
         self._self_attention_layer_norm = self._norm(
             "self_attention_layer_norm", inputs_shape
@@ -371,6 +397,17 @@ class TransformerDecoderBlock(_TransformerBlock):
             `False`.
         score: str, dict or `keras_attention.scores.Score`. Alignment
             function of both attention sublayers. Defaults to `"scaled_dot"`.
+        chunk_threshold: int or None. Passed to both attention sublayers:
+            above this many keys they compute exact attention in chunks, in
+            linear memory (see `MultiHeadAttention`); `None` disables it.
+            Defaults to `4096`.
+        chunk_size: int. Queries and keys per chunk there. Defaults to
+            `512`.
+        window: int or None. Restricted self-attention in the
+            self-attention sublayer only (the cross-attention stays full):
+            position `i` attends to `i - window ... i` (with the causal
+            mask), computed in blocks in `O(window * T)`; with a cache,
+            the same band as a mask. Defaults to `None`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -447,7 +484,11 @@ class TransformerDecoderBlock(_TransformerBlock):
             self.intermediate_dim,
         )
         self._self_attention_layer = self._attention(
-            "self_attention", head_dim, decoder_sequence_shape, decoder_sequence_shape
+            "self_attention",
+            head_dim,
+            decoder_sequence_shape,
+            decoder_sequence_shape,
+            self.window,
         )
         self._self_attention_layer_norm = self._norm(
             "self_attention_layer_norm", decoder_sequence_shape

@@ -16,6 +16,7 @@ def windowed_attention(
     causal=False,
     key_mask=None,
     query_mask=None,
+    attention_mask=None,
     score_fn=None,
     scale=None,
     dropout_rate=0.0,
@@ -45,6 +46,10 @@ def windowed_attention(
         causal: bool. Look back only. Defaults to `False`.
         key_mask: optional boolean `(B, T)`, `True` = attend (padding).
         query_mask: optional boolean `(B, T)`; `False` rows get zeros.
+        attention_mask: optional boolean `(T, T)`, `(B, T, T)` or
+            `(B, heads, T, T)`, any dimension 1 to broadcast, `True` =
+            attend; ANDed with the band. Only its band is read (gathered
+            block by block), never broadcast to full size.
         score_fn: optional callable on head-folded blocks, `(N, w, D)`,
             `(N, 3w, D)` -> `(N, w, 3w)`: a built
             `keras_attention.scores.Score` layer may be passed as is.
@@ -137,6 +142,9 @@ def windowed_attention(
         queries = ops.pad(ops.cast(query_mask, "bool"), ((0, 0), (0, pad)))
         queries = ops.reshape(queries, (-1, 1, num_blocks, width, 1))
         mask = ops.logical_and(mask, queries)
+    if attention_mask is not None:
+        pairs = _band_of(attention_mask, heads, length, width, span, causal)
+        mask = ops.logical_and(mask, pairs)
 
     weights = ops.cast(masked_softmax(raw, mask), value.dtype)
     if dropout_rate:
@@ -153,6 +161,68 @@ def windowed_attention(
     if rank == 3:
         context = ops.squeeze(context, 2)
     return context
+
+
+def check_window(window):
+    """Checks a layer's `window` argument: a positive int or None."""
+    if window is not None and (
+        isinstance(window, bool) or not isinstance(window, int) or window < 1
+    ):
+        raise ValueError(
+            f"`window` must be a positive int or None. Received: window={window!r}"
+        )
+
+
+def _band_of(attention_mask, heads, length, width, span, causal):
+    """The window of each query block in a `(.., T, T)` mask: `(B, h, n, w, span)`.
+
+    Dimensions of size 1 stay 1 (broadcast). Block `n`'s keys start at
+    `(n - 1) w`; columns outside `[0, T)` read as False (the band mask
+    drops them anyway).
+    """
+    mask = ops.cast(attention_mask, "bool")
+    shape = tuple(mask.shape)
+    if len(shape) == 2:
+        mask = mask[None, None]
+    elif len(shape) == 3:
+        mask = mask[:, None]
+    elif len(shape) != 4:
+        raise ValueError(
+            "`attention_mask` must be (T, T), (B, T, T) or (B, heads, T, T). "
+            f"Received: attention_mask.shape={shape}"
+        )
+    _, mask_heads, rows, cols = mask.shape
+    if (
+        mask_heads not in (1, heads)
+        or rows not in (1, length)
+        or cols not in (1, length)
+    ):
+        raise ValueError(
+            f"`attention_mask` does not broadcast to (B, {heads}, {length}, "
+            f"{length}). Received: attention_mask.shape={shape}"
+        )
+    num_blocks = -(-length // width)
+    padded = num_blocks * width
+    if rows == 1 and cols == 1:
+        return mask[:, :, :, :, None]
+    if rows == 1:
+        # The same row for every query: the keys' blocks and neighbours.
+        mask = ops.pad(mask[:, :, 0], ((0, 0), (0, 0), (0, padded - length)))
+        mask = ops.reshape(mask, (-1, mask_heads, num_blocks, width))
+        return _with_neighbours(mask, 2, causal)[:, :, :, None, :]
+    mask = ops.pad(mask, ((0, 0), (0, 0), (0, padded - length), (0, 0)))
+    mask = ops.reshape(mask, (-1, mask_heads, num_blocks, width, cols))
+    if cols == 1:
+        return mask
+    # Columns shifted by one block, so block n's window starts at n * w.
+    mask = ops.pad(mask, ((0, 0),) * 4 + ((width, padded - length + width),))
+    starts = ops.arange(num_blocks, dtype="int32") * width
+    index = starts[:, None] + ops.arange(span, dtype="int32")[None, :]
+    index = ops.broadcast_to(
+        ops.reshape(index, (1, 1, num_blocks, 1, span)),
+        (ops.shape(mask)[0], mask_heads, num_blocks, width, span),
+    )
+    return ops.take_along_axis(mask, index, axis=-1)
 
 
 def _with_neighbours(blocks, axis, causal):

@@ -291,7 +291,7 @@ def test_config_matches_keras_hub_and_round_trips(block):
     # keras-hub also stores its build shapes; Keras's build config does that.
     shared = set(hub_config) - {"decoder_sequence_shape", "encoder_sequence_shape"}
     assert {k: config[k] for k in shared} == {k: hub_config[k] for k in shared}
-    assert set(config) - shared == {"score"}
+    assert set(config) - shared == {"score", "chunk_threshold", "chunk_size", "window"}
     # keras-hub's config builds our block: a drop-in for from_config.
     from_hub = type(ours).from_config({k: hub_config[k] for k in shared})
     assert from_hub.get_config() == config

@@ -41,6 +41,7 @@ def _reference(
     causal=False,
     key_mask=None,
     query_mask=None,
+    attention_mask=None,
     score_fn=None,
     dropout_rate=0.0,
     seed=None,
@@ -58,6 +59,11 @@ def _reference(
         mask = mask & key_mask[:, None, None, :]
     if query_mask is not None:
         mask = mask & query_mask[:, None, :, None]
+    if attention_mask is not None:
+        pairs = attention_mask
+        while pairs.ndim < 4:
+            pairs = pairs[None] if pairs.ndim == 2 else pairs[:, None]
+        mask = mask & pairs
     weights = ops.cast(masked_softmax(raw, mask), v.dtype)
     if dropout_rate:
         keep = dropout_keep_mask(seed, (B, H, length, length), dropout_rate)
@@ -126,6 +132,41 @@ def test_matches_full_attention_with_a_band_mask(length, radius, causal, masks):
         lambda q, k, v: _reference(q, k, v, radius, **kwargs), q, k, v
     )
     _assert_close(got, expected)
+
+
+def _pair_mask(shape, seed=4):
+    return np.random.default_rng(seed).random(shape) < 0.7
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (13, 13),  # (T, T)
+        (B, 13, 13),
+        (B, H, 13, 13),
+        (1, H, 13, 13),  # broadcast over the batch
+        (B, 1, 1, 13),  # one row for every query
+        (B, H, 13, 1),  # one column for every key
+    ],
+)
+def test_attention_mask_every_shape(shape, causal):
+    length, radius = 13, 3
+    q, k, v = _inputs(length)
+    kwargs = {"causal": causal, "attention_mask": _pair_mask(shape)}
+    got = _value_and_grads(
+        lambda q, k, v: windowed_attention(q, k, v, radius, **kwargs), q, k, v
+    )
+    expected = _value_and_grads(
+        lambda q, k, v: _reference(q, k, v, radius, **kwargs), q, k, v
+    )
+    _assert_close(got, expected)
+
+
+def test_attention_mask_bad_shape():
+    x = np.zeros((1, 6, D), "float32")
+    with pytest.raises(ValueError, match="attention_mask"):
+        windowed_attention(x, x, x, 2, attention_mask=np.ones((6, 5), bool))
 
 
 def test_empty_rows_query_mask_score_and_dropout_under_jit():
