@@ -25,16 +25,18 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# TensorFlow backend for everything (tests and docstring examples), then the
-# library's tests and examples again under JAX to prove the layer math is
-# backend-agnostic (conftest.py skips what needs TensorFlow).
+# One pytest run per backend, each on TEST_WORKERS processes (pytest-xdist;
+# `--dist loadscope` keeps a module on one process, so its module-scoped
+# fixtures run once): TensorFlow for the tests and every docstring example,
+# then the library's tests and examples again under JAX to prove the layer
+# math is backend-agnostic (conftest.py skips what needs TensorFlow).
+TEST_WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
+
 test: lint
-	$(BIN)/python -m pytest -q
-	$(BIN)/python -m pytest -q --doctest-modules keras_attention zoo
-	KERAS_BACKEND=jax $(BIN)/python -m pytest -q -m "not tensorflow_only" \
-		tests/keras_attention
-	KERAS_BACKEND=jax $(BIN)/python -m pytest -q -m "not tensorflow_only" \
-		--doctest-modules keras_attention
+	$(PYTEST) --doctest-modules tests keras_attention zoo
+	KERAS_BACKEND=jax $(PYTEST) -m "not tensorflow_only" \
+		--doctest-modules tests/keras_attention keras_attention
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/attention.py

@@ -1,8 +1,9 @@
 """pytest set-up shared by the tests and the docstring examples.
 
-`make test` runs `tests/` and `--doctest-modules keras_attention zoo` on
-TensorFlow, then `tests/keras_attention` and the `keras_attention` examples
-again on JAX. On a backend other than TensorFlow, tests marked
+`make test` runs `tests/` and `--doctest-modules keras_attention zoo` in one
+pytest run on TensorFlow, then `tests/keras_attention` and the
+`keras_attention` examples in one run on JAX, each on two processes
+(pytest-xdist, a module's tests on one process). On a backend other than TensorFlow, tests marked
 `tensorflow_only` are skipped; so are the examples of the modules in
 `TENSORFLOW_ONLY_EXAMPLES`, whose subject is a TensorFlow object.
 """
@@ -15,6 +16,15 @@ collect_ignore = ["zoo/__main__.py"]
 
 # Modules whose docstring examples need the TensorFlow backend.
 TENSORFLOW_ONLY_EXAMPLES = ("keras_attention/training/strategy.py",)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_keras_session_for_examples(request):
+    """A docstring example starts from a fresh Keras session, as in a new
+    interpreter (layer names from `dense`, default settings), whatever tests
+    ran before it in the same process."""
+    if not isinstance(request.node, pytest.Function):
+        keras.utils.clear_session(free_memory=False)
 
 
 def pytest_collection_modifyitems(config, items):

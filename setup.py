@@ -38,7 +38,7 @@ setup(
         "pysword>=0.2.8",
     ],
     extras_require={
-        "dev": ["pytest>=8", "ruff>=0.6", "jax[cpu]"],
+        "dev": ["pytest>=8", "pytest-xdist>=3.5", "ruff>=0.6", "jax[cpu]"],
     },
     entry_points={"console_scripts": ["keras-attention = zoo.cli:main"]},
     classifiers=[

@@ -25,7 +25,7 @@ import keras_hub
 import tensorflow as tf
 
 from zoo.data import bible, parallel_text
-from zoo.translation_metrics import corpus_scores
+from zoo.translation.metrics import corpus_scores
 
 EMBED_DIM = 256
 INTERMEDIATE_DIM = 2048

@@ -33,7 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from zoo.ram.model import RecurrentAttentionModel  # noqa: E402
+from zoo.ram import RecurrentAttentionModel  # noqa: E402
 from zoo.ram.train import RETINA_60, small_convnet  # noqa: E402
 from zoo.task import list_presets  # noqa: E402
 

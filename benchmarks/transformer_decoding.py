@@ -4,7 +4,8 @@
    token, so every run generates all of them): `Transformer.next` runs the
    decoder on the newest token only, against self-attention caches and the
    cross-attention keys/values computed once from the encoder output;
-   `Transformer.next_uncached` re-runs the decoder over the whole prefix at
+   the uncached step (`uncached_step` below, from the backbone's public
+   `call_encoder` / `call_decoder`) re-runs the decoder over the whole prefix at
    every step (the encoder output is still computed once; the keras.io
    recipe recomputes the encoder too). Same model, same search
    (`keras_attention.decoding.GreedySearch`), same source batch. The
@@ -38,6 +39,27 @@ import tensorflow as tf
 
 from keras_attention.decoding import BeamSearch, GreedySearch
 from zoo.transformer import Transformer
+
+
+def uncached_step(model):
+    """`(encode, next)` without a key/value cache: `next` re-runs the prefix.
+
+    The encoder output is computed once; every step decodes `prompt[:, :index]`
+    from scratch (as the keras.io recipe does): the reference the cache beats.
+    """
+    backbone = model.backbone
+
+    def encode(source):
+        memory, mask = backbone.call_encoder(source)
+        return {"memory": memory, "memory_mask": mask}
+
+    def next(prompt, cache, index):
+        hidden = backbone.call_decoder(
+            prompt[:, :index], cache["memory"], cache["memory_mask"]
+        )[:, -1]
+        return backbone.target_embedding(hidden, reverse=True), None, cache
+
+    return encode, next
 
 
 def timed(functions, runs):
@@ -88,7 +110,8 @@ def main(argv=None):
             if cached:
                 cache, next = model.encode(source, length), model.next
             else:
-                cache, next = model.encode_uncached(source), model.next_uncached
+                encode, next = uncached_step(model)
+                cache = encode(source)
             return search(next, prompt, cache=cache, index=1)
 
         return tf.function(run, jit_compile=jit_compile)

@@ -20,8 +20,8 @@ import tensorflow as tf
 from keras_attention.plotting import plot_attention
 from keras_attention.training.schedules import InverseSqrtSchedule
 from zoo.data import bible, parallel_text, vocabulary
-from zoo.seq2seq import TranslationPreprocessor
 from zoo.transformer import MaskedLabelSmoothingCrossEntropy, Transformer
+from zoo.translation import TranslationPreprocessor
 
 
 def tiny_model_on_the_sample(epochs):

@@ -789,6 +789,7 @@ def load_preset(
     directory,
     expected_class=None,
     load_weights=True,
+    configure=None,
     preprocessor_key=None,
     **overrides,
 ):
@@ -802,11 +803,13 @@ def load_preset(
         expected_class: optional class; the preset must hold an instance of
             it (or of a subclass).
         load_weights: bool. Defaults to `True`.
-        preprocessor_key: optional str. The model config entry that
-            receives the loaded preprocessor (with its assets), replacing
-            what `config.json` holds there, e.g. `"preprocessor"` for a model
-            that takes its preprocessor as an argument. Defaults to `None`:
-            the preprocessor is only returned.
+        configure: optional callable `configure(config, preprocessor)`
+            that edits the model's config dict (its constructor arguments,
+            after `overrides`) in place before the model is rebuilt, e.g. to
+            hand the model the loaded preprocessor (with its assets); the
+            caller knows how its models take one. Defaults to `None`.
+        preprocessor_key: deprecated; use `configure`. The config entry
+            that receives the loaded preprocessor. Defaults to `None`.
         **overrides: config entries replaced before the model is rebuilt
             (e.g. `dropout=0.0`).
 
@@ -817,6 +820,18 @@ def load_preset(
     Raises:
         PresetError: the directory is missing, incomplete, corrupt, unsafe
             or too new; the message names the file.
+
+    Example:
+    >>> import tempfile
+    >>> inputs = keras.Input((2,))
+    >>> model = keras.Model(inputs, keras.layers.Dense(1)(inputs), name="small")
+    >>> directory = tempfile.mkdtemp()
+    >>> _ = save_preset(model, directory, preprocessor=keras.layers.Rescaling(0.5))
+    >>> def configure(config, preprocessor):  # The caller's convention.
+    ...     config["name"] = f"small_{type(preprocessor).__name__.lower()}"
+    >>> loaded, preprocessor, _ = load_preset(directory, configure=configure)
+    >>> loaded.name, preprocessor.scale
+    ('small_rescaling', 0.5)
     """
     directory = os.fspath(directory)
     with tempfile.TemporaryDirectory(prefix="preset-") as private:
@@ -838,7 +853,14 @@ def load_preset(
         config, config_path = _read_config(copy, CONFIG_FILE, directory, "model")
         config.setdefault("config", {}).update(overrides)
         if preprocessor is not None and preprocessor_key is not None:
+            warnings.warn(
+                "`preprocessor_key` is deprecated: pass `configure`.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
             config["config"][preprocessor_key] = preprocessor
+        if configure is not None:
+            configure(config["config"], preprocessor)
         model = _deserialize(config, config_path, "model")
         if expected_class is not None and not isinstance(model, expected_class):
             raise PresetError(

@@ -1,39 +1,68 @@
 """zoo: trained attention models built from `keras_attention` layers.
 
+Each family (`zoo.seq2seq`, `zoo.transformer`, `zoo.ram`,
+`zoo.show_attend_tell`) has a backbone (the functional network), a
+preprocessor (raw data <-> tensors) and a task (`fit`, `evaluate`,
+`predict` and its own verbs):
+
 - `zoo.Seq2Seq`: RNN encoder-decoder with Bahdanau/Luong attention.
 - `zoo.Transformer`: encoder-decoder Transformer (Vaswani et al. 2017).
 - `zoo.RecurrentAttentionModel`: the glimpse agent of Mnih et al. 2014.
 - `zoo.ShowAttendTell`: image captioner with soft/hard attention (Xu et al.
   2015).
 
+`zoo.GenerativeTask` is the generation front end of the three generative
+tasks and `zoo.TranslationTask` the translation one (`translate`).
 `zoo.data` holds the real-data loaders. `zoo.from_preset(name_or_dir)` loads
 any zoo preset, picking the class from its config; `zoo.list_presets()`
 lists the shipped ones.
 """
 
 from zoo import data
-from zoo.ram import RecurrentAttentionModel
-from zoo.seq2seq import Seq2Seq, TranslationPreprocessor
-from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
+from zoo.generation import GenerativeTask
+from zoo.ram import (
+    ImagePreprocessor,
+    RecurrentAttentionBackbone,
+    RecurrentAttentionModel,
+)
+from zoo.seq2seq import Seq2Seq, Seq2SeqBackbone
+from zoo.show_attend_tell import (
+    CaptionPreprocessor,
+    ShowAttendTell,
+    ShowAttendTellBackbone,
+)
 from zoo.task import Task, list_presets
-from zoo.transformer import Transformer
+from zoo.transformer import Transformer, TransformerBackbone
+from zoo.translation import TranslationPreprocessor, TranslationTask
 
 __version__ = "0.1.0"
 
 
 def from_preset(preset, load_weights=True, **overrides):
-    """Loads a zoo preset (name or directory) whatever its model class."""
+    """Loads a zoo preset (name or directory) whatever its model class.
+
+    Example:
+    >>> "seq2seq_bahdanau_bible_en_es" in list_presets()
+    True
+    """
     return Task.from_preset(preset, load_weights=load_weights, **overrides)
 
 
 __all__ = [
     "CaptionPreprocessor",
+    "GenerativeTask",
+    "ImagePreprocessor",
+    "RecurrentAttentionBackbone",
     "RecurrentAttentionModel",
     "Seq2Seq",
+    "Seq2SeqBackbone",
     "ShowAttendTell",
+    "ShowAttendTellBackbone",
     "Task",
     "Transformer",
+    "TransformerBackbone",
     "TranslationPreprocessor",
+    "TranslationTask",
     "data",
     "from_preset",
     "list_presets",

@@ -1,11 +1,20 @@
-"""`argparse` types shared by the CLI and the training scripts.
+"""Command-line arguments shared by the CLI and the training scripts.
 
-A count below one (`--epochs 0`, `--beam 0`, `--limit -1`) is an argument
-error (exit status 2 with argparse's one-line message), never a silent
-fallback or a crash after the work.
+`add_training_arguments` adds the options every `zoo train` script takes
+(outputs, epochs, batch size, learning rate, seed, strategy, static shapes,
+budgets, verbosity), and `training_parser` makes a script's parser with them;
+a script adds only what is its own. A count below one
+(`--epochs 0`, `--beam 0`, `--limit -1`) is an argument error (exit status 2
+with argparse's one-line message), never a silent fallback or a crash after
+the work. Output paths are checked before any data is loaded (`check_folder`,
+`check_file`): a bad one ends the script at once with one `error:` line and
+exit status 2, as a bad argument does.
 """
 
 import argparse
+import os
+import sys
+import tempfile
 
 
 def positive_int(text):
@@ -50,3 +59,158 @@ def positive_float(text):
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
     return value
+
+
+def add_training_arguments(
+    parser,
+    *,
+    epochs,
+    batch_size=None,
+    learning_rate=None,
+    verbose=1,
+    out_required=True,
+    out_help="preset directory to write",
+):
+    """Adds the options every training script shares to an `argparse` parser.
+
+    `--out`, `--results`, `--run-dir`, `--epochs`, `--batch-size`,
+    `--learning-rate`, `--seed`, `--strategy`, `--static-shapes`,
+    `--max-minutes` (also spelled `--time-budget`), `--max-steps` and
+    `--verbose`. `zoo.training.TrainingRun` reads them.
+
+    Args:
+        parser: `argparse.ArgumentParser`.
+        epochs: int. The default of `--epochs`.
+        batch_size: int or `None`. The default of `--batch-size`; `None`
+            leaves the option out (a script that batches otherwise).
+        learning_rate: float or `None`. The default of `--learning-rate`;
+            `None` leaves the option out (a script with a schedule).
+        verbose: int. The default of `--verbose` (Keras's `fit` verbosity).
+        out_required: bool. Whether `--out` must be given.
+        out_help: str. The help of `--out`.
+
+    Example:
+    >>> parser = argparse.ArgumentParser()
+    >>> add_training_arguments(parser, epochs=3, batch_size=32)
+    >>> args = parser.parse_args(["--out", "p", "--time-budget", "1.5"])
+    >>> args.epochs, args.batch_size, args.max_minutes, args.max_steps
+    (3, 32, 1.5, None)
+    """
+    parser.add_argument("--out", required=out_required, help=out_help)
+    parser.add_argument(
+        "--results", help="JSON file for what the run measured (also in the preset)"
+    )
+    parser.add_argument(
+        "--run-dir",
+        help="folder for this run's resumable state (default: <out>.run, else "
+        "<results>.run, else none: no resumption); rerunning the same command "
+        "resumes from it after a kill; it is deleted once the outputs are written",
+    )
+    parser.add_argument("--epochs", type=positive_int, default=epochs)
+    if batch_size is not None:
+        parser.add_argument(
+            "--batch-size",
+            type=positive_int,
+            default=batch_size,
+            help="global batch size",
+        )
+    if learning_rate is not None:
+        parser.add_argument("--learning-rate", type=float, default=learning_rate)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--strategy",
+        default="auto",
+        help="tf.distribute strategy: auto, default, one_device, mirrored, "
+        "multi_worker or tpu (keras_attention.training.strategy.get_strategy)",
+    )
+    parser.add_argument(
+        "--static-shapes",
+        action="store_true",
+        help="fixed-size batches padded to the full length (automatic on TPUs)",
+    )
+    parser.add_argument(
+        "--max-minutes",
+        "--time-budget",
+        dest="max_minutes",
+        type=positive_float,
+        help="stop training after this many minutes of training (a resumed run "
+        "counts the minutes before the kill)",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=positive_int,
+        help="stop training after this many optimizer steps (an equal budget "
+        "for comparisons that does not depend on machine load)",
+    )
+    parser.add_argument("--verbose", type=int, default=verbose)
+
+
+def training_parser(doc, **defaults):
+    """A training script's parser: described by `doc`, with the shared options.
+
+    Args:
+        doc: str. The script's docstring; its first line describes the script.
+        **defaults: the arguments of `add_training_arguments` (`epochs`, ...).
+
+    Returns:
+        `argparse.ArgumentParser`, to which the script adds its own options.
+
+    Example:
+    >>> parser = training_parser("Trains a model.", epochs=3)
+    >>> parser.description, parser.parse_args(["--out", "p"]).epochs
+    ('Trains a model.', 3)
+    """
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    add_training_arguments(parser, **defaults)
+    return parser
+
+
+def fail(message):
+    """Prints `error: message` to stderr and exits with status 2."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _writable(folder, option, path):
+    """Creates `folder` if missing and proves a file can be created in it."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        probe = tempfile.mkdtemp(prefix=".write-check-", dir=folder)
+        os.rmdir(probe)
+    except OSError as e:
+        fail(f"{option} {path}: cannot write to folder {folder} ({e.strerror})")
+
+
+def check_folder(path, option, preset=False):
+    """Exits with status 2 unless `path` can be written as a folder.
+
+    Args:
+        path: str. The folder a script will write (created if missing).
+        option: str. The command-line option that named it, for the message.
+        preset: bool. The folder is a preset, replaced whole when saved: it
+            must be new, empty or a preset (it has a `metadata.json`).
+    """
+    path = os.path.abspath(path)
+    if os.path.lexists(path) and not os.path.isdir(path):
+        fail(f"{option} {path} is a file, not a folder")
+    if preset and os.path.isdir(path):
+        names = os.listdir(path)
+        if names and "metadata.json" not in names:
+            fail(
+                f"{option} {path} holds files but no metadata.json: it is not a "
+                "preset to replace; choose a new or empty folder"
+            )
+    if preset:  # Saved beside itself, then swapped into place.
+        _writable(os.path.dirname(path), option, path)
+    else:
+        _writable(path, option, path)
+
+
+def check_file(path, option):
+    """Exits with status 2 unless the file `path` can be written."""
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        fail(f"{option} {path} is a folder, not a file")
+    _writable(os.path.dirname(path), option, path)
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        fail(f"{option} {path}: the file is not writable")

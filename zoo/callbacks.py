@@ -1,7 +1,7 @@
 """Training callbacks shared by the zoo's training scripts.
 
 Both budgets keep their count in `get_state()` / `set_state()`, which
-`zoo.training` saves after every epoch: a resumed run counts the time and
+`zoo.run_directory` saves after every epoch: a resumed run counts the time and
 steps of the epochs done before it was killed.
 """
 
@@ -16,6 +16,15 @@ class TimeBudget(keras.callbacks.Callback):
     Args:
         minutes: float. The budget, counted from the start of `fit` (plus
             the time restored with `set_state`).
+
+    Example:
+    >>> import numpy as np
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse")
+    >>> history = model.fit(np.ones((8, 2)), np.ones((8, 1)), batch_size=2,
+    ...     epochs=5, callbacks=[TimeBudget(1e-9)], verbose=0)
+    >>> len(history.history["loss"])  # Stopped after the first batch.
+    1
     """
 
     def __init__(self, minutes):
@@ -43,7 +52,21 @@ class TimeBudget(keras.callbacks.Callback):
 
 
 class StepBudget(keras.callbacks.Callback):
-    """Stops training after `steps` batches in all (across epochs)."""
+    """Stops training after `steps` batches in all (across epochs).
+
+    Args:
+        steps: int. The budget of optimizer steps (plus the steps restored
+            with `set_state`).
+
+    Example:
+    >>> import numpy as np
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse")
+    >>> history = model.fit(np.ones((8, 2)), np.ones((8, 1)), batch_size=2,
+    ...     epochs=5, callbacks=[StepBudget(6)], verbose=0)
+    >>> len(history.history["loss"]), int(model.optimizer.iterations)
+    (2, 6)
+    """
 
     def __init__(self, steps):
         super().__init__()

@@ -6,7 +6,7 @@ Commands:
   evaluate PRESET [--split test]   translation: sacreBLEU BLEU/chrF; glimpse
                                    classifier: error rate; captioner: BLEU-1..4
                                    and attention correctness
-  translate PRESET TEXT... [--beam 4] [--plot out.png]
+  translate PRESET TEXT... [--beam 4] [--sequence-length N] [--plot out.png]
   caption PRESET IMAGE... [--beam 3] [--plot out.png]
   classify PRESET IMAGE... [--plot out.png]
 """
@@ -83,11 +83,39 @@ def _load(preset):
     return Task.from_preset(preset)
 
 
+def task_kind(model):
+    """What a zoo task does, from its type: translation, captioning, classification.
+
+    Returns `"translation"`, `"captioning"`, `"classification"`, or `None`
+    for any other object. The CLI's commands choose their behaviour from this, not from the
+    methods an object happens to have.
+    """
+    from zoo.ram import RecurrentAttentionModel
+    from zoo.seq2seq import Seq2Seq
+    from zoo.show_attend_tell import ShowAttendTell
+    from zoo.transformer import Transformer
+
+    if isinstance(model, (Seq2Seq, Transformer)):
+        return "translation"
+    if isinstance(model, ShowAttendTell):
+        return "captioning"
+    if isinstance(model, RecurrentAttentionModel):
+        return "classification"
+    return None
+
+
 def _translate(args):
     model = _load(args.preset)
-    if not hasattr(model, "translate"):
+    if task_kind(model) != "translation":
         print(f"Preset {args.preset} is not a translation model.", file=sys.stderr)
         return 2
+    if args.sequence_length is not None:
+        # Longer sources are cut (with a warning) at the preprocessor's length.
+        try:
+            model.preprocessor.sequence_length = args.sequence_length
+        except ValueError as e:
+            print(f"--sequence-length: {e}", file=sys.stderr)
+            return 2
     if args.plot:
         from keras_attention.plotting import plot_attention
 
@@ -172,7 +200,7 @@ def _caption(args):
     import numpy as np
 
     model = _load(args.preset)
-    if not hasattr(model, "caption"):
+    if task_kind(model) != "captioning":
         print(f"Preset {args.preset} is not a captioning model.", file=sys.stderr)
         return 2
     height, width, channels = model.image_shape
@@ -192,24 +220,17 @@ def _caption(args):
 
 
 def _classify(args):
-    import numpy as np
-
-    from zoo.data.fashion_mnist import CLASS_NAMES
-
     model = _load(args.preset)
-    if not hasattr(model, "glimpses"):
+    if task_kind(model) != "classification":
         print(f"Preset {args.preset} is not a glimpse classifier.", file=sys.stderr)
         return 2
     channels = model.preprocessor.channels
     for i, path in enumerate(args.image):
         # Any image size: glimpse locations are relative to the image.
         image = _read_image(path, channels)[None]
-        logits = np.asarray(model.predict(image, verbose=0))[0]
-        probabilities = np.exp(logits - logits.max())
-        probabilities /= probabilities.sum()
-        label = int(np.argmax(probabilities))
-        name = CLASS_NAMES[label] if label < len(CLASS_NAMES) else str(label)
-        print(f"{path}: {name} ({probabilities[label]:.2f})")
+        names, probabilities = model.classify(image)
+        name = str(names[0, 0])
+        print(f"{path}: {name} ({probabilities[0, 0]:.2f})")
         if args.plot:
             from zoo.ram.plotting import plot_glimpses
 
@@ -229,7 +250,8 @@ def _classify(args):
 
 def _evaluate(args):
     model = _load(args.preset)
-    if hasattr(model, "translate"):
+    kind = task_kind(model)
+    if kind == "translation":
         from zoo.data import bible
         from zoo.translation import evaluate_translations
 
@@ -239,7 +261,7 @@ def _evaluate(args):
         ]
         evaluate_translations(model, pairs, args.beam, args.limit)
         return 0
-    if hasattr(model, "caption"):
+    if kind == "captioning":
         from zoo.data import scenes
         from zoo.show_attend_tell.evaluation import evaluate_scenes
 
@@ -248,10 +270,39 @@ def _evaluate(args):
         test = scenes.load(args.split, num_scenes=args.limit, path=args.data_path)
         evaluate_scenes(model, test, beam_widths=sorted({1, args.beam}))
         return 0
-    if hasattr(model, "glimpses"):
+    if kind == "classification":
         return _evaluate_classifier(model, args)
     print(f"Preset {args.preset} has no evaluation here.", file=sys.stderr)
     return 2
+
+
+def classifier_data(metadata):
+    """`(variant, seeds)` of the Fashion-MNIST task a RAM preset learned.
+
+    Read from the preset's metadata as data (`data.variant`, `data.seeds`,
+    written by `zoo.ram.train`); presets written before then describe the
+    variant in prose ("translated: each 28x28 item ...") and used the seeds
+    0 (train) and 1 (test).
+
+    Example:
+    >>> classifier_data({"data": {"variant": "cluttered",
+    ...                           "seeds": {"train": 3, "test": 4}}})
+    ('cluttered', {'train': 3, 'test': 4})
+    >>> classifier_data({"data": {"variant": "translated: each 28x28 item at"}})
+    ('translated', {'train': 0, 'test': 1})
+    """
+    from zoo.data.fashion_mnist import VARIANTS
+
+    data = (metadata or {}).get("data", {})
+    variant = data.get("variant", "translated")
+    if variant not in VARIANTS:  # The prose of older presets.
+        variant = variant.split(":")[0].strip()
+    if variant not in VARIANTS:
+        raise ValueError(
+            f"The preset's data variant is none of {VARIANTS}. "
+            f"Received: variant={data.get('variant')!r}"
+        )
+    return variant, data.get("seeds", {"train": 0, "test": 1})
 
 
 def _evaluate_classifier(model, args):
@@ -260,13 +311,11 @@ def _evaluate_classifier(model, args):
 
     from zoo.data import fashion_mnist
 
-    variant = model.preset_metadata.get("data", {}).get("variant", "translated")
-    variant = variant.split(":")[0].strip()
     if args.split == "validation":
         raise ValueError("Fashion-MNIST has no validation split: use train or test.")
-    seed = 1 if args.split == "test" else 0  # the seeds of zoo.ram.train
+    variant, seeds = classifier_data(getattr(model, "preset_metadata", None))
     images, labels = fashion_mnist.load(
-        args.split, variant, seed=seed, path=args.data_path
+        args.split, variant, seed=seeds[args.split], path=args.data_path
     )
     if args.limit:
         images, labels = images[: args.limit], labels[: args.limit]
@@ -306,6 +355,12 @@ def build_parser():
     translate.add_argument("preset")
     translate.add_argument("text", nargs="+")
     translate.add_argument("--beam", type=positive_int, default=4)
+    translate.add_argument(
+        "--sequence-length",
+        type=positive_int,
+        help="longest source and output in subwords (default: the preset's); "
+        "longer sources are cut with a warning",
+    )
     translate.add_argument("--plot", help="save the alignment heatmap(s) to this PNG")
     caption = sub.add_parser("caption", help="caption images with a preset")
     caption.add_argument("preset")

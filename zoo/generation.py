@@ -1,14 +1,27 @@
-"""What every generative zoo model's user verbs share: argument checks, search.
+"""The one generation front end of the zoo's generative models.
 
-`translate` and `caption` take the same decoding arguments (`beam_width`,
-`max_length`, `batch_size`); they are checked here once, so a bad value gets
-the same clear error from every model instead of a silent fallback (a beam
-width of 0 used to decode greedily, a negative batch size to return nothing).
+`GenerativeTask` owns the decoding loop for every model that writes tokens
+(`Seq2Seq`, `Transformer`, `ShowAttendTell`): a model supplies
+`encode(inputs, max_length) -> cache` and
+`next(prompt, cache, index) -> (logits, attention, cache)`, and inherits
+`generate` (greedy or beam search with GNMT length and coverage penalties,
+from `keras_attention.decoding`) and `token_attention` (the attention of
+chosen tokens, for alignment plots). The user verbs (`translate`,
+`caption`) are thin: preprocess raw input, `generate`, detokenize.
+
+The decoding arguments of those verbs (`beam_width`, `max_length`,
+`batch_size`) are checked here once (`decoding_options`), so a bad value
+gets the same clear error from every model.
 """
 
 import numbers
 
+import keras
+import numpy as np
+from keras import ops, tree
+
 from keras_attention.decoding import BeamSearch, GreedySearch
+from zoo.task import Task
 
 
 def _int_at_least(name, value, low):
@@ -96,3 +109,186 @@ def as_texts(texts, name="texts"):
                 f"`{name}` must hold str only. Received: {name}[{i}]={text!r}"
             )
     return texts, False
+
+
+class GenerativeTask(Task):
+    """A `Task` that writes token sequences: one search loop for every model.
+
+    A subclass implements two methods with one meaning for every model:
+
+    - `encode(inputs, max_length) -> cache`: encodes prepared inputs (source
+      token ids `(batch, S)`, or images) once; `cache` is a nested structure
+      of tensors with a leading batch axis. `max_length` is the number of
+      decoding steps (for a key/value cache; ignore it if unneeded).
+    - `next(prompt, cache, index) -> (logits, attention, cache)`: reads the
+      token at `index - 1` of `prompt` and returns the `(batch, vocabulary)`
+      logits of position `index`, the step's attention weights over the
+      source positions `(batch, S)` (float32; a Transformer averages its
+      last decoder layer's cross-attention over the heads) and the updated
+      cache (the `keras_attention.decoding` convention, as in keras-hub's
+      samplers).
+
+    It inherits `generate` (the search owns the loop, so length and
+    coverage penalties work for every model) and `token_attention` (the
+    attention of chosen tokens, by re-running `next` once over them). Its
+    `preprocessor` supplies `start_id`, `end_id`, `pad_id` and
+    `sequence_length` (the default number of decoding steps).
+
+    On the TensorFlow backend the search runs inside one `tf.function` per
+    search configuration (traced again only for new shapes); on JAX it
+    runs as `ops.while_loop` (a `jax.lax.while_loop`).
+
+    Example:
+    >>> import keras, numpy as np
+    >>> from keras import ops
+    >>> class Counter(GenerativeTask):
+    ...     # Predicts `previous + 1`, attends to source position `index - 1`.
+    ...     def __init__(self, **kwargs):
+    ...         ids = keras.Input((None,), dtype="int32", name="token_ids")
+    ...         super().__init__(ids, keras.layers.Embedding(8, 8)(ids), **kwargs)
+    ...     def encode(self, inputs, max_length):
+    ...         return {"source": ops.convert_to_tensor(inputs)}
+    ...     def next(self, prompt, cache, index):
+    ...         token = ops.take(prompt, index - 1, axis=1)
+    ...         logits = ops.one_hot(token + 1, 8) * 10.0
+    ...         width = ops.shape(cache["source"])[1]
+    ...         attention = ops.one_hot(ops.full_like(token, index - 1), width)
+    ...         return logits, attention, cache
+    >>> class Ids:
+    ...     start_id, end_id, pad_id, sequence_length = 1, 4, 0, 6
+    >>> model = Counter()
+    >>> model.preprocessor = Ids()
+    >>> tokens, attention = model.generate(
+    ...     np.ones((1, 5), "int32"), return_attention=True)
+    >>> tokens
+    array([[1, 2, 3, 4, 0, 0, 0]], dtype=int32)
+    >>> attention.shape, attention[0, :3].argmax(-1).tolist()
+    ((1, 6, 5), [0, 1, 2])
+    """
+
+    preprocessor = None
+
+    def encode(self, inputs, max_length):
+        """Encodes prepared inputs once; returns the cache of `next`.
+
+        Args:
+            inputs: the prepared source (token ids `(batch, S)`, images).
+            max_length: int. The number of decoding steps.
+
+        Returns:
+            A nested structure of tensors, batch-first.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement encode().")
+
+    def next(self, prompt, cache, index):
+        """One decoding step: `(logits (batch, V), attention (batch, S), cache)`.
+
+        Args:
+            prompt: int tensor `(batch, max_length + 1)`.
+            cache: the structure `encode` returned, as updated by `next`.
+            index: int scalar. The position whose logits are returned; the
+                step reads the token at `index - 1`.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement next().")
+
+    def generation_preprocessor(self, verb="generate()"):
+        """The preprocessor that knows the special token ids, or a ValueError."""
+        if self.preprocessor is None:
+            raise ValueError(
+                f"{verb} needs a preprocessor (its start/end/pad token ids and "
+                "sequence length). Received: preprocessor=None"
+            )
+        return self.preprocessor
+
+    def generate(
+        self,
+        inputs,
+        beam_width=1,
+        max_length=None,
+        length_penalty=0.0,
+        coverage_penalty=0.0,
+        return_attention=False,
+    ):
+        """Generates token ids from prepared inputs with a greedy or beam search.
+
+        Args:
+            inputs: the prepared source, as `encode` takes it (e.g. token ids
+                `(batch, S)` from the preprocessor, or images).
+            beam_width: int. `1` (or `None`) decodes greedily. Defaults to `1`.
+            max_length: int. Decoding steps; defaults to the preprocessor's
+                `sequence_length`.
+            length_penalty: float. GNMT length penalty alpha (beam search
+                only). Defaults to `0.0`.
+            coverage_penalty: float. GNMT coverage penalty beta (beam search
+                only), computed from the attention `next` returns. Defaults
+                to `0.0`.
+            return_attention: bool. Also return the attention of the chosen
+                tokens (see `token_attention`). Defaults to `False`.
+
+        Returns:
+            int32 NumPy array `(batch, max_length + 1)` that starts with the
+            start token and holds the pad id after each sequence's end
+            token; with `return_attention`, also a float32 array
+            `(batch, max_length, S)`.
+        """
+        pre = self.generation_preprocessor()
+        beam_width, max_length, _ = decoding_options(
+            beam_width, max_length, 1, pre.sequence_length
+        )
+        search = make_search(
+            beam_width, length_penalty=length_penalty, coverage_penalty=coverage_penalty
+        )
+        batch = int(ops.shape(tree.flatten(inputs)[0])[0])
+        prompt = np.full((batch, max_length + 1), pre.pad_id, "int32")
+        prompt[:, 0] = pre.start_id
+        run = self._search_function(search, pre.end_id, pre.pad_id)
+        tokens = ops.convert_to_numpy(run(inputs, ops.convert_to_tensor(prompt)))
+        if return_attention:
+            return tokens, self.token_attention(inputs, tokens)
+        return tokens
+
+    def _search_function(self, search, end_id, pad_id):
+        """`run(inputs, prompt) -> tokens`, compiled once per search on TF."""
+        key = (type(search).__name__, tuple(sorted(search.get_config().items())))
+        key += (int(end_id), int(pad_id))
+        functions = self.__dict__.setdefault("_zoo_search_functions", {})
+        if key not in functions:
+
+            def run(inputs, prompt):
+                cache = self.encode(inputs, ops.shape(prompt)[1] - 1)
+                return search(
+                    self.next,
+                    prompt,
+                    cache=cache,
+                    index=1,
+                    stop_token_ids=[int(end_id)],
+                    pad_token_id=int(pad_id),
+                )
+
+            if keras.backend.backend() == "tensorflow":
+                import tensorflow as tf
+
+                run = tf.function(run, reduce_retracing=True)
+            functions[key] = run
+        return functions[key]
+
+    def token_attention(self, inputs, tokens):
+        """The attention of given tokens: `next` re-run, teacher-forced, once.
+
+        Args:
+            inputs: the prepared source, as for `generate`.
+            tokens: int array `(batch, T + 1)` starting with the start token
+                (as `generate` returns it).
+
+        Returns:
+            float32 NumPy array `(batch, T, S)`: row `t` is the attention of
+            the step that produced `tokens[:, t + 1]`.
+        """
+        tokens = np.asarray(tokens, "int32")
+        prompt = ops.convert_to_tensor(tokens)
+        cache = self.encode(inputs, tokens.shape[1] - 1)
+        rows = []
+        for index in range(1, tokens.shape[1]):
+            _, attention, cache = self.next(prompt, cache, index)
+            rows.append(ops.convert_to_numpy(ops.cast(attention, "float32")))
+        return np.stack(rows, axis=1)

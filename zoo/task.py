@@ -1,10 +1,11 @@
-"""`Task`: the base of every zoo model.
+"""`Task`: the base of every zoo model (`fit` / `evaluate` / `predict`, presets).
 
 A `Task` is a functional `keras.Model` with a `preprocessor` (a layer that
 turns raw samples, e.g. strings, into model inputs inside `tf.data`), so
-`fit`, `evaluate` and `predict` accept raw data as well as already-prepared
-inputs; and it saves to / loads from preset directories
-(`keras_attention.presets`).
+`fit`, `evaluate` and `predict` take raw data in every form of
+`zoo.inputs.FORMS` as well as prepared inputs; and it saves to / loads from
+preset directories (`keras_attention.presets`). The loss corrections for
+`tf.distribute` live in `zoo.distributed_loss`.
 """
 
 import os
@@ -14,51 +15,49 @@ import keras
 import tensorflow as tf
 
 from keras_attention import presets
-from keras_attention.training.strategy import needs_static_shapes
+from zoo import distributed_loss, inputs
+
+# Re-exported: the family models import these from here.
+from zoo.distributed_loss import global_batch_mean, logged_as_share  # noqa: F401
+from zoo.inputs import given_dataset, sliced  # noqa: F401
 
 PRESETS_DIR = os.path.join(os.path.dirname(__file__), "presets")
 
-
-def given_dataset(x, y=None, sample_weight=None):
-    """`x` when it is a `tf.data.Dataset` (its labels inside it), else None."""
-    if not isinstance(x, tf.data.Dataset):
-        return None
-    if y is not None or sample_weight is not None:
-        raise ValueError(
-            "When `x` is a tf.data.Dataset, pass labels inside it, not "
-            f"as `y`. Received: type(y)={type(y).__name__}"
-        )
-    return x
+# The model config entry that receives the preset's preprocessor.
+PREPROCESSOR_KEY = "preprocessor"
 
 
-def sliced(data, shuffle=False):
-    """A dataset of the samples of `data` (arrays), reshuffled every epoch if asked."""
-    dataset = tf.data.Dataset.from_tensor_slices(data)
-    if shuffle:
-        count = int(dataset.cardinality())
-        dataset = dataset.shuffle(count, reshuffle_each_iteration=True)
-    return dataset
-
-
-def _is_raw(spec):
-    """Whether a (nested) element spec holds strings to preprocess."""
-    return any(s.dtype == tf.string for s in tf.nest.flatten(spec))
-
-
-def _rank(spec):
-    return tf.nest.flatten(spec)[0].shape.rank
-
-
+@keras.saving.register_keras_serializable(package="zoo")
 class Task(keras.Model):
     """Base class of zoo models: raw-data `fit`/`evaluate`/`predict` + presets.
 
     Subclasses build a functional graph in `__init__` and set
-    `self.preprocessor` (or `None`). Datasets of raw samples are batched when
-    unbatched (with `batch_size`, default 32) and mapped through the
-    preprocessor; prepared inputs pass through untouched.
+    `self.preprocessor` (or leave it `None`). The preprocessor says which
+    raw data it takes (`zoo.inputs.input_form`); raw samples are batched
+    (`batch_size`, default 32) and mapped through it inside `tf.data`;
+    prepared inputs pass through untouched. A `Task` can also be built
+    directly from functional inputs and outputs, as below.
+
+    Args:
+        *args: `keras.Model` arguments (`inputs`, `outputs`).
+        preprocessor: optional layer turning raw data into model inputs
+            (see `zoo.inputs.input_form`). Defaults to `None`.
+        **kwargs: `keras.Model` arguments (`name`, `dtype`, ...).
+
+    Example:
+    >>> words = keras.layers.StringLookup(vocabulary=["in", "the", "beginning"])
+    >>> ids = keras.Input((), dtype="int64", name="ids")
+    >>> outputs = keras.layers.Dense(1)(keras.layers.Embedding(4, 2)(ids))
+    >>> model = Task(ids, outputs, preprocessor=inputs.FeaturePreprocessor(words))
+    >>> model.predict(["in", "the", "end"], verbose=0).shape
+    (3, 1)
     """
 
     static_shapes = False
+
+    def __init__(self, *args, preprocessor=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.preprocessor = preprocessor
 
     def use_static_shapes(self, enabled=True):
         """Feeds `fit`/`evaluate` batches of one fixed shape (for TPUs, XLA).
@@ -81,16 +80,43 @@ class Task(keras.Model):
             The model (so calls can be chained).
 
         Example:
-        >>> import zoo
-        >>> model = zoo.Seq2Seq.from_preset("seq2seq_bahdanau_bible_en_es")
-        >>> model = model.use_static_shapes()
-        >>> model.static_shapes, model.preprocessor.trim_padding
-        (True, False)
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> model = Task(ids, keras.layers.Embedding(4, 2)(ids))
+        >>> model.use_static_shapes().static_shapes
+        True
         """
         self.static_shapes = bool(enabled)
         if hasattr(self.preprocessor, "trim_padding"):
             self.preprocessor.trim_padding = not self.static_shapes
         return self
+
+    # Data ------------------------------------------------------------------
+
+    def input_form(self, spec):
+        """How this task takes data whose elements have the type spec `spec`.
+
+        The hook `fit`, `evaluate` and `predict` ask: `zoo.inputs.SAMPLES`
+        (one raw sample: batch, then preprocess), `zoo.inputs.BATCHES` (a
+        raw batch: preprocess) or `None` (prepared inputs, fed as they are).
+        By default the preprocessor's declared `input_form` answers
+        (`zoo.inputs.input_form`); a subclass may override this.
+
+        Args:
+            spec: the element spec as `(x,)`, `(x, y)` or `(x, y, w)`.
+
+        Returns:
+            `"samples"`, `"batches"` or None.
+
+        Example:
+        >>> words = keras.layers.StringLookup(vocabulary=["in", "the"])
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> model = Task(ids, ids, preprocessor=inputs.FeaturePreprocessor(words))
+        >>> model.input_form((tf.TensorSpec((), tf.string),))
+        'samples'
+        >>> model.input_form((tf.TensorSpec((None,), tf.int64),)) is None
+        True
+        """
+        return inputs.input_form(self.preprocessor, spec)
 
     def _batch(self, dataset, batch_size, drop_remainder):
         """Batches unbatched samples (32 when `batch_size` is `None`).
@@ -103,7 +129,14 @@ class Task(keras.Model):
         )
 
     def preprocess_samples(self, x, y=None, sample_weight=None):
-        """Maps one batch of raw samples to `(inputs, labels, sample_weight)`."""
+        """Maps one batch of raw samples to `(inputs, labels, sample_weight)`.
+
+        Example:
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> model = Task(ids, ids)  # No preprocessor: packed as given.
+        >>> model.preprocess_samples([1, 2], [0, 1])
+        ([1, 2], [0, 1])
+        """
         if self.preprocessor is None:
             return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
         return self.preprocessor(x, y, sample_weight)
@@ -117,20 +150,34 @@ class Task(keras.Model):
         shuffle=False,
         drop_remainder=False,
     ):
-        dataset = given_dataset(x, y, sample_weight)
+        """Raw data as a batched, preprocessed `tf.data.Dataset`.
+
+        Returns `None` for prepared in-memory data and data Keras iterates
+        itself (the caller hands it to Keras), and a dataset of prepared
+        inputs as it is.
+        """
+        batch_size = inputs.check_batch_size(batch_size)
+        if inputs.passed_to_keras(x):
+            return None
+        dataset = inputs.given_dataset(x, y, sample_weight)
         if dataset is None:
-            data = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
-            if not _is_raw(tf.nest.map_structure(tf.constant, data)):
+            data = inputs.unpack(x, y, sample_weight)
+            if self.input_form(inputs.sample_spec(data)) is None:
                 return None
-            dataset = sliced(data, shuffle)
-        if not _is_raw(dataset.element_spec):
-            return dataset if batch_size is None else None
-        if _rank(dataset.element_spec) == 0:
+            # In-memory data is a collection of samples, whatever their rank.
+            dataset = inputs.sliced(keras.utils.pack_x_y_sample_weight(*data), shuffle)
+            form = inputs.SAMPLES
+        else:
+            form = self.input_form(dataset.element_spec)
+            if form is None:
+                return dataset
+        if form == inputs.SAMPLES:
             dataset = self._batch(dataset, batch_size, drop_remainder)
         elif batch_size is not None:
-            raise ValueError(
-                "The dataset is already batched: do not pass `batch_size`. "
-                f"Received: batch_size={batch_size}"
+            warnings.warn(
+                f"batch_size={batch_size} is ignored: the dataset is already "
+                "batched (as Keras ignores it for any tf.data.Dataset).",
+                stacklevel=3,
             )
 
         batch = tf.nest.flatten(dataset.element_spec)[0].shape[0]
@@ -144,55 +191,202 @@ class Task(keras.Model):
                 )
             return prepared
 
-        return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
-            tf.data.AUTOTUNE
-        )
+        dataset = dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        self._check_prepared(dataset.element_spec)
+        return dataset.prefetch(tf.data.AUTOTUNE)
+
+    def _check_prepared(self, spec):
+        """Refuses preprocessed data that lacks some of the model's inputs.
+
+        Checked before Keras traces anything, so a wrong call creates no
+        variable and the model stays usable.
+        """
+        expected = self.input if isinstance(self.input, dict) else None
+        given = inputs.element_parts(spec)[0]
+        if expected is None or not isinstance(given, dict):
+            return
+        missing = sorted(set(expected) - set(given))
+        if missing:
+            raise ValueError(
+                f"The preprocessor turns this data into the inputs "
+                f"{sorted(given)}, but {type(self).__name__} also needs "
+                f"{missing}. Pass the labels as well (e.g. (source, target) "
+                "pairs), or, to generate outputs, call the task's own method "
+                "(e.g. `translate` or `caption`)."
+            )
+
+    def _validation(self, validation, batch_size):
+        if validation is None:
+            return None
+        if isinstance(validation, tuple):
+            prepared = self._as_dataset(
+                *validation, batch_size=batch_size, drop_remainder=True
+            )
+        elif isinstance(validation, tf.data.Dataset):
+            prepared = self._as_dataset(validation, drop_remainder=True)
+        else:
+            prepared = self._as_dataset(
+                validation, batch_size=batch_size, drop_remainder=True
+            )
+        return validation if prepared is None else prepared
+
+    def _retrace_after_failure(self):
+        """Drops the step functions of a failed call.
+
+        A call that fails while Keras traces its step leaves a function
+        that may not create variables any more; the next call then traces
+        a new one, so a failed `fit` leaves the model usable.
+        """
+        self.train_function = None
+        self.test_function = None
+        self.predict_function = None
 
     def fit(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        """Trains on raw or prepared data in any form of `zoo.inputs.FORMS`.
+
+        Raw data goes through the preprocessor inside `tf.data`: lists and
+        arrays are shuffled each epoch (unless `shuffle=False`) and batched
+        by `batch_size` (default 32); an unbatched `tf.data.Dataset` is
+        batched by `batch_size`, a batched one is used as it is (its
+        shuffling is the caller's). `validation_data` takes the same forms.
+        A call that fails (wrong data) leaves the model usable.
+
+        Args:
+            x: the data: `x` (with `y`), a list of `(x, y[, w])` tuples, a
+                tuple `(x, y[, w])`, or a `tf.data.Dataset`.
+            y: optional labels, when `x` holds only the inputs.
+            batch_size: optional int. Samples per step for unbatched data.
+            sample_weight: optional per-sample weights.
+            **kwargs: `keras.Model.fit` arguments (`epochs`,
+                `validation_data`, `callbacks`, `shuffle`, ...).
+
+        Returns:
+            The Keras `History`.
+
+        Raises:
+            ValueError: data in no accepted form (the message lists them),
+                labels given twice, or data the preprocessor cannot turn
+                into every model input.
+
+        Example:
+        >>> words = keras.layers.StringLookup(vocabulary=["in", "the", "beginning"])
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> outputs = keras.layers.Dense(1)(keras.layers.Embedding(4, 2)(ids))
+        >>> model = Task(ids, outputs, preprocessor=inputs.FeaturePreprocessor(words))
+        >>> model.compile("sgd", "mse")
+        >>> pairs = [("in", 1.0), ("the", 0.0), ("beginning", 0.5)]
+        >>> history = model.fit(pairs, batch_size=2, epochs=2, verbose=0)
+        >>> history = model.fit(["in", "the"], [1.0, 0.0], verbose=0)  # x and y
+        >>> history = model.fit((["in", "the"], [1.0, 0.0]), verbose=0)  # a tuple
+        >>> data = tf.data.Dataset.from_tensor_slices((["in", "the"], [1.0, 0.0]))
+        >>> history = model.fit(data, batch_size=2, verbose=0)  # unbatched
+        >>> history = model.fit(data.batch(2), verbose=0)  # batched
+        >>> len(history.history["loss"])
+        1
+        """
         shuffle = kwargs.pop("shuffle", True)
+        validation = kwargs.pop("validation_data", None)
         dataset = self._as_dataset(
             x, y, sample_weight, batch_size, shuffle=shuffle, drop_remainder=True
         )
-        validation = kwargs.pop("validation_data", None)
-        if validation is not None:
-            if isinstance(validation, tf.data.Dataset):
-                validation = (
-                    self._as_dataset(validation, drop_remainder=True) or validation
+        validation = self._validation(validation, batch_size)
+        try:
+            if dataset is None:
+                return super().fit(
+                    x,
+                    y,
+                    batch_size=batch_size,
+                    sample_weight=sample_weight,
+                    validation_data=validation,
+                    shuffle=shuffle,
+                    **kwargs,
                 )
-            else:
-                prepared = self._as_dataset(
-                    *validation, batch_size=batch_size, drop_remainder=True
-                )
-                validation = prepared if prepared is not None else validation
-        if dataset is None:
+            # Raw samples were shuffled before batching (lists) or are the
+            # caller's dataset to shuffle (tf.data), so Keras must not.
             return super().fit(
-                x,
-                y,
-                batch_size=batch_size,
-                sample_weight=sample_weight,
-                validation_data=validation,
-                shuffle=shuffle,
-                **kwargs,
+                dataset, validation_data=validation, shuffle=False, **kwargs
             )
-        # Raw samples were shuffled before batching (lists) or are the
-        # caller's dataset to shuffle (tf.data), so Keras must not.
-        return super().fit(dataset, validation_data=validation, shuffle=False, **kwargs)
+        except Exception:
+            self._retrace_after_failure()
+            raise
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        """Evaluates on raw or prepared data in any form of `zoo.inputs.FORMS`.
+
+        The forms and batching are those of `fit` (without shuffling).
+
+        Args:
+            x: the data: `x` (with `y`), a list of `(x, y[, w])` tuples, a
+                tuple `(x, y[, w])`, or a `tf.data.Dataset`.
+            y: optional labels, when `x` holds only the inputs.
+            batch_size: optional int. Samples per step for unbatched data.
+            sample_weight: optional per-sample weights.
+            **kwargs: `keras.Model.evaluate` arguments (`return_dict`, ...).
+
+        Returns:
+            The loss (and metrics), as `keras.Model.evaluate` returns them.
+
+        Example:
+        >>> words = keras.layers.StringLookup(vocabulary=["in", "the", "beginning"])
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> embedded = keras.layers.Embedding(4, 1, embeddings_initializer="zeros")
+        >>> model = Task(ids, embedded(ids), preprocessor=inputs.FeaturePreprocessor(words))
+        >>> model.compile("sgd", "mse")
+        >>> model.evaluate([("in", 1.0), ("the", 3.0)], verbose=0)  # (1 + 9) / 2
+        5.0
+        """
         dataset = self._as_dataset(x, y, sample_weight, batch_size, drop_remainder=True)
-        if dataset is None:
-            return super().evaluate(
-                x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
-            )
-        return super().evaluate(dataset, **kwargs)
+        try:
+            if dataset is None:
+                return super().evaluate(
+                    x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
+                )
+            return super().evaluate(dataset, **kwargs)
+        except Exception:
+            self._retrace_after_failure()
+            raise
 
     def predict(self, x, batch_size=None, **kwargs):
-        dataset = self._as_dataset(x, batch_size=batch_size)
-        if dataset is None:
-            return super().predict(x, batch_size=batch_size, **kwargs)
-        return super().predict(dataset, **kwargs)
+        """Model outputs for raw or prepared inputs in any form of `fit`.
 
-    # Distribution --------------------------------------------------------
+        Labels in the data (pairs, a tuple, a dataset of `(x, y)`) are
+        ignored. A generative task's raw inputs lack the decoder input, so
+        `predict` refuses them and names the method to call instead (e.g.
+        `translate`, `caption`).
+
+        Args:
+            x: the inputs: a list or array of `x`, a list of `(x, y)`
+                tuples, a tuple `(x, y)`, or a `tf.data.Dataset`.
+            batch_size: optional int. Samples per step for unbatched data.
+            **kwargs: `keras.Model.predict` arguments (`verbose`, ...).
+
+        Returns:
+            NumPy outputs, as `keras.Model.predict` returns them.
+
+        Example:
+        >>> words = keras.layers.StringLookup(vocabulary=["in", "the", "beginning"])
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> model = Task(ids, ids, preprocessor=inputs.FeaturePreprocessor(words))
+        >>> model.predict(["the", "beginning", "end"], verbose=0).tolist()
+        [2, 3, 0]
+        >>> data = tf.data.Dataset.from_tensor_slices(["in", "end"])
+        >>> model.predict(data, batch_size=2, verbose=0).tolist()
+        [1, 0]
+        """
+        if not isinstance(x, tf.data.Dataset) and not inputs.passed_to_keras(x):
+            x, _, _ = inputs.unpack(x)
+        elif isinstance(x, tf.data.Dataset) and isinstance(x.element_spec, tuple):
+            x = x.map(lambda x, *labels: x)
+        dataset = self._as_dataset(x, batch_size=batch_size)
+        try:
+            if dataset is None:
+                return super().predict(x, batch_size=batch_size, **kwargs)
+            return super().predict(dataset, **kwargs)
+        except Exception:
+            self._retrace_after_failure()
+            raise
+
+    # Distribution ------------------------------------------------------------
 
     def compute_loss(
         self, x=None, y=None, y_pred=None, sample_weight=None, training=True
@@ -203,68 +397,106 @@ class Task(keras.Model):
         (unmasked) outputs, e.g. target tokens, and then averages the
         replicas, so a token in a short slice of the batch would weigh more
         than one in a long slice. The sample weights of each replica are
-        scaled by `replicas * local count / global count` instead, which
+        scaled instead (`zoo.distributed_loss.global_average_weights`), which
         makes the summed gradients those of the mean over every output of
-        the global batch, as on one device. The value returned is adjusted
+        the global batch, as on one device; the value returned is adjusted
         (without touching its gradient) so that the loss Keras logs is that
-        mean too, even when the replicas hold different numbers of samples
-        (see `logged_as_share`).
+        mean too (`zoo.distributed_loss.logged_as_share`). On one device
+        this is Keras's loss.
+
+        Example:
+        >>> ids = keras.Input((1,), name="ids")
+        >>> model = Task(ids, ids)
+        >>> model.compile(loss="mse")
+        >>> float(model.compute_loss(y=tf.ones((2, 1)), y_pred=tf.zeros((2, 1))))
+        1.0
         """
-        sample_weight = _global_average_weights(y, y_pred, sample_weight)
+        sample_weight = distributed_loss.global_average_weights(
+            y, y_pred, sample_weight
+        )
         loss = super().compute_loss(x, y, y_pred, sample_weight, training=training)
-        return logged_as_share(loss, _samples(x, y))
+        return distributed_loss.logged_as_share(
+            loss, distributed_loss.batch_samples(x, y)
+        )
 
     def train_step(self, data):
-        return _per_worker_logs(super().train_step(data))
+        return distributed_loss.per_worker_logs(super().train_step(data))
 
     def test_step(self, data):
-        return _per_worker_logs(super().test_step(data))
+        return distributed_loss.per_worker_logs(super().test_step(data))
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # Keras 3 averages the first distributed batch over all replicas to
-        # build the model, which MultiWorkerMirroredStrategy cannot do for a
-        # dict of inputs (keras-team/keras#20329), nor for batches trimmed to
-        # different lengths. Only shapes matter: this worker's batch has them.
+        # Keras 3 builds from the first distributed batch averaged over the
+        # replicas, which fails under MultiWorkerMirroredStrategy; this
+        # worker's part has the shapes (`distributed_loss.local_batch`).
         strategy = self._distribute_strategy
         if iterator is not None and strategy is not None:
             for _, _, batches in iterator:
-                data_batch = tf.nest.map_structure(
-                    lambda v: (
-                        strategy.experimental_local_results(v)[0]
-                        if isinstance(v, tf.distribute.DistributedValues)
-                        else v
-                    ),
-                    next(batches),
-                )
+                data_batch = distributed_loss.local_batch(strategy, next(batches))
                 break
             iterator = None
         return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
 
+    # Config and presets ------------------------------------------------------
+
+    def get_config(self):
+        """The functional config, with the serialized preprocessor.
+
+        Subclasses return their constructor arguments instead.
+        """
+        config = super().get_config()
+        if self.preprocessor is not None:
+            config[PREPROCESSOR_KEY] = keras.saving.serialize_keras_object(
+                self.preprocessor
+            )
+        return config
+
     @classmethod
     def from_config(cls, config):
-        """Rebuilds a subclass from its `get_config()`.
+        """Rebuilds a task from its `get_config()`.
 
         Zoo models' configs are their constructor arguments, with the
-        preprocessor serialized as a Keras object.
+        preprocessor serialized as a Keras object (or given as a layer); a
+        `Task` built from inputs and outputs has a functional config.
+
+        Example:
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> model = Task(ids, keras.layers.Embedding(4, 2)(ids))
+        >>> type(Task.from_config(model.get_config())).__name__
+        'Task'
         """
         config = dict(config)
-        pre = config.get("preprocessor")
+        pre = config.get(PREPROCESSOR_KEY)
         if isinstance(pre, dict):
-            config["preprocessor"] = keras.saving.deserialize_keras_object(pre)
+            config[PREPROCESSOR_KEY] = keras.saving.deserialize_keras_object(pre)
+        if {"layers", "input_layers", "output_layers"} <= set(config):
+            pre = config.pop(PREPROCESSOR_KEY, None)
+            model = keras.Model.from_config.__func__(cls, config)
+            model.preprocessor = pre
+            return model
         return cls(**config)
 
-    # Presets -------------------------------------------------------------
-
     def save_to_preset(self, directory, metadata=None):
-        """Saves config, weights, preprocessor assets and metadata.
+        """Saves config, weights, preprocessor (with assets) and metadata.
 
         Args:
-            directory: str. The preset directory to write.
+            directory: str or path-like. The preset directory to write
+                (replaced whole if it holds a preset).
             metadata: optional dict stored in `metadata.json` (metrics, the
                 training command, data split, hardware).
 
         Returns:
             The metadata written.
+
+        Example:
+        >>> import tempfile
+        >>> words = keras.layers.StringLookup(vocabulary=["in", "the"])
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> model = Task(ids, keras.layers.Embedding(3, 2)(ids),
+        ...              preprocessor=inputs.FeaturePreprocessor(words))
+        >>> meta = model.save_to_preset(tempfile.mkdtemp(), metadata={"note": "tiny"})
+        >>> sorted(meta["files"]), meta["note"]
+        (['config.json', 'model.weights.h5', 'preprocessor.json'], 'tiny')
         """
         return presets.save_preset(
             self, directory, preprocessor=self.preprocessor, metadata=metadata
@@ -274,10 +506,13 @@ class Task(keras.Model):
     def from_preset(cls, preset, load_weights=True, **overrides):
         """Loads a shipped preset by name, or a preset directory.
 
-        The preset is verified and loaded safely (`keras_attention.presets`),
-        then checked for consistency: its vocabularies must match the
-        model's vocabulary sizes and `end_token_id`, and its sequence
-        lengths must lie in `[2, MAX_SEQUENCE_LENGTH]`.
+        The preset is verified and loaded safely (`keras_attention.presets`);
+        its preprocessor (with its assets, e.g. vocabularies) becomes the
+        model's `preprocessor` argument. It is then checked for consistency:
+        its vocabularies must match the model's vocabulary sizes and
+        `end_token_id`, and its sequence lengths must lie in
+        `[2, MAX_SEQUENCE_LENGTH]`. `Task.from_preset` loads any task class;
+        a subclass's `from_preset` refuses a preset of another class.
 
         Args:
             preset: str or path-like. A name from `zoo.list_presets()`, or a
@@ -291,13 +526,30 @@ class Task(keras.Model):
         Raises:
             ValueError: an unknown name, or a `PresetError` naming what is
                 wrong with the directory.
+
+        Example:
+        >>> import tempfile
+        >>> words = keras.layers.StringLookup(vocabulary=["in", "the"])
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> model = Task(ids, keras.layers.Embedding(3, 2)(ids),
+        ...              preprocessor=inputs.FeaturePreprocessor(words))
+        >>> directory = tempfile.mkdtemp()
+        >>> _ = model.save_to_preset(directory)
+        >>> loaded = Task.from_preset(directory)
+        >>> bool((loaded.predict(["the"], verbose=0) == model.predict(["the"], verbose=0)).all())
+        True
         """
         directory = resolve_preset(preset)
+
+        def give_preprocessor(config, preprocessor):
+            if preprocessor is not None:
+                config[PREPROCESSOR_KEY] = preprocessor
+
         model, _, meta = presets.load_preset(
             directory,
             expected_class=None if cls is Task else cls,
             load_weights=load_weights,
-            preprocessor_key="preprocessor",
+            configure=give_preprocessor,
             **overrides,
         )
         _check_consistent(model, directory)
@@ -344,104 +596,6 @@ def _check_consistent(model, directory):
                 f"Preset {directory}: the model's end_token_id={end} is not "
                 "the id of [END] in its vocabulary."
             )
-
-
-def _global_average_weights(y, y_pred, sample_weight):
-    """Sample weights that make each replica's loss a share of the global mean."""
-    context = tf.distribute.get_replica_context()
-    replicas = tf.distribute.get_strategy().num_replicas_in_sync
-    if replicas == 1 or context is None or y is None:
-        return sample_weight
-    # What Keras divides a replica's loss by: its unmasked outputs (e.g. real
-    # target tokens), else its samples (other axes are equal across replicas).
-    labels = tf.nest.flatten(y)[0]
-    mask = getattr(y_pred, "_keras_mask", None)
-    if mask is not None:
-        count = tf.reduce_sum(tf.cast(mask, "float32"))
-    else:
-        count = tf.cast(tf.shape(labels)[0], "float32")
-    total = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
-    scale = tf.math.divide_no_nan(replicas * count, total)
-    if sample_weight is None:
-        sample_weight = tf.ones(tf.shape(labels)[:1])
-    return tf.nest.map_structure(lambda w: tf.cast(w, "float32") * scale, sample_weight)
-
-
-def _samples(x, y):
-    """The number of samples of a batch (the rows of its first input)."""
-    first = next((t for t in tf.nest.flatten((x, y)) if t is not None), None)
-    return 0 if first is None else tf.shape(first)[0]
-
-
-def logged_as_share(value, samples, total=None):
-    """A replica's loss share, with the value Keras's loss tracker needs.
-
-    Under `tf.distribute`, `value` is this replica's share of a loss that is
-    a mean over the global batch (the shares add up to it, and so do their
-    gradients). Keras logs `sum_r replicas * value_r * b_r / B`, each
-    replica's loss weighted by its own sample count `b_r` (`B` the global
-    count), which is that mean only when every `b_r` is `B / replicas`.
-    This returns `value * B / (replicas * b_r)` with the gradient of
-    `value` (a `stop_gradient` correction), so the logged loss is the
-    global mean for any split. Off a replica context, or with one replica,
-    `value` is returned unchanged.
-
-    Args:
-        value: scalar float tensor, this replica's share.
-        samples: int scalar, this replica's number of samples `b_r`.
-        total: optional float32 scalar, `B` when the caller has already
-            all-reduced it.
-
-    Returns:
-        A scalar tensor with the value described and the gradient of `value`.
-    """
-    context = tf.distribute.get_replica_context()
-    replicas = tf.distribute.get_strategy().num_replicas_in_sync
-    if replicas == 1 or context is None:
-        return value
-    local = tf.cast(samples, value.dtype)
-    if total is None:
-        total = context.all_reduce(tf.distribute.ReduceOp.SUM, local)
-    factor = tf.math.divide_no_nan(tf.cast(total, value.dtype), replicas * local)
-    return value + tf.stop_gradient(value * (factor - 1.0))
-
-
-def global_batch_mean(values):
-    """This replica's share of the mean of per-sample `values` over the global batch.
-
-    Returns `sum(values) / N` (float32), `N` the number of samples of the
-    global batch (all-reduced across replicas). For loss terms a model adds
-    to its compiled loss (e.g. REINFORCE). `tf.distribute` sums the replicas'
-    gradients, so they add up to the gradient of the global-batch mean, as
-    for Keras's compiled losses, even when the replicas hold different
-    numbers of samples (e.g. the last, partial batch). On one device this is
-    the plain mean. Its value, not its gradient, is adjusted for Keras's
-    loss log (`logged_as_share`).
-    """
-    samples = tf.shape(values)[0]
-    count = tf.cast(samples, "float32")
-    context = tf.distribute.get_replica_context()
-    replicas = tf.distribute.get_strategy().num_replicas_in_sync
-    if replicas > 1 and context is not None:
-        count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
-    share = tf.reduce_sum(tf.cast(values, "float32")) / count
-    return logged_as_share(share, samples, total=count)
-
-
-def _per_worker_logs(logs):
-    """Gives a step's logs the leading axis Keras reduces across workers.
-
-    Under MultiWorkerMirroredStrategy, Keras 3 averages the logs of a step
-    with `strategy.reduce("MEAN", value, axis=0)`, which fails on scalars
-    (tensorflow/tensorflow#72388); a length-1 axis reduces back to them.
-    """
-    strategy = tf.distribute.get_strategy()
-    if (
-        isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
-        and strategy.extended._in_multi_worker_mode()
-    ):
-        return tf.nest.map_structure(lambda v: tf.expand_dims(v, 0), logs)
-    return logs
 
 
 def list_presets():
@@ -504,22 +658,3 @@ def resolve_preset(preset):
         f"Unknown preset {preset!r}: not a path, and not one of the "
         f"shipped presets: {names}.{hint}"
     )
-
-
-def use_static_shapes_for(model, strategy, requested=False):
-    """Training scripts' switch to static shapes: when asked or on a TPU.
-
-    Args:
-        model: a `Task`.
-        strategy: the `tf.distribute.Strategy` it trains under.
-        requested: bool. The script's `--static-shapes` flag.
-
-    Returns:
-        bool. Whether `model.use_static_shapes()` was turned on; the
-        script then batches with `drop_remainder=True`.
-    """
-    static = bool(requested) or needs_static_shapes(strategy)
-    if static:
-        model.use_static_shapes()
-        print("static shapes: fixed-size batches padded to the full length")
-    return static

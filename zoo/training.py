@@ -1,500 +1,441 @@
-"""The run directory: training scripts that resume after a kill, and early checks.
+"""The training harness: what every `zoo train` script shares.
 
-Every `zoo train` script writes its resumable state to a run directory
-(`--run-dir`, by default `<out>.run` beside the preset). Rerunning the same
-command resumes there, and the run directory is deleted once the preset is
-written. Its layout:
+A script parses its arguments (the shared ones from
+`zoo.arguments.add_training_arguments`, plus its own), opens a
+`TrainingRun`, builds its data and model, and hands `fit` to the run:
 
 ```
-<run-dir>/
-  run.json            the command and its options; a rerun must match them
-  lock                held (flock) by the process training
-  <stage>/            one per `fit`: "train", "pretrain", a RAM table row
-    epoch_<n>/        the state after n epochs (the last two are kept)
-      state.json      epochs done, whether training ended, history, seconds
-                      of training, the callbacks' state
-      variables.npz   model variables (random seed states included),
-                      optimizer variables, EarlyStopping's best weights
-    checkpoints/      the transformer's --average-last checkpoints
-  results.json        RAM: the results of the rows already trained
+args = parse_args(argv)
+run = TrainingRun("zoo.seq2seq.train", args, argv)   # checks outputs, seeds,
+with run.strategy.scope():                           # run directory, strategy
+    model = ...
+fit = run.fit(model, train_ds, validation_data=val_ds)  # budgets, resumption
+metadata = run.metadata("translation en->es", data, fit.metrics())
+run.save_preset(model, metadata)                     # and --results
+run.finish()
 ```
 
-An epoch's state is written into a hidden folder and renamed into place, so
-a kill leaves the previous state or the new one, never half of one. A
-resumed `fit` redoes the interrupted epoch from its first batch, with the
-weights, optimizer state, random seed states and callback state of the last
-finished epoch, and the shuffled order of that epoch (a `tf.data` shuffle
-with `reshuffle_each_iteration` draws one order per iterator: the resumed
-process draws the orders of the finished epochs first). So a resumed run
-ends with the weights of an uninterrupted one on the same machine. Time budgets count the
-training time of the finished epochs.
-
-Output paths are checked before data is loaded (`check_folder`,
-`check_file`): a bad one ends the script at once with a one-line error and
-exit status 2, as a bad command-line argument does.
+The run owns: the command line (recorded exactly), output checks before any
+data is loaded (a bad path exits 2 with one `error:` line), the random seed,
+the `tf.distribute` strategy, static shapes, the time and step budgets
+(`--max-minutes`, `--max-steps`), the run directory that resumes a killed
+run (`zoo.run_directory`), history rounding, and the metadata every preset
+records as data: the command, options, seed, library versions and the
+hardware detected (devices, CPU model, usable cores).
 """
 
-import contextlib
+import dataclasses
 import json
 import os
-import shutil
+import platform
+import shlex
 import sys
-import tempfile
-import time
-import zipfile
 
 import keras
-import numpy as np
 
-try:
-    import fcntl
-except ImportError:  # Windows: a run directory is not locked.
-    fcntl = None
+from zoo.arguments import check_file, check_folder
+from zoo.callbacks import StepBudget, TimeBudget
+from zoo.run_directory import RunDirectory, Stage, default_run_dir
 
-RUN_FILE = "run.json"
-STATE_FILE = "state.json"
-VARIABLES_FILE = "variables.npz"
-KEPT_STATES = 2
-# Options that may change between a run and its resumption.
-FREE_OPTIONS = ("verbose", "run_dir")
+__all__ = [
+    "Fit",
+    "RunDirectory",
+    "Stage",
+    "TrainingRun",
+    "command_line",
+    "compile_classifier",
+    "hardware",
+    "round_history",
+    "versions",
+]
+
+HISTORY_DIGITS = 4
 
 
-def fail(message):
-    """Prints `error: message` to stderr and exits with status 2."""
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
+def command_line(module, argv=None):
+    """The command that ran `python -m module` with `argv`, shell-quoted.
+
+    Args:
+        module: str. The script's module, e.g. `"zoo.ram.train"`.
+        argv: list of str, or `None` for `sys.argv[1:]`.
+
+    Example:
+    >>> command_line("zoo.ram.train", ["--out", "my preset"])
+    "python -m zoo.ram.train --out 'my preset'"
+    """
+    argv = sys.argv[1:] if argv is None else argv
+    return " ".join(["python", "-m", module, *(shlex.quote(a) for a in argv)])
 
 
-def add_run_arguments(parser, default="<out>.run"):
-    """Adds `--run-dir` to an `argparse` parser."""
-    parser.add_argument(
-        "--run-dir",
-        help="folder for this run's resumable state (default: "
-        f"{default}); rerunning the same command resumes from it after a "
-        "kill; it is deleted once the preset is written",
+def round_history(history, digits=HISTORY_DIGITS):
+    """A Keras history (`History` or its dict) with floats of `digits` decimals.
+
+    Example:
+    >>> round_history({"loss": [0.123456, 0.1]})
+    {'loss': [0.1235, 0.1]}
+    """
+    history = getattr(history, "history", history)
+    return {
+        k: [round(float(v), digits) for v in values] for k, values in history.items()
+    }
+
+
+def _cpu_model():
+    """The CPU's model name from `/proc/cpuinfo`, else `platform.processor()`."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Hardware", "cpu model"):
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _usable_cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # Not Linux.
+        return os.cpu_count()
+
+
+def hardware():
+    """The machine this process runs on, as data.
+
+    Returns:
+        dict: `machine` (e.g. `"x86_64"`), `cpu` (the model name, or `None`),
+        `cores` (the cores this process may run on, `os.sched_getaffinity`),
+        `cpu_count` (the machine's), and `devices`: one dict per device
+        TensorFlow sees (`tf.config.list_physical_devices`): its `name`,
+        `type` (`"CPU"`, `"GPU"`, `"TPU"`) and, where TensorFlow knows it, the
+        `model` (e.g. the GPU's name).
+
+    Example:
+    >>> info = hardware()
+    >>> sorted(info)
+    ['cores', 'cpu', 'cpu_count', 'devices', 'machine']
+    >>> "CPU" in [device["type"] for device in info["devices"]]
+    True
+    """
+    import tensorflow as tf
+
+    devices = []
+    for device in tf.config.list_physical_devices():
+        entry = {"name": device.name, "type": device.device_type}
+        if device.device_type != "CPU":
+            try:
+                details = tf.config.experimental.get_device_details(device)
+            except (ValueError, RuntimeError):
+                details = {}
+            if details.get("device_name"):
+                entry["model"] = details["device_name"]
+        devices.append(entry)
+    return {
+        "machine": platform.machine(),
+        "cpu": _cpu_model(),
+        "cores": _usable_cores(),
+        "cpu_count": os.cpu_count(),
+        "devices": devices,
+    }
+
+
+def versions():
+    """The versions of Python and the libraries a run trained with.
+
+    Example:
+    >>> sorted(versions())
+    ['keras', 'keras_attention', 'keras_hub', 'numpy', 'python', 'tensorflow']
+    """
+    import keras_hub
+    import numpy as np
+    import tensorflow as tf
+
+    import keras_attention
+
+    return {
+        "python": platform.python_version(),
+        "keras": keras.__version__,
+        "keras_hub": keras_hub.__version__,
+        "tensorflow": tf.__version__,
+        "numpy": np.__version__,
+        "keras_attention": keras_attention.__version__,
+    }
+
+
+def compile_classifier(model, learning_rate, clipnorm=None, weighted=False):
+    """Compiles `model` with Adam, sparse cross-entropy on logits and accuracy.
+
+    The recipe the zoo's classifiers and captioners share.
+
+    Args:
+        model: a Keras model whose outputs are logits.
+        learning_rate: float. Adam's learning rate.
+        clipnorm: float or `None`. Adam's gradient norm clipping.
+        weighted: bool. Accuracy as a `weighted_metrics` entry (weighted by
+            the sample weights, e.g. padding masks) instead of `metrics`.
+
+    Example:
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3)])
+    >>> compile_classifier(model, 0.01, clipnorm=1.0)
+    >>> type(model.optimizer).__name__, float(model.optimizer.clipnorm)
+    ('Adam', 1.0)
+    """
+    accuracy = {"weighted_metrics" if weighted else "metrics": ["accuracy"]}
+    model.compile(
+        optimizer=keras.optimizers.Adam(learning_rate, clipnorm=clipnorm),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        **accuracy,
     )
 
 
-def default_run_dir(out):
-    """`<out>.run`: the run directory of the preset folder `out`."""
-    return os.path.abspath(out).rstrip(os.sep) + ".run"
+@dataclasses.dataclass
+class Fit:
+    """What one `TrainingRun.fit` did.
 
-
-def _writable(folder, option, path):
-    """Creates `folder` if missing and proves a file can be created in it."""
-    try:
-        os.makedirs(folder, exist_ok=True)
-        probe = tempfile.mkdtemp(prefix=".write-check-", dir=folder)
-        os.rmdir(probe)
-    except OSError as e:
-        fail(f"{option} {path}: cannot write to folder {folder} ({e.strerror})")
-
-
-def check_folder(path, option, preset=False):
-    """Exits with status 2 unless `path` can be written as a folder.
-
-    Args:
-        path: str. The folder a script will write (created if missing).
-        option: str. The command-line option that named it, for the message.
-        preset: bool. The folder is a preset, replaced whole when saved: it
-            must be new, empty or a preset (it has a `metadata.json`).
-    """
-    path = os.path.abspath(path)
-    if os.path.lexists(path) and not os.path.isdir(path):
-        fail(f"{option} {path} is a file, not a folder")
-    if preset and os.path.isdir(path):
-        names = os.listdir(path)
-        if names and "metadata.json" not in names:
-            fail(
-                f"{option} {path} holds files but no metadata.json: it is not a "
-                "preset to replace; choose a new or empty folder"
-            )
-    if preset:  # Saved beside itself, then swapped into place.
-        _writable(os.path.dirname(path), option, path)
-    else:
-        _writable(path, option, path)
-
-
-def check_file(path, option):
-    """Exits with status 2 unless the file `path` can be written."""
-    path = os.path.abspath(path)
-    if os.path.isdir(path):
-        fail(f"{option} {path} is a folder, not a file")
-    _writable(os.path.dirname(path), option, path)
-    if os.path.exists(path) and not os.access(path, os.W_OK):
-        fail(f"{option} {path}: the file is not writable")
-
-
-class RunDirectory:
-    """The folder of one training run: resumable `fit`s and their state.
-
-    Args:
-        path: str or `None`. The run directory; `None` keeps nothing (no
-            resumption).
-        options: dict. The run's options (e.g. `vars(args)`); a rerun in
-            the same folder must have the same ones, except `FREE_OPTIONS`.
-        command: str. The command line, recorded in `run.json`.
-
-    Opening a folder of another command's run, or one that another process
-    is using, exits with status 2.
+    Attributes:
+        history: dict. The per-epoch logs of the whole fit (epochs before a
+            kill included), rounded to `HISTORY_DIGITS` decimals.
+        seconds: float. Training seconds (a resumed fit counts the time
+            before the kill).
+        epochs: int. Epochs run.
+        steps: int. Optimizer steps run.
     """
 
-    def __init__(self, path, options, command=""):
-        self.path = None if path is None else os.path.abspath(path)
-        self._lock = None
-        if self.path is None:
-            return
-        check_folder(self.path, "--run-dir")
-        self._lock = self._take_lock()
-        options = json.loads(
-            json.dumps({k: v for k, v in options.items() if k not in FREE_OPTIONS})
+    history: dict
+    seconds: float
+    epochs: int
+    steps: int
+
+    def metrics(self, minutes_digits=1):
+        """`train_minutes`, `epochs`, `steps` and `history`, for metadata."""
+        return {
+            "train_minutes": round(self.seconds / 60, minutes_digits),
+            "epochs": self.epochs,
+            "steps": self.steps,
+            "history": self.history,
+        }
+
+
+class TrainingRun:
+    """One run of a training script: outputs, seed, strategy, budgets, metadata.
+
+    Opening a run checks the output paths (`--out` a preset folder,
+    `--results` a file, and the script's own `folders` and `files`) before
+    anything is loaded, opens the run directory (`--run-dir`, by default
+    `<out>.run`, else `<results>.run`, else none), seeds Keras's random
+    generators with `--seed` and picks the `--strategy`.
+
+    Args:
+        module: str. The script's module (`"zoo.seq2seq.train"`), for the
+            recorded command.
+        args: `argparse.Namespace` with the options of
+            `zoo.arguments.add_training_arguments`.
+        argv: list of str, or `None` for `sys.argv[1:]`: the command line.
+        folders: `(option, path)` pairs of other folders the script writes.
+        files: `(option, path)` pairs of other files the script writes.
+
+    Example:
+    >>> import argparse
+    >>> import numpy as np
+    >>> from zoo.arguments import add_training_arguments
+    >>> parser = argparse.ArgumentParser()
+    >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
+    >>> argv = ["--max-steps", "2"]
+    >>> run = TrainingRun("my.train", parser.parse_args(argv), argv)
+    >>> run.command
+    'python -m my.train --max-steps 2'
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse")
+    >>> fit = run.fit(model, np.ones((8, 2)), y=np.ones((8, 1)), batch_size=2)
+    trained 1 epochs (2 steps) in 0.0 min
+    >>> sorted(run.metadata("regression", {}, fit.metrics())["hardware"])
+    ['cores', 'cpu', 'cpu_count', 'devices', 'machine']
+    """
+
+    def __init__(self, module, args, argv=None, folders=(), files=()):
+        from keras_attention.training.strategy import get_strategy
+
+        self.args = args
+        self.command = command_line(module, argv)
+        if args.out:
+            check_folder(args.out, "--out", preset=True)
+        if args.results:
+            check_file(args.results, "--results")
+        for option, path in folders:
+            if path:
+                check_folder(path, option)
+        for option, path in files:
+            if path:
+                check_file(path, option)
+        run_dir = args.run_dir
+        if run_dir is None and (args.out or args.results):
+            run_dir = default_run_dir(args.out or args.results)
+        self.directory = RunDirectory(run_dir, vars(args), self.command)
+        keras.utils.set_random_seed(args.seed)
+        self.strategy = get_strategy(args.strategy)
+        self._static = set()
+        self._stages = {}
+
+    @property
+    def replicas(self):
+        """The strategy's number of replicas."""
+        return self.strategy.num_replicas_in_sync
+
+    def describe_strategy(self):
+        """`"strategy <Name> with <n> replica(s)"`, for a script's log."""
+        return (
+            f"strategy {type(self.strategy).__name__} with {self.replicas} replica(s)"
         )
-        run_file = os.path.join(self.path, RUN_FILE)
-        if os.path.exists(run_file):
-            with open(run_file, encoding="utf-8") as f:
-                recorded = json.load(f).get("options", {})
-            changed = sorted(
-                k
-                for k in set(recorded) | set(options)
-                if recorded.get(k) != options.get(k)
-            )
-            if changed:
-                shown = ", ".join(
-                    f"{k}={recorded.get(k)!r} (now {options.get(k)!r})" for k in changed
-                )
-                fail(
-                    f"--run-dir {self.path} holds a run of other options: {shown}; "
-                    "rerun that command to resume it, or delete the folder"
-                )
-            print(f"run directory {self.path}: resuming")
-        else:
-            _write_json(run_file, {"command": command, "options": options})
-            print(f"run directory {self.path}")
 
-    def _take_lock(self):
-        if fcntl is None:
-            return None
-        fd = os.open(os.path.join(self.path, "lock"), os.O_RDWR | os.O_CREAT)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            fail(f"--run-dir {self.path} is in use by another process")
-        return fd
+    def static_shapes(self, model=None):
+        """Whether to train on static shapes: `--static-shapes` or a TPU.
 
-    def stage(self, name):
-        """The `Stage` of one `fit` of the run (e.g. "train")."""
-        return Stage(None if self.path is None else os.path.join(self.path, name))
+        When so, `model.use_static_shapes()` is turned on (for a zoo task;
+        pass `model=None` for a plain Keras model) until its `fit` ends; the
+        script then batches with `drop_remainder=True`.
 
-    def read(self, name, default=None):
-        """A JSON value the run stored with `write`, or `default`."""
-        if self.path is None:
-            return default
-        path = os.path.join(self.path, name)
-        if not os.path.exists(path):
-            return default
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        Returns:
+            bool.
+        """
+        from keras_attention.training.strategy import needs_static_shapes
 
-    def write(self, name, value):
-        """Stores a JSON value in the run directory (atomically)."""
-        if self.path is not None:
-            _write_json(os.path.join(self.path, name), value)
+        static = bool(self.args.static_shapes) or needs_static_shapes(self.strategy)
+        if static and model is not None:
+            model.use_static_shapes()
+            self._static.add(id(model))
+            print("static shapes: fixed-size batches padded to the full length")
+        return static
+
+    def stage(self, name="train"):
+        """The `Stage` of the fit `name` in the run directory (one per name).
+
+        Its `path` (`None` without a run directory) holds files that resume
+        with it, such as the transformer's checkpoints.
+        """
+        if name not in self._stages:
+            self._stages[name] = self.directory.stage(name)
+        return self._stages[name]
+
+    def budgets(self):
+        """The callbacks of `--max-minutes` and `--max-steps` (new ones)."""
+        callbacks = []
+        if self.args.max_minutes:
+            callbacks.append(TimeBudget(self.args.max_minutes))
+        if self.args.max_steps:
+            callbacks.append(StepBudget(self.args.max_steps))
+        return callbacks
+
+    def fit(
+        self,
+        model,
+        x,
+        *,
+        stage="train",
+        epochs=None,
+        callbacks=(),
+        budgets=True,
+        **kwargs,
+    ):
+        """`model.fit` resumed from the run directory, within the budgets.
+
+        Args:
+            model: a compiled Keras model.
+            x: the training data (a `tf.data` dataset, resumed in its order).
+            stage: str. The name of this fit in the run directory.
+            epochs: int. Defaults to `--epochs`.
+            callbacks: the script's own callbacks; the budgets follow them.
+            budgets: bool. Whether `--max-minutes` and `--max-steps` apply.
+            **kwargs: other `fit` arguments (`validation_data`, ...);
+                `verbose` defaults to `--verbose`.
+
+        Returns:
+            A `Fit`. A model on static shapes (`static_shapes`) is back on
+            dynamic ones, as presets are saved.
+        """
+        callbacks = list(callbacks) + (self.budgets() if budgets else [])
+        kwargs.setdefault("verbose", self.args.verbose)
+        epochs = self.args.epochs if epochs is None else epochs
+        run_stage = self.stage(stage)
+        history = run_stage.fit(model, x, epochs=epochs, callbacks=callbacks, **kwargs)
+        if id(model) in self._static:
+            model.use_static_shapes(False)  # The preset trims padding again.
+            self._static.discard(id(model))
+        optimizer = model.optimizer
+        fit = Fit(
+            history=round_history(history),
+            seconds=run_stage.seconds,
+            epochs=len(history.history.get("loss", [])),
+            steps=int(optimizer.iterations.numpy()) if optimizer is not None else 0,
+        )
+        print(
+            f"trained {fit.epochs} epochs ({fit.steps} steps) in "
+            f"{fit.seconds / 60:.1f} min"
+        )
+        return fit
+
+    def metadata(self, task, data, metrics, **extra):
+        """The `metadata.json` of the preset, as data.
+
+        Args:
+            task: str. What the model does, e.g. `"translation en->es"`.
+            data: dict. The data trained and tested on: source, sizes, split,
+                variant, seeds (values, not prose to parse).
+            metrics: dict. What the run measured.
+            **extra: other top-level entries (e.g. RAM's `table`).
+
+        Returns:
+            dict with `task`, `command`, `data`, `metrics`, `seed`, `options`
+            (every command-line option), `strategy` (name, replicas),
+            `versions` and `hardware` (see `hardware()`), and `extra`.
+        """
+        options = json.loads(json.dumps(vars(self.args), default=str))
+        return {
+            "task": task,
+            "command": self.command,
+            "data": data,
+            "seed": self.args.seed,
+            "options": options,
+            "strategy": {
+                "name": type(self.strategy).__name__,
+                "replicas": self.replicas,
+            },
+            "versions": versions(),
+            "hardware": hardware(),
+            "metrics": metrics,
+            **extra,
+        }
+
+    def save_and_finish(self, model, task, data, metrics, **extra):
+        """Saves the preset (`save_preset`) and ends the run (`finish`).
+
+        Args:
+            model: the trained zoo task.
+            task, data, metrics, **extra: as in `metadata`.
+
+        Returns:
+            The preset's metadata (dict).
+        """
+        metadata = self.metadata(task, data, metrics, **extra)
+        self.save_preset(model, metadata)
+        self.finish()
+        return metadata
+
+    def save_preset(self, model, metadata):
+        """Writes `model` to `--out` with `metadata`, and it to `--results`."""
+        model.save_to_preset(self.args.out, metadata=metadata)
+        print(f"preset written to {self.args.out}")
+        self.write_results(metadata)
+
+    def write_results(self, value):
+        """Writes a JSON value to `--results`, if given."""
+        path = self.args.results
+        if not path:
+            return
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(value, f, indent=2)
 
     def finish(self):
         """Deletes the run directory: its work is in the written outputs."""
-        if self._lock is not None:
-            os.close(self._lock)
-            self._lock = None
-        if self.path is not None:
-            shutil.rmtree(self.path, ignore_errors=True)
-
-
-class Stage:
-    """One resumable `fit`: its state after each epoch, restored on a rerun.
-
-    Created by `RunDirectory.stage`. `initial_epoch` and `seconds` tell
-    where a resumed stage stands before `fit`.
-    """
-
-    def __init__(self, path):
-        self.path = path
-        self.state = None
-        self._arrays = None
-        self.seconds = 0.0
-        if path is None:
-            return
-        os.makedirs(path, exist_ok=True)
-        for name in os.listdir(path):  # Folders a kill left half written.
-            if name.startswith("."):
-                shutil.rmtree(os.path.join(path, name), ignore_errors=True)
-        for folder in self._saved()[::-1]:
-            try:
-                self.state, self._arrays = _read_state(folder)
-                break
-            except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
-                print(
-                    f"warning: skipping unreadable state {folder}: {e}", file=sys.stderr
-                )
-        if self.state is None:  # A fresh start: no files of a killed attempt.
-            for name in os.listdir(path):
-                _remove(os.path.join(path, name))
-        else:
-            self.seconds = self.state["seconds"]
-            print(
-                f"resuming {os.path.basename(path)}: {self.initial_epoch} epochs "
-                f"done in {self.seconds / 60:.1f} min"
-                + (", training ended" if self.state["finished"] else "")
-            )
-
-    @property
-    def initial_epoch(self):
-        return 0 if self.state is None else self.state["epoch"]
-
-    @property
-    def finished(self):
-        return self.state is not None and self.state["finished"]
-
-    def _saved(self):
-        """The stage's `epoch_<n>` folders, oldest first."""
-        epochs = []
-        for name in os.listdir(self.path):
-            number = name[len("epoch_") :]
-            if name.startswith("epoch_") and number.isdigit():
-                epochs.append(int(number))
-        return [os.path.join(self.path, f"epoch_{n}") for n in sorted(epochs)]
-
-    def fit(self, model, x, epochs, callbacks=(), **kwargs):
-        """`model.fit(x, epochs=epochs, ...)`, resumed from the last state.
-
-        A stage whose training had ended (all epochs, or a callback stopped
-        it) runs no epoch: it restores the final state, and the callbacks'
-        `on_train_end` (e.g. EarlyStopping restoring the best weights)
-        runs again.
-
-        Returns:
-            The `keras.callbacks.History` of the whole stage, epochs before
-            the kill included.
-        """
-        callbacks = list(callbacks)
-        if self.path is None:
-            start = time.time()
-            history = model.fit(x, epochs=epochs, callbacks=callbacks, **kwargs)
-            self.seconds = time.time() - start
-            return history
-        initial_epoch = self.initial_epoch
-        if self.finished:
-            epochs = initial_epoch
-        elif hasattr(x, "element_spec"):  # A tf.data dataset.
-            _draw_orders(x, initial_epoch)
-        backup = _Backup(self, epochs, callbacks)
-        history = model.fit(
-            x,
-            epochs=epochs,
-            initial_epoch=initial_epoch,
-            callbacks=callbacks + [backup],
-            **kwargs,
-        )
-        self.seconds = backup.seconds()
-        history.history = {k: list(v) for k, v in backup.history.items()}
-        history.epoch = list(range(backup.epochs_done))
-        return history
-
-    def save(self, state, arrays):
-        """Writes the state of `state["epoch"]` epochs, then drops old ones."""
-        folder = os.path.join(self.path, f"epoch_{state['epoch']}")
-        work = tempfile.mkdtemp(prefix=".saving-", dir=self.path)
-        _write_json(os.path.join(work, STATE_FILE), state)
-        with open(os.path.join(work, VARIABLES_FILE), "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        _remove(folder)
-        os.rename(work, folder)
-        _sync_directory(self.path)
-        for old in self._saved()[:-KEPT_STATES]:
-            _remove(old)
-
-
-class _Backup(keras.callbacks.Callback):
-    """Saves a `Stage` after every epoch and restores it when `fit` begins.
-
-    It comes last in the callback list, so it restores the state of
-    EarlyStopping and ReduceLROnPlateau after their `on_train_begin` reset
-    it, and saves after every other callback's `on_epoch_end`.
-    """
-
-    def __init__(self, stage, epochs, callbacks):
-        super().__init__()
-        self.stage = stage
-        self.epochs = epochs
-        self.callbacks = callbacks
-        state = stage.state or {"history": {}, "epoch": 0}
-        self.history = {k: list(v) for k, v in state["history"].items()}
-        self.epochs_done = state["epoch"]
-        self._start = time.time()
-
-    def seconds(self):
-        return self.stage.seconds + time.time() - self._start
-
-    def on_train_begin(self, logs=None):
-        self._start = time.time()
-        if self.stage.state is None:
-            return
-        state, arrays = self.stage.state, self.stage._arrays
-        optimizer = self.model.optimizer
-        if optimizer is not None and not optimizer.built:
-            optimizer.build(self.model.trainable_variables)
-        _assign(self.model.variables, arrays, "model")
-        if optimizer is not None:
-            _assign(optimizer.variables, arrays, "optimizer")
-        saved = state["callbacks"]
-        stateful = [c for c in self.callbacks if _stateful(c)]
-        if [type(c).__name__ for c in stateful] != [c["class"] for c in saved]:
-            raise ValueError(
-                "The callbacks differ from the saved run's. Received: "
-                f"{[type(c).__name__ for c in stateful]}, saved "
-                f"{[c['class'] for c in saved]}"
-            )
-        for index, (callback, entry) in enumerate(zip(stateful, saved)):
-            best = _array_list(arrays, f"best{index}")
-            _set_callback_state(callback, entry["state"], best)
-
-    def on_epoch_end(self, epoch, logs=None):
-        for key, value in (logs or {}).items():
-            self.history.setdefault(key, []).append(float(value))
-        self.epochs_done = epoch + 1
-        arrays = _arrays("model", self.model.variables)
-        if self.model.optimizer is not None:
-            arrays.update(_arrays("optimizer", self.model.optimizer.variables))
-        saved = []
-        for index, callback in enumerate(c for c in self.callbacks if _stateful(c)):
-            state, best = _callback_state(callback)
-            saved.append({"class": type(callback).__name__, "state": state})
-            if best is not None:
-                arrays.update(
-                    {f"best{index}/{i:05d}": np.asarray(w) for i, w in enumerate(best)}
-                )
-        state = {
-            "epoch": epoch + 1,
-            "finished": bool(self.model.stop_training) or epoch + 1 >= self.epochs,
-            "seconds": self.seconds(),
-            "history": self.history,
-            "callbacks": saved,
-        }
-        self.stage.save(state, arrays)
-
-
-def _draw_orders(dataset, epochs):
-    """Draws the shuffled orders of `epochs` done epochs from a `tf.data` dataset.
-
-    A shuffle with `reshuffle_each_iteration` draws a new order for each
-    iterator. Keras's `fit` (3.x, TensorFlow) makes one iterator an epoch,
-    and two when it knows the dataset's number of batches (the next one is
-    made at the end of each epoch); `test_training_resume.py` checks both.
-    """
-    per_epoch = 2 if int(dataset.cardinality()) >= 0 else 1
-    for _ in range(per_epoch * epochs):
-        iter(dataset)
-
-
-# Callback state: zoo callbacks define get_state()/set_state(); two Keras
-# callbacks keep state between epochs in public attributes.
-_KERAS_STATE = {
-    keras.callbacks.EarlyStopping: ("wait", "stopped_epoch", "best", "best_epoch"),
-    keras.callbacks.ReduceLROnPlateau: ("wait", "best", "cooldown_counter"),
-}
-
-
-def _keras_fields(callback):
-    for cls, fields in _KERAS_STATE.items():
-        if isinstance(callback, cls):
-            return fields
-    return None
-
-
-def _stateful(callback):
-    return hasattr(callback, "get_state") or _keras_fields(callback) is not None
-
-
-def _callback_state(callback):
-    """`(json_state, best_weights or None)` of a stateful callback."""
-    if hasattr(callback, "get_state"):
-        return callback.get_state(), None
-    state = {}
-    for field in _keras_fields(callback):
-        value = getattr(callback, field, None)
-        state[field] = None if value is None else float(value)
-    return state, getattr(callback, "best_weights", None)
-
-
-def _set_callback_state(callback, state, best):
-    if hasattr(callback, "set_state"):
-        callback.set_state(state)
-        return
-    for field in _keras_fields(callback):
-        value = state[field]
-        if value is not None and field != "best":
-            value = int(value)
-        setattr(callback, field, value)
-    if isinstance(callback, keras.callbacks.EarlyStopping):
-        callback.best_weights = best
-
-
-def _arrays(prefix, variables):
-    return {f"{prefix}/{i:05d}": np.asarray(v.numpy()) for i, v in enumerate(variables)}
-
-
-def _array_list(arrays, prefix):
-    keys = sorted(k for k in arrays if k.startswith(prefix + "/"))
-    return [arrays[k] for k in keys] if keys else None
-
-
-def _assign(variables, arrays, prefix):
-    values = _array_list(arrays, prefix) or []
-    if len(values) != len(variables) or any(
-        tuple(v.shape) != a.shape for v, a in zip(variables, values)
-    ):
-        raise ValueError(
-            f"The saved {prefix} state does not fit this model: "
-            f"{len(values)} arrays for {len(variables)} variables"
-        )
-    for variable, value in zip(variables, values):
-        variable.assign(value)
-
-
-def _read_state(folder):
-    with open(os.path.join(folder, STATE_FILE), encoding="utf-8") as f:
-        state = json.load(f)
-    with np.load(os.path.join(folder, VARIABLES_FILE)) as data:
-        arrays = {key: data[key] for key in data.files}
-    return state, arrays
-
-
-def _write_json(path, value):
-    """Writes JSON to a hidden sibling, then renames it into place."""
-    folder, name = os.path.split(path)
-    fd, work = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(work, path)
-
-
-def _remove(path):
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(path)
-
-
-def _sync_directory(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError:  # Some file systems cannot sync a folder.
-        pass
-    finally:
-        os.close(fd)
+        self.directory.finish()

@@ -108,9 +108,13 @@ class Attention(keras.layers.Layer):
     chunks of `chunk_size` queries and values), in `O(Tq + Tv)` memory
     instead of the `(batch, Tq, Tv)` scores, forward and backward, with the
     explicit path's outputs and gradients to float tolerance. It is taken
-    only when nothing needs the full weights: static lengths, global soft
-    attention (no `window`), no `return_*` output, no `projected_key`, and a
-    score that can be computed on chunks (not `"location"`). Dropout there
+    only when nothing needs the full weights: global soft attention (no
+    `window`), no `return_*` output, no `projected_key`, a score that can be
+    computed on chunks (not `"location"`), and lengths known when the layer
+    is called. The choice is made per call on those lengths: an eager or
+    jitted call has them; a length still unknown (`None` in a TensorFlow
+    graph, a symbolic dimension while JAX infers a functional model's
+    shapes) takes the full path, with the same outputs. Dropout there
     draws its mask from a hash of the positions (`chunked.dropout_keep_mask`),
     not from `keras.random.dropout`: the same rate, other draws.
 
@@ -516,11 +520,20 @@ class Attention(keras.layers.Layer):
     def _takes_chunked_path(
         self, query, value, returns, attention_mask=None, projected_key=None
     ):
-        """Whether the call uses `chunked_attention` (static shapes, flags)."""
+        """Whether the call uses `chunked_attention` (static shapes, flags).
+
+        The decision reads the lengths known when the layer is called: an
+        eager or jitted call sees concrete ints and chooses on them. A
+        length unknown then (`None` in a TensorFlow graph, a JAX symbolic
+        dimension while Keras infers a functional model's shapes) cannot
+        be compared with `chunk_threshold`, so the call takes the full
+        path; its outputs have the same shapes and values.
+        """
         q_len, v_len = query.shape[1], value.shape[1]
         if (
             self.chunk_threshold is None
-            or None in (q_len, v_len)
+            or not _is_static_int(q_len)
+            or not _is_static_int(v_len)
             or v_len <= self.chunk_threshold
             or self.mode != "soft"
             or self.window is not None
@@ -776,6 +789,11 @@ class Attention(keras.layers.Layer):
             chunk_size=self.chunk_size,
         )
         return config
+
+
+def _is_static_int(dim):
+    """Whether a shape entry is a known length (not `None` or symbolic)."""
+    return isinstance(dim, int) and not isinstance(dim, bool)
 
 
 def _select(outputs, returns):

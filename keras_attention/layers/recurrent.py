@@ -7,8 +7,10 @@ from keras_attention.layers.attention import Attention
 from keras_attention.scores.base import PACKAGE
 
 STYLES = ("bahdanau", "luong")
-#: Names of the extra states that follow the wrapped cell's own states.
-EXTRA_STATES = ("feed", "memory", "keys", "memory_mask", "step", "weights", "coverage")
+#: Names of the wrapped cell's states, by cell type.
+CELL_STATES = {"lstm": ("h", "c"), "gru": ("h",)}
+#: Names of the states that follow the previous output and the cell's states.
+EXTRA_STATES = ("memory", "keys", "memory_mask", "step", "weights", "coverage")
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -16,17 +18,27 @@ class AttentionDecoderCell(keras.layers.Layer):
     """LSTM/GRU cell with attention over an encoder memory (Bahdanau, Luong).
 
     Keras 3's `RNN` has no `constants`, so the encoder memory travels in the
-    recurrent state: `initial_state(memory, ...)` returns the wrapped cell's
-    states followed by the *constant* states `memory` `(B, Tv, D)` and
-    `memory_mask` `(B, Tv)`, the memory's projection by the score
-    (`Score.project_key`, computed once rather than at every step), and by
-    the step counter, the last attention
-    weights `(B, Tv)` and their running sum (the coverage, used by the
-    coverage penalty and by doubly stochastic regularisation). The cell
-    returns `memory` and `memory_mask` unchanged. In a functional model use
-    it through `AttentionDecoder` (which builds that state inside a layer
-    call, so gradients reach the score's key weights); in eager code, e.g.
-    step-by-step decoding, call `initial_state` and then the cell.
+    recurrent state. `initial_state(memory, ...)` returns the list named by
+    `state_names`: the previous step's output `(B, output_size)` (zeros at
+    first), the wrapped cell's states (`h`, and `c` for an LSTM), the
+    *constant* states `memory` and `keys` (the memory's projection by the
+    score, `Score.project_key`, computed once rather than at every step)
+    and `memory_mask` `(B, Tv)`, then the step counter `(B, 1)`, the last
+    attention weights `(B, Tv)` and their running sum (the coverage, used
+    by the coverage penalty and by doubly stochastic regularisation). The
+    cell returns the constant states unchanged; `named_states(states)`
+    reads the list as a dict.
+
+    Every state is 2-D `(B, width)`, and the previous output comes first:
+    that is what Keras's JAX `RNN` assumes when it skips a padded step (it
+    keeps every state with one `(B, 1)` mask and repeats `states[0]` as
+    the step's output; TensorFlow repeats the previous output too, so both
+    backends agree). `memory` `(B, Tv, D)` and `keys` `(B, Tv, K)` are
+    therefore held flat, `(B, Tv * D)` and `(B, Tv * K)`, and reshaped in
+    the step. In a functional model use the cell through `AttentionDecoder`
+    (which builds that state inside a layer call, so gradients reach the
+    score's key weights); in eager code, e.g. step-by-step decoding, call
+    `initial_state` and then the cell.
 
     - `style="bahdanau"`: attend with the previous state `s_{t-1}`, feed the
       context into the cell: `s_t = f([y_{t-1}; c_t], s_{t-1})`; the output
@@ -109,7 +121,7 @@ class AttentionDecoderCell(keras.layers.Layer):
         self.local = local
         self.input_feeding = input_feeding
         self.dropout = dropout
-        self.num_cell_states = 2 if cell == "lstm" else 1
+        self.num_cell_states = len(CELL_STATES[cell])
         # Step inputs may carry the embedding's padding mask; padded steps
         # are handled by `keras.layers.RNN`, so the cell accepts and drops it.
         self.supports_masking = True
@@ -121,19 +133,18 @@ class AttentionDecoderCell(keras.layers.Layer):
         return self.units
 
     @property
+    def state_names(self):
+        """Names of the states, in the order of the state list."""
+        return ("output", *CELL_STATES[self.cell], *EXTRA_STATES)
+
+    @property
     def state_size(self):
         # The memory states have no fixed length; Keras only reads these
         # sizes for symbolic `return_state` shapes, which the memory never
         # needs, so `memory_dim` stands in for them.
-        return [self.units] * self.num_cell_states + [
-            self.output_size,
-            self.memory_dim,
-            self.memory_dim,
-            1,
-            1,
-            1,
-            1,
-        ]
+        cell_states = [self.units] * self.num_cell_states
+        # output, cell states, memory, keys, memory_mask, step, weights, coverage
+        return [self.output_size, *cell_states, *[self.memory_dim] * 2, 1, 1, 1, 1]
 
     def build(self, inputs_shape):
         input_dim = inputs_shape[-1]
@@ -160,7 +171,34 @@ class AttentionDecoderCell(keras.layers.Layer):
 
     def attention_weights(self, states):
         """The last step's attention weights `(B, Tv)` held in `states`."""
-        return states[self.num_cell_states + EXTRA_STATES.index("weights")]
+        return states[self.state_names.index("weights")]
+
+    def named_states(self, states):
+        """The state list as a dict keyed by `state_names`.
+
+        `memory` and `keys` come back with their sequence axis,
+        `(B, Tv, D)` and `(B, Tv, K)`; the other states as they are held.
+        """
+        self._build_attention()
+        named = dict(zip(self.state_names, states))
+        named["memory"], named["keys"] = self._unflatten_memory(
+            named["memory"], named["keys"], named["memory_mask"]
+        )
+        return named
+
+    def _unflatten_memory(self, memory, keys, memory_mask):
+        """The flat `memory` and `keys` states back to `(B, Tv, D or K)`."""
+        batch, length = ops.shape(memory_mask)
+        return (
+            ops.reshape(memory, (batch, length, self.memory_dim)),
+            ops.reshape(keys, (batch, length, self._key_width)),
+        )
+
+    @staticmethod
+    def _flatten(x):
+        """`(B, Tv, D)` to the 2-D state `(B, Tv * D)`."""
+        shape = ops.shape(x)
+        return ops.reshape(x, (shape[0], shape[1] * shape[2]))
 
     def _build_attention(self):
         """Creates the attention sublayer; it needs only known sizes."""
@@ -175,6 +213,10 @@ class AttentionDecoderCell(keras.layers.Layer):
             name="attention",
         )
         self.attention.build((None, 1, self.units), (None, None, self.memory_dim))
+        # The projected keys' width `K` (a static size, so the `keys` state
+        # keeps a known shape in graphs with unknown lengths).
+        probe = ops.zeros((1, 1, self.memory_dim), self.compute_dtype)
+        self._key_width = int(self.attention.score_layer.project_key(probe).shape[-1])
 
     def initial_state(self, memory, memory_mask=None, cell_states=None):
         """Returns the full initial state list for this cell.
@@ -187,8 +229,9 @@ class AttentionDecoderCell(keras.layers.Layer):
                 otherwise.
 
         Returns:
-            A list of tensors to pass as `states` to a single step (or as
-            `initial_state` to `keras.layers.RNN` inside a layer's `call`).
+            A list of 2-D tensors named by `state_names`, to pass as
+            `states` to a single step (or as `initial_state` to
+            `keras.layers.RNN` inside a layer's `call`).
         """
         if any(
             isinstance(t, keras.KerasTensor)
@@ -218,13 +261,16 @@ class AttentionDecoderCell(keras.layers.Layer):
                 f"A {self.cell} cell has {self.num_cell_states} states. "
                 f"Received: {len(cell_states)} cell_states"
             )
+        # One dtype for every state: JAX's scan carries them unchanged.
+        cell_states = [ops.cast(state, dtype) for state in cell_states]
         per_position = ops.zeros_like(memory[:, :, 0])
         self._build_attention()
-        keys = self.attention.score_layer.project_key(memory)
-        return cell_states + [
+        keys = ops.cast(self.attention.score_layer.project_key(memory), dtype)
+        return [
             zeros(self.output_size),
-            memory,
-            keys,
+            *cell_states,
+            self._flatten(memory),
+            self._flatten(keys),
             ops.cast(memory_mask, dtype),
             zeros(1),
             per_position,
@@ -233,9 +279,10 @@ class AttentionDecoderCell(keras.layers.Layer):
 
     def call(self, inputs, states, training=None):
         n = self.num_cell_states
-        cell_states = list(states[:n])
-        feed, memory, keys, memory_mask, step, _, coverage = states[n:]
-        memory = (memory, keys)
+        feed = states[0]
+        cell_states = list(states[1 : 1 + n])
+        flat_memory, flat_keys, memory_mask, step, _, coverage = states[1 + n :]
+        memory = self._unflatten_memory(flat_memory, flat_keys, memory_mask)
         if self.style == "bahdanau":
             context, weights = self._attend(
                 cell_states[0], memory, memory_mask, step, training
@@ -257,9 +304,11 @@ class AttentionDecoderCell(keras.layers.Layer):
         if not isinstance(new_cell_states, (list, tuple)):
             new_cell_states = [new_cell_states]
         weights = ops.cast(weights, self.compute_dtype)
-        new_states = list(new_cell_states) + [
+        new_states = [
             output,
-            *memory,
+            *new_cell_states,
+            flat_memory,
+            flat_keys,
             memory_mask,
             step + 1,
             weights,
@@ -309,9 +358,10 @@ class AttentionDecoder(keras.layers.Layer):
     The layer builds the cell's initial state from the encoder memory
     inside its own `call` (Keras 3's `RNN` has no `constants`), then runs
     `keras.layers.RNN`. Padding masks: the input sequence's mask (e.g. from
-    `Embedding(mask_zero=True)`) skips padded steps, and the memory's mask
-    hides padded source positions; both are taken from Keras's implicit
-    masks when not given.
+    `Embedding(mask_zero=True)`) skips padded steps (they keep every state
+    and repeat the previous output, zeros before the first real step, on
+    TensorFlow and JAX alike), and the memory's mask hides padded source
+    positions; both are taken from Keras's implicit masks when not given.
 
     Args:
         cell: an `AttentionDecoderCell` (or its config).

@@ -1,8 +1,10 @@
 """`python -m zoo` / `keras-attention`: commands on the shipped presets."""
 
 import os
+import warnings
 
 import keras
+import numpy as np
 import pytest
 
 from zoo import cli
@@ -60,6 +62,21 @@ def test_caption_and_plot(tmp_path, capsys):
     assert os.path.getsize(plot) > 1000
 
 
+def test_translate_sequence_length_lifts_the_cut(capsys):
+    long = " ".join(["and the lord said unto moses"] * 20)  # 181 subwords
+    with pytest.warns(UserWarning, match="longer than source_sequence_length=64"):
+        assert cli.main(["translate", SEQ2SEQ, long, "--beam", "1"]) == 0
+    short = capsys.readouterr().out.strip()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*longer than.*")
+        argv = ["translate", SEQ2SEQ, long, "--beam", "1", "--sequence-length", "200"]
+        assert cli.main(argv) == 0
+    longer = capsys.readouterr().out.strip()
+    assert short and len(longer.split()) > len(short.split())
+    assert cli.main([*argv[:-1], "1"]) == 2
+    assert "sequence_length" in capsys.readouterr().err
+
+
 def test_translate_with_alignment_plot(tmp_path, capsys):
     plot = str(tmp_path / "alignment.png")
     assert cli.main(["translate", SEQ2SEQ, "Jesus wept.", "--plot", plot]) == 0
@@ -96,3 +113,102 @@ def test_unknown_option_is_an_argparse_error(capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["translate", SEQ2SEQ, "hi", "--no-such-flag"])
     assert exit_info.value.code == 2
+
+
+# Dispatch on the task type ---------------------------------------------------
+
+
+def test_task_kind_comes_from_the_task_classes():
+    from zoo.ram import RecurrentAttentionModel
+    from zoo.seq2seq import Seq2Seq
+    from zoo.show_attend_tell import ShowAttendTell
+    from zoo.transformer import Transformer
+
+    kinds = {
+        Seq2Seq: "translation",
+        Transformer: "translation",
+        ShowAttendTell: "captioning",
+        RecurrentAttentionModel: "classification",
+    }
+    for cls, kind in kinds.items():
+        subclass = type("Custom" + cls.__name__, (cls,), {})
+        assert cli.task_kind(cls.__new__(cls)) == kind
+        assert cli.task_kind(subclass.__new__(subclass)) == kind
+
+
+class LooksLikeEveryTask:
+    """Has every user verb the CLI uses, but is none of the zoo's tasks."""
+
+    preset_metadata = {}
+    image_shape = (8, 8, 1)
+
+    def translate(self, *args, **kwargs):
+        raise AssertionError("dispatched on a method name")
+
+    caption = glimpses = predict = translate
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["translate", "p", "hello"], "not a translation model"),
+        (["caption", "p", "x.png"], "not a captioning model"),
+        (["classify", "p", "x.png"], "not a glimpse classifier"),
+        (["evaluate", "p"], "has no evaluation here"),
+    ],
+)
+def test_commands_dispatch_on_the_type_not_the_methods(
+    argv, message, monkeypatch, capsys
+):
+    monkeypatch.setattr(cli, "_load", lambda preset: LooksLikeEveryTask())
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err
+
+
+@pytest.mark.parametrize(
+    "data, variant, seeds",
+    [
+        ({"variant": "centered", "seeds": {"train": 5, "test": 6}}, "centered", 6),
+        (
+            {"variant": "translated: each 28x28 item at a uniformly random"},
+            "translated",
+            1,
+        ),
+        ({}, "translated", 1),
+    ],
+    ids=["data", "old-prose", "none"],
+)
+def test_evaluate_reads_the_ram_data_variant_from_metadata(
+    data, variant, seeds, monkeypatch, capsys
+):
+    from zoo.ram import RecurrentAttentionModel
+
+    loaded = []
+
+    def load(split, variant, seed, path=None):
+        loaded.append((split, variant, seed))
+        return np.zeros((4, 28, 28), "uint8"), np.zeros(4, "int64")
+
+    model = RecurrentAttentionModel.__new__(RecurrentAttentionModel)
+    model.preset_metadata = {"data": data}
+    model.predict = lambda images, **kwargs: np.eye(10)[np.zeros(len(images), int)]
+    monkeypatch.setattr(cli, "_load", lambda preset: model)
+    monkeypatch.setattr(fashion_mnist, "load", load)
+    assert cli.main(["evaluate", RAM]) == 0
+    assert loaded == [("test", variant, seeds)]
+    assert (
+        f"{variant} Fashion-MNIST test: error 0.00% (4 images)"
+        in capsys.readouterr().out
+    )
+
+
+def test_a_bad_data_variant_in_metadata_exits_2(monkeypatch, capsys):
+    from zoo.ram import RecurrentAttentionModel
+
+    model = RecurrentAttentionModel.__new__(RecurrentAttentionModel)
+    model.preset_metadata = {"data": {"variant": "rotated"}}
+    monkeypatch.setattr(cli, "_load", lambda preset: model)
+    assert cli.main(["evaluate", RAM]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "variant='rotated'" in err

@@ -96,7 +96,7 @@ def reports(request):
         {
             item.callspec.params["case"]
             for item in request.session.items
-            if item.module is request.module and hasattr(item, "callspec")
+            if item.parent is request.node and hasattr(item, "callspec")
         }
     )
     with concurrent.futures.ThreadPoolExecutor(2) as pool:

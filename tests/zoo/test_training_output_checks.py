@@ -1,4 +1,4 @@
-"""Output paths are checked before any data is loaded (`zoo.training`).
+"""Output paths are checked before any data is loaded (`zoo.arguments`).
 
 A bad `--out` (a file, a folder of other files, a folder that cannot be
 written) ends `zoo train` at once with one `error:` line and exit status 2,
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from zoo import training
+from zoo import arguments
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -28,14 +28,14 @@ def refused(capsys, check, *args, **kwargs):
 def test_a_file_is_no_preset_folder(tmp_path, capsys):
     path = tmp_path / "preset"
     path.write_text("x")
-    message = refused(capsys, training.check_folder, str(path), "--out", preset=True)
+    message = refused(capsys, arguments.check_folder, str(path), "--out", preset=True)
     assert f"--out {path} is a file" in message
 
 
 def test_a_folder_of_other_files_is_not_replaced(tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("keep me")
     message = refused(
-        capsys, training.check_folder, str(tmp_path), "--out", preset=True
+        capsys, arguments.check_folder, str(tmp_path), "--out", preset=True
     )
     assert "no metadata.json" in message
     assert (tmp_path / "notes.txt").read_text() == "keep me"
@@ -44,7 +44,7 @@ def test_a_folder_of_other_files_is_not_replaced(tmp_path, capsys):
 def test_a_folder_under_a_file_cannot_be_made(tmp_path, capsys):
     (tmp_path / "file").write_text("x")
     out = tmp_path / "file" / "preset"
-    message = refused(capsys, training.check_folder, str(out), "--out", preset=True)
+    message = refused(capsys, arguments.check_folder, str(out), "--out", preset=True)
     assert "--out" in message and "cannot write" in message
 
 
@@ -52,16 +52,16 @@ def test_a_folder_under_a_file_cannot_be_made(tmp_path, capsys):
 def test_an_unwritable_parent_is_refused(capsys):
     # /proc takes no new files, even from root (file modes would not stop root).
     message = refused(
-        capsys, training.check_folder, "/proc/zoo_preset", "--out", preset=True
+        capsys, arguments.check_folder, "/proc/zoo_preset", "--out", preset=True
     )
     assert "cannot write to folder /proc" in message
 
 
 def test_files_and_good_paths(tmp_path, capsys):
-    message = refused(capsys, training.check_file, str(tmp_path), "--results")
+    message = refused(capsys, arguments.check_file, str(tmp_path), "--results")
     assert "is a folder" in message
-    training.check_file(str(tmp_path / "new" / "table.json"), "--results")
-    training.check_folder(str(tmp_path / "a" / "preset"), "--out", preset=True)
+    arguments.check_file(str(tmp_path / "new" / "table.json"), "--results")
+    arguments.check_folder(str(tmp_path / "a" / "preset"), "--out", preset=True)
     assert sorted(os.listdir(tmp_path / "a")) == []  # No probe left behind.
 
 

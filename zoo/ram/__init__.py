@@ -1,15 +1,25 @@
-"""Recurrent Attention Model (Mnih et al., 2014)."""
+"""Recurrent Attention Model (Mnih et al., 2014).
 
-from zoo.ram.model import (
-    ImagePreprocessor,
-    LocationPolicy,
-    RecurrentAttention,
-    RecurrentAttentionModel,
-)
+- `backbone.py`: `RecurrentAttentionBackbone`, the functional graph.
+- `preprocessor.py`: `ImagePreprocessor`, images of any dtype and layout.
+- `task.py`: `RecurrentAttentionModel`: hybrid loss, `classify`, `glimpses`.
+- `layers.py`: the agent's layers (`LocationPolicy`, `RecurrentAttention`).
+- `presets.py`: the shipped presets.
+"""
+
+from zoo.ram.backbone import RecurrentAttentionBackbone
+from zoo.ram.layers import LocationPolicy, RecurrentAttention, replica_normal
+from zoo.ram.preprocessor import ImagePreprocessor, to_model_pixels
+from zoo.ram.presets import PRESETS
+from zoo.ram.task import RecurrentAttentionModel
 
 __all__ = [
     "ImagePreprocessor",
     "LocationPolicy",
+    "PRESETS",
     "RecurrentAttention",
+    "RecurrentAttentionBackbone",
     "RecurrentAttentionModel",
+    "replica_normal",
+    "to_model_pixels",
 ]

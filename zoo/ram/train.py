@@ -16,28 +16,23 @@ On the shipped sample (no Debian data needed, a minute):
     python -m zoo.ram.train --data sample --epochs 1 --rows ram_translated_6 \
         fc_translated --out /tmp/ram
 
-Each row's state is saved after every epoch in `--run-dir` (`<out>.run`,
-else `<results>.run`): the same command run again after a kill skips the
-rows done and resumes the row it was training (`zoo.training`).
+The shared options (seed, strategy, budgets, the run directory) are those
+of every training script (`zoo.arguments`, `zoo.training`); here the budgets
+apply to each row's training. Each row's state is saved after every epoch in
+`--run-dir` (`<out>.run`, else `<results>.run`): the same command run again
+after a kill skips the rows done and resumes the row it was training.
 """
 
-import argparse
-import json
-import os
-import platform
-import shlex
-import sys
 import time
 
 import keras
 import numpy as np
 
-from keras_attention.training.strategy import get_strategy, needs_static_shapes
-from zoo import training
-from zoo.arguments import positive_float, positive_int
+from zoo.arguments import positive_float, training_parser
 from zoo.data import fashion_mnist
-from zoo.ram.model import RecurrentAttentionModel
+from zoo.ram import RecurrentAttentionModel
 from zoo.ram.plotting import plot_glimpses
+from zoo.training import TrainingRun, compile_classifier
 
 PRESET_ROW = "ram_translated_6"
 ROWS_FILE = "results.json"  # In the run directory: the rows trained.
@@ -66,15 +61,18 @@ TASKS = {
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = training_parser(
+        __doc__,
+        epochs=3,
+        batch_size=128,
+        learning_rate=1e-3,
+        verbose=2,
+        out_required=False,
+        out_help=f"preset directory for the {PRESET_ROW} row",
+    )
     p.add_argument("--data", default="full", choices=["full", "sample"])
     p.add_argument("--path", help="directory with the Fashion-MNIST IDX files")
     p.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
-    p.add_argument("--epochs", type=positive_int, default=3, help="epochs of every row")
-    p.add_argument(
-        "--batch-size", type=positive_int, default=128, help="global batch size"
-    )
-    p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--units", type=int, default=256, help="RAM core state size")
     p.add_argument("--cell", default="lstm", choices=["rnn", "lstm"])
     p.add_argument("--location-std", type=float, default=0.1)
@@ -90,20 +88,7 @@ def parse_args(argv=None):
         default=1.0,
         help="weight of the REINFORCE term of the hybrid loss",
     )
-    p.add_argument("--strategy", default="auto")
-    p.add_argument(
-        "--static-shapes",
-        action="store_true",
-        help="drop each epoch's last partial batch (automatic on TPUs)",
-    )
-    p.add_argument("--out", help=f"preset directory for the {PRESET_ROW} row")
-    p.add_argument("--results", help="JSON file for the table")
     p.add_argument("--plot", help="PNG of glimpse paths of the preset row")
-    training.add_run_arguments(
-        p, default="<out>.run, else <results>.run, else none: no resumption"
-    )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--verbose", type=int, default=2)
     return p.parse_args(argv)
 
 
@@ -157,6 +142,7 @@ def build_model(kind, options, image_size, args):
         seed=args.seed,
         reinforce_core=args.reinforce_core,
         reinforce_weight=args.reinforce_weight,
+        class_names=fashion_mnist.CLASS_NAMES,
         **options,
     )
 
@@ -170,40 +156,30 @@ def load_task(variant, args):
     return (*train, *test)
 
 
-def train_row(name, data, args, strategy, stage, result=None):
+def train_row(name, data, args, run, result=None):
     """Trains (or resumes) one row; `result`: the row's scores, if known."""
     variant, kind, options = ROWS[name]
     x_train, y_train, x_test, y_test = data
-    with strategy.scope():
+    with run.strategy.scope():
         model = build_model(kind, options, x_train.shape[1], args)
-        model.compile(
-            optimizer=keras.optimizers.Adam(args.learning_rate),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            metrics=["accuracy"],
-        )
+        compile_classifier(model, args.learning_rate)
     train_ds = fashion_mnist.as_dataset(
         x_train,
         y_train,
         args.batch_size,
         seed=args.seed,
-        drop_remainder=args.static_shapes or needs_static_shapes(strategy),
+        drop_remainder=run.static_shapes(),
     )
     test_ds = fashion_mnist.as_dataset(x_test, y_test, 500, shuffle=False)
     print(
         f"\n== {name}: {kind} on {TASKS[variant]}, {model.count_params():,} parameters"
     )
-    history = stage.fit(
-        model, train_ds, epochs=args.epochs, shuffle=False, verbose=args.verbose
-    )
+    fit = run.fit(model, train_ds, stage=name, shuffle=False)
     if result is not None:  # Trained and scored before a kill.
         return model, result
-    seconds = stage.seconds
     scores = model.evaluate(test_ds, verbose=0, return_dict=True)
     error = 100.0 * (1.0 - scores["accuracy"])
-    print(
-        f"{name}: test error {error:.2f}% ({len(y_test)} images), "
-        f"trained {args.epochs} epochs in {seconds / 60:.1f} min"
-    )
+    print(f"{name}: test error {error:.2f}% ({len(y_test)} images)")
     result = {
         "task": TASKS[variant],
         "model": kind,
@@ -211,10 +187,10 @@ def train_row(name, data, args, strategy, stage, result=None):
         "parameters": int(model.count_params()),
         "test_error_percent": round(error, 2),
         "test_images": int(len(y_test)),
-        "train_minutes": round(seconds / 60, 2),
-        "history": {
-            k: [round(float(v), 4) for v in vals] for k, vals in history.history.items()
-        },
+        "train_minutes": round(fit.seconds / 60, 2),
+        "epochs": fit.epochs,
+        "steps": fit.steps,
+        "history": fit.history,
     }
     return model, result
 
@@ -240,76 +216,70 @@ def format_table(results):
     return "\n".join(lines)
 
 
-def save_preset(model, result, data, results, command, args):
-    x_test, y_test = data[2], data[3]
-    metadata = {
-        "task": "Fashion-MNIST classification, translated 60x60",
-        "command": command,
-        "data": {
-            "source": "full" if args.data == "full" else "shipped sample",
-            "train_images": int(len(data[1])),
-            "test_images": int(len(y_test)),
-            "variant": "translated: each 28x28 item at a uniformly random "
-            "position of a 60x60 canvas (zoo.data.fashion_mnist.translate), "
-            f"train seed {args.seed}, test seed {args.seed + 1}",
-        },
-        "hardware": f"{platform.machine()} CPU, {os.cpu_count()} cores, no GPU",
-        "metrics": {
+def data_metadata(args, data, variant):
+    """The preset's data, as data: source, sizes, variant and seeds."""
+    return {
+        "source": "full" if args.data == "full" else "shipped sample",
+        "train_images": int(len(data[1])),
+        "test_images": int(len(data[3])),
+        "variant": variant,
+        "canvas_size": int(data[0].shape[1]),
+        "seeds": {"train": args.seed, "test": args.seed + 1},
+        "loader": "zoo.data.fashion_mnist.load",
+    }
+
+
+def save_preset(run, model, result, data, results, draw=True):
+    """Writes the preset row's model with the table so far (and `--plot`)."""
+    metadata = run.metadata(
+        "Fashion-MNIST classification, translated 60x60",
+        data_metadata(run.args, data, ROWS[PRESET_ROW][0]),
+        {
             "test_error_percent": result["test_error_percent"],
-            "epochs": args.epochs,
-            "batch_size": args.batch_size,
-            "learning_rate": args.learning_rate,
+            "epochs": result.get("epochs", run.args.epochs),
+            "steps": result.get("steps"),
+            "batch_size": run.args.batch_size,
+            "learning_rate": run.args.learning_rate,
             "train_minutes": result["train_minutes"],
             "history": result["history"],
         },
-        "table": {
+        table={
             name: {k: r[k] for k in ("task", "model", "test_error_percent")}
             for name, r in results.items()
         },
-    }
-    model.save_to_preset(args.out, metadata=metadata)
-    print(f"preset written to {args.out}")
-    if args.plot:
-        idx = np.arange(8)
-        locations = model.glimpses(x_test[idx])
-        predicted = np.argmax(model.predict(x_test[idx], verbose=0), axis=-1)
-        names = fashion_mnist.CLASS_NAMES
-        titles = [f"{names[y_test[i]]} / {names[p]}" for i, p in zip(idx, predicted)]
-        plot_glimpses(
-            x_test[idx],
-            locations,
-            args.plot,
-            model.patch_size,
-            model.num_scales,
-            model.scale_factor,
-            titles=titles,
-        )
-        print(f"glimpse paths drawn to {args.plot}")
+    )
+    model.save_to_preset(run.args.out, metadata=metadata)
+    print(f"preset written to {run.args.out}")
+    if draw and run.args.plot:
+        plot(model, data, run.args.plot)
+
+
+def plot(model, data, path):
+    """Glimpse paths of the first 8 test images, titled true / predicted."""
+    x_test, y_test = data[2], data[3]
+    idx = np.arange(8)
+    locations = model.glimpses(x_test[idx])
+    predicted = np.argmax(model.predict(x_test[idx], verbose=0), axis=-1)
+    names = fashion_mnist.CLASS_NAMES
+    titles = [f"{names[y_test[i]]} / {names[p]}" for i, p in zip(idx, predicted)]
+    plot_glimpses(
+        x_test[idx],
+        locations,
+        path,
+        model.patch_size,
+        model.num_scales,
+        model.scale_factor,
+        titles=titles,
+    )
+    print(f"glimpse paths drawn to {path}")
 
 
 def main(argv=None):
     args = parse_args(argv)
-    command = "python -m zoo.ram.train " + " ".join(
-        shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)
-    )
-    print(command)
-    if args.out:
-        training.check_folder(args.out, "--out", preset=True)
-    for option, path in (("--results", args.results), ("--plot", args.plot)):
-        if path:
-            training.check_file(path, option)
-    run_dir = args.run_dir or (
-        training.default_run_dir(args.out or args.results)
-        if args.out or args.results
-        else None
-    )
-    run = training.RunDirectory(run_dir, vars(args), command)
-    strategy = get_strategy(args.strategy)
-    print(
-        f"strategy {type(strategy).__name__} with "
-        f"{strategy.num_replicas_in_sync} replica(s)"
-    )
-    cache, results = {}, run.read(ROWS_FILE, {})
+    run = TrainingRun("zoo.ram.train", args, argv, files=[("--plot", args.plot)])
+    print(run.command)
+    print(run.describe_strategy())
+    cache, results = {}, run.directory.read(ROWS_FILE, {})
     total = time.time()
     for name in args.rows:
         if name in results and not (name == PRESET_ROW and args.out):
@@ -326,21 +296,18 @@ def main(argv=None):
             )
         keras.utils.set_random_seed(args.seed)
         model, results[name] = train_row(
-            name, cache[variant], args, strategy, run.stage(name), results.get(name)
+            name, cache[variant], args, run, results.get(name)
         )
-        run.write(ROWS_FILE, results)
-        if args.results:
-            os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
-            with open(args.results, "w", encoding="utf-8") as f:
-                json.dump({"command": command, "rows": results}, f, indent=2)
+        run.directory.write(ROWS_FILE, results)
+        run.write_results({"command": run.command, "rows": results})
         if name == PRESET_ROW and args.out:
             preset = (model, results[name], cache[variant])
             # Saved now (table so far), and again with the whole table below.
-            save_preset(*preset, results, command, args)
+            save_preset(run, *preset, results, draw=False)
     print(f"\ntotal {(time.time() - total) / 60:.1f} min\n")
     print(format_table(results))
     if args.out and PRESET_ROW in results:
-        save_preset(*preset, results, command, args)
+        save_preset(run, *preset, results)
     run.finish()
     return results
 

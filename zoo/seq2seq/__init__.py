@@ -1,6 +1,15 @@
-"""Seq2Seq with attention (Bahdanau 2014, Luong 2015)."""
+"""Seq2Seq with attention (Bahdanau 2014, Luong 2015).
 
-from zoo.seq2seq.model import Seq2Seq
-from zoo.seq2seq.preprocessor import TranslationPreprocessor
+- `backbone.py`: `Seq2SeqBackbone` (the network) and its `Maxout` layer.
+- `task.py`: `Seq2Seq`, the translation task (`fit`, `translate`).
+- `presets.py`: the shipped presets; `README.md`: the model card.
 
-__all__ = ["Seq2Seq", "TranslationPreprocessor"]
+`TranslationPreprocessor` lives in `zoo.translation` (re-exported here).
+"""
+
+from zoo.seq2seq.backbone import Maxout, Seq2SeqBackbone
+from zoo.seq2seq.presets import PRESETS
+from zoo.seq2seq.task import Seq2Seq
+from zoo.translation import TranslationPreprocessor
+
+__all__ = ["PRESETS", "Maxout", "Seq2Seq", "Seq2SeqBackbone", "TranslationPreprocessor"]

@@ -8,27 +8,22 @@ On the embedded sample (no Debian data needed, seconds):
 
     python -m zoo.seq2seq.train --data sample --epochs 2 --out /tmp/s2s
 
-The run's state is saved after every epoch in `--run-dir` (`<out>.run`):
-the same command run again after a kill resumes there (`zoo.training`).
+The shared options (budgets, seed, strategy, `--results`, the run directory
+that resumes a killed run) are those of every training script
+(`zoo.arguments`, `zoo.training`).
 """
 
 import argparse
 import os
-import shlex
-import sys
 import time
 
 import keras
 import tensorflow as tf
 
-from keras_attention.training.strategy import get_strategy
-from zoo import training
-from zoo.arguments import positive_float, positive_int
-from zoo.callbacks import StepBudget, TimeBudget
+from zoo.arguments import training_parser
 from zoo.data import vocabulary
-from zoo.seq2seq.model import Seq2Seq
-from zoo.seq2seq.preprocessor import TranslationPreprocessor
-from zoo.task import use_static_shapes_for
+from zoo.seq2seq import Seq2Seq, TranslationPreprocessor
+from zoo.training import TrainingRun, compile_classifier
 from zoo.translation import (
     add_data_arguments,
     evaluate_translations,
@@ -39,27 +34,8 @@ from zoo.translation import (
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = training_parser(__doc__, epochs=20, batch_size=64, learning_rate=1e-3)
     add_data_arguments(p)
-    p.add_argument("--out", required=True, help="preset directory to write")
-    training.add_run_arguments(p)
-    p.add_argument("--epochs", type=positive_int, default=20)
-    p.add_argument(
-        "--batch-size", type=positive_int, default=64, help="global batch size"
-    )
-    p.add_argument(
-        "--time-budget",
-        type=positive_float,
-        default=None,
-        help="stop training after this many minutes",
-    )
-    p.add_argument(
-        "--max-steps",
-        type=positive_int,
-        default=None,
-        help="stop training after this many optimizer steps (an equal budget "
-        "for comparisons that does not depend on machine load)",
-    )
     p.add_argument("--vocabulary-size", type=int, default=8000)
     p.add_argument("--vocabulary-dir", help="reuse/keep learned vocabularies here")
     p.add_argument("--max-length", type=int, default=64, help="subwords per side")
@@ -78,14 +54,7 @@ def parse_args(argv=None):
     p.add_argument("--window", type=int, default=None)
     p.add_argument("--local", default="monotonic", choices=["monotonic", "predictive"])
     p.add_argument("--dropout", type=float, default=0.2)
-    p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--patience", type=int, default=2)
-    p.add_argument("--strategy", default="auto")
-    p.add_argument(
-        "--static-shapes",
-        action="store_true",
-        help="fixed-size batches padded to --max-length (automatic on TPUs)",
-    )
     p.add_argument("--beam-width", type=int, default=4)
     p.add_argument(
         "--eval-limit",
@@ -93,8 +62,6 @@ def parse_args(argv=None):
         default=None,
         help="translate only the first N test pairs",
     )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--verbose", type=int, default=1)
     return p.parse_args(argv)
 
 
@@ -140,113 +107,72 @@ def bucketed(pairs, batch_size, seed, shuffle=True):
     )
 
 
+def build_model(args, source_vocab, target_vocab):
+    """The compiled `Seq2Seq` of the arguments, with its preprocessor."""
+    preprocessor = TranslationPreprocessor(
+        source_vocab, target_vocab, args.max_length, args.max_length
+    )
+    model = Seq2Seq(
+        len(source_vocab),
+        len(target_vocab),
+        embedding_dim=args.embedding_dim,
+        units=args.units,
+        encoder_layers=args.encoder_layers,
+        bidirectional=args.bidirectional,
+        cell=args.cell,
+        style=args.style,
+        score=args.score,
+        window=args.window,
+        local=args.local,
+        dropout=args.dropout,
+        preprocessor=preprocessor,
+    )
+    compile_classifier(model, args.learning_rate, clipnorm=1.0, weighted=True)
+    return model
+
+
 def main(argv=None):
     args = parse_args(argv)
-    command = "python -m zoo.seq2seq.train " + " ".join(
-        shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)
+    run = TrainingRun(
+        "zoo.seq2seq.train",
+        args,
+        argv,
+        folders=[("--vocabulary-dir", args.vocabulary_dir)],
     )
-    training.check_folder(args.out, "--out", preset=True)
-    if args.vocabulary_dir:
-        training.check_folder(args.vocabulary_dir, "--vocabulary-dir")
-    run = training.RunDirectory(
-        args.run_dir or training.default_run_dir(args.out), vars(args), command
-    )
-    keras.utils.set_random_seed(args.seed)
     train, validation, test = load_splits(args)
     print(
         f"data: {len(train)} train, {len(validation)} validation, {len(test)} test pairs"
     )
-
     start = time.time()
     source_vocab, target_vocab = vocabularies(train, args)
     print(
         f"vocabularies: {len(source_vocab)} EN, {len(target_vocab)} ES subwords "
         f"({time.time() - start:.0f} s)"
     )
+    with run.strategy.scope():
+        model = build_model(args, source_vocab, target_vocab)
+    print(f"model: {model.count_params():,} parameters; {run.describe_strategy()}")
 
-    strategy = get_strategy(args.strategy)
-    with strategy.scope():
-        preprocessor = TranslationPreprocessor(
-            source_vocab, target_vocab, args.max_length, args.max_length
-        )
-        model = Seq2Seq(
-            len(source_vocab),
-            len(target_vocab),
-            embedding_dim=args.embedding_dim,
-            units=args.units,
-            encoder_layers=args.encoder_layers,
-            bidirectional=args.bidirectional,
-            cell=args.cell,
-            style=args.style,
-            score=args.score,
-            window=args.window,
-            local=args.local,
-            dropout=args.dropout,
-            preprocessor=preprocessor,
-        )
-        model.compile(
-            optimizer=keras.optimizers.Adam(args.learning_rate, clipnorm=1.0),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            weighted_metrics=["accuracy"],
-        )
-    print(
-        f"model: {model.count_params():,} parameters; strategy "
-        f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replica(s)"
-    )
-
-    callbacks = [
-        keras.callbacks.EarlyStopping(
-            monitor="val_loss", patience=args.patience, restore_best_weights=True
-        )
-    ]
-    if args.time_budget:
-        callbacks.append(TimeBudget(args.time_budget))
-    if args.max_steps:
-        callbacks.append(StepBudget(args.max_steps))
-    static = use_static_shapes_for(model, strategy, args.static_shapes)
-    batches = fixed_batches if static else bucketed
-    train_ds = batches(train, args.batch_size, args.seed)
-    val_ds = (
-        batches(validation, args.batch_size, args.seed, shuffle=False)
-        if validation
-        else None
-    )
-    stage = run.stage("train")
-    history = stage.fit(
+    batches = fixed_batches if run.static_shapes(model) else bucketed
+    fit = run.fit(
         model,
-        train_ds,
-        validation_data=val_ds,
-        epochs=args.epochs,
-        callbacks=callbacks,
-        verbose=args.verbose,
+        batches(train, args.batch_size, args.seed),
+        validation_data=batches(validation, args.batch_size, args.seed, shuffle=False)
+        if validation
+        else None,
+        callbacks=[
+            keras.callbacks.EarlyStopping(
+                monitor="val_loss", patience=args.patience, restore_best_weights=True
+            )
+        ],
     )
-    if static:
-        model.use_static_shapes(False)  # the preset trims padding again
-    train_seconds = stage.seconds
-    epochs_run = len(history.history["loss"])
-    steps_run = int(model.optimizer.iterations.numpy())
-    print(
-        f"trained {epochs_run} epochs ({steps_run} steps) in "
-        f"{train_seconds / 60:.1f} min"
-    )
-
-    metrics = {
-        "train_minutes": round(train_seconds / 60, 1),
-        "epochs": epochs_run,
-        "steps": steps_run,
-        "history": {
-            k: [round(float(v), 4) for v in vals] for k, vals in history.history.items()
-        },
-    }
+    metrics = fit.metrics()
     if test:
         metrics["test"] = evaluate_translations(
             model, test, args.beam_width, args.eval_limit
         )
-    metadata = translation_metadata(args, command, (train, validation, test), metrics)
-    model.save_to_preset(args.out, metadata=metadata)
-    print(f"preset written to {args.out}")
-    run.finish()
-    return model, metadata
+    data = translation_metadata(args, run.command, (train, validation, test), {})
+    return model, run.save_and_finish(model, data["task"], data["data"], metrics)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,13 @@
-"""Show, Attend and Tell (Xu et al. 2015): image captioning with visual attention."""
+"""Show, Attend and Tell (Xu et al. 2015): image captioning with visual attention.
 
-from zoo.show_attend_tell.model import ShowAttendTell
+`ShowAttendTellBackbone` (encoder CNN + attentive LSTM), `CaptionPreprocessor`
+(raw images and captions <-> tensors) and `ShowAttendTell` (the task:
+`fit`, `caption`, `attention_maps`); `PRESETS` names the shipped presets.
+"""
+
+from zoo.show_attend_tell.backbone import ShowAttendTellBackbone
 from zoo.show_attend_tell.preprocessor import CaptionPreprocessor
+from zoo.show_attend_tell.presets import PRESETS
+from zoo.show_attend_tell.task import ShowAttendTell
 
-__all__ = ["CaptionPreprocessor", "ShowAttendTell"]
+__all__ = ["PRESETS", "CaptionPreprocessor", "ShowAttendTell", "ShowAttendTellBackbone"]

@@ -39,9 +39,9 @@ class ShowAttendTellCell(keras.layers.Layer):
     step's weights `alpha_t`, their running sum over the steps (the
     coverage `sum_t alpha_{t,i}` of the doubly stochastic regulariser), and,
     for hard attention, the running sums of `log p(s_t)` and of the entropy
-    of `alpha_t` that REINFORCE needs. Under `keras.layers.RNN` with a
-    padding mask, padded steps keep the states, so the sums cover real
-    steps only.
+    of `alpha_t` that REINFORCE needs. Under `ShowAttendTellDecoder` (or
+    `keras.layers.RNN` on TensorFlow) with a padding mask, padded steps
+    keep the states, so the sums cover real steps only.
 
     Args:
         units: int. LSTM size.
@@ -277,7 +277,8 @@ class ShowAttendTellDecoder(keras.layers.Layer):
     Builds the cell's initial state from the annotations inside its own
     call (so gradients reach `f_init` and the score's key weights), then runs
     `keras.layers.RNN`; the caption's padding mask (e.g. from
-    `Embedding(mask_zero=True)`) skips padded steps.
+    `Embedding(mask_zero=True)`) skips padded steps: they keep the states
+    and repeat the last output, on every backend (see `_PaddedSteps`).
 
     Args:
         cell: a `ShowAttendTellCell` (or its config).
@@ -315,14 +316,15 @@ class ShowAttendTellDecoder(keras.layers.Layer):
                 "`cell` must be a ShowAttendTellCell. "
                 f"Received: cell={type(cell).__name__}"
             )
+        # Saved first (attributes in name order): weights stay under `cell/`.
+        self.cell = cell
         self.rnn = keras.layers.RNN(
-            cell, return_sequences=True, return_state=True, name="rnn"
+            _PaddedSteps(cell, dtype=cell.dtype_policy, name="padded_steps"),
+            return_sequences=True,
+            return_state=True,
+            name="rnn",
         )
         self.supports_masking = True
-
-    @property
-    def cell(self):
-        return self.rnn.cell
 
     def build(self, inputs_shape, annotations_shape=None):
         if not self.cell.built:
@@ -333,9 +335,12 @@ class ShowAttendTellDecoder(keras.layers.Layer):
     def call(self, inputs, annotations, inputs_mask=None, training=None):
         states = self.cell.initial_state(annotations)
         outputs, *final = self.rnn(
-            inputs, initial_state=states, mask=inputs_mask, training=training
+            inputs,
+            initial_state=self.rnn.cell.flat_states(states),
+            mask=inputs_mask,
+            training=training,
         )
-        extra = dict(zip(EXTRA_STATES, final[2:]))
+        extra = dict(zip(EXTRA_STATES, self.rnn.cell.cell_states(final)[2:]))
         return outputs, extra["coverage"], extra["log_prob"], extra["entropy"]
 
     def compute_mask(self, inputs, previous_mask=None):
@@ -345,3 +350,61 @@ class ShowAttendTellDecoder(keras.layers.Layer):
         config = super().get_config()
         config.update(cell=keras.saving.serialize_keras_object(self.cell))
         return config
+
+
+class _PaddedSteps(keras.layers.Layer):
+    """A `ShowAttendTellCell` in the form every backend's `keras.layers.RNN` runs.
+
+    At a padded step each backend keeps the states, but they differ in what
+    they output: TensorFlow repeats the previous output, JAX repeats
+    `states[0]`, and JAX masks each state with a `(B, 1)` mask, which only
+    broadcasts over 2-D states. So this cell's states are the last output
+    `[h; z]` first (zeros before the first step, as on TensorFlow), then the
+    cell's states, each flattened to `(B, size)`; `call` restores their
+    shapes, runs the cell and flattens them again.
+
+    Internal to `ShowAttendTellDecoder`, which makes it (never serialized).
+
+    Args:
+        cell: the `ShowAttendTellCell` to run.
+        **kwargs: base layer arguments.
+    """
+
+    def __init__(self, cell, **kwargs):
+        super().__init__(**kwargs)
+        self.cell = cell
+        self.output_size = cell.output_size
+        # Placeholders: Keras reads them only for symbolic `return_state`
+        # shapes, which the decoder's traced call replaces.
+        self.state_size = [cell.output_size, *cell.state_size]
+        self.state_shapes = None
+
+    def build(self, inputs_shape):
+        if not self.cell.built:
+            self.cell.build(inputs_shape)
+
+    def flat_states(self, states):
+        """`[zeros (B, output_size), *states flattened]`; records their shapes."""
+        self.state_shapes = [tuple(state.shape[1:]) for state in states]
+        h, annotations = states[0], states[2]
+        no_output = ops.concatenate(
+            [ops.zeros_like(h), ops.zeros_like(annotations[:, 0])], axis=-1
+        )
+        return [no_output, *(_flatten(state) for state in states)]
+
+    def cell_states(self, flat):
+        """The cell's states from this cell's (the inverse of `flat_states`)."""
+        batch = ops.shape(flat[0])[0]
+        return [
+            ops.reshape(state, (batch, *(-1 if d is None else d for d in shape)))
+            for state, shape in zip(flat[1:], self.state_shapes)
+        ]
+
+    def call(self, inputs, states, training=None):
+        output, states = self.cell(inputs, self.cell_states(states), training=training)
+        return output, [output, *(_flatten(state) for state in states)]
+
+
+def _flatten(state):
+    """`(B, ...)` -> `(B, size)`."""
+    return ops.reshape(state, (ops.shape(state)[0], -1))

@@ -125,9 +125,13 @@ def small_cnn(dtype=None):
             ),
             # Synchronised: under `tf.distribute` every replica normalises
             # with the global batch's statistics (same gradients as one
-            # device); nothing changes on one device.
+            # device); nothing changes on one device. Keras offers it on the
+            # TensorFlow backend only (same weights either way).
             keras.layers.BatchNormalization(
-                momentum=0.9, synchronized=True, dtype=dtype, name=f"{name}_bn"
+                momentum=0.9,
+                synchronized=keras.backend.backend() == "tensorflow",
+                dtype=dtype,
+                name=f"{name}_bn",
             ),
             keras.layers.ReLU(dtype=dtype, name=f"{name}_relu"),
         ]

@@ -267,7 +267,7 @@ def evaluate_scenes(model, test, beam_widths=(1, 3), limit=None, examples=3):
 
 
 def main(argv=None):
-    from zoo.show_attend_tell.model import ShowAttendTell
+    from zoo.show_attend_tell.task import ShowAttendTell
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("preset", help="preset name or directory")

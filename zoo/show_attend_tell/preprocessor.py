@@ -1,38 +1,122 @@
-"""Turns (image, caption) pairs into model inputs inside `tf.data`."""
+"""Raw images and captions <-> `ShowAttendTell` inputs (inside `tf.data` too)."""
+
+import warnings
 
 import keras
 import keras_hub
+import numpy as np
 import tensorflow as tf
 
+from zoo import inputs
 from zoo.data import vocabulary as vocabularies
 from zoo.teacher_forcing import teacher_forcing
 
 RESERVED_TOKENS = vocabularies.DEFAULT_RESERVED_TOKENS
+#: The channel counts an image may have: gray, RGB, RGBA.
+CHANNELS = (1, 3, 4)
+
+
+def checked_images(images, name="images"):
+    """Images as a NumPy array of uint8 (0-255) or float32 (0-1) values.
+
+    Any integer dtype holding 0-255 becomes uint8, any float dtype holding
+    0-1 becomes float32; other values (a float image of 0-255, a 16-bit
+    range, NaN or infinity) are refused rather than captioned as garbage.
+
+    Example:
+    >>> checked_images(np.zeros((1, 4, 4), "int64")).dtype
+    dtype('uint8')
+    >>> checked_images(np.full((1, 4, 4), 255.0))
+    Traceback (most recent call last):
+    ...
+    ValueError: Float `images` must hold values in [0, 1] (uint8 for 0-255). Received: values in [255.0, 255.0]
+    """
+    images = np.asarray(images)
+    if images.size == 0:
+        raise ValueError(f"`{name}` is empty. Received: shape={images.shape}")
+    if images.dtype.kind in "ui":
+        low, high = int(images.min()), int(images.max())
+        if low < 0 or high > 255:
+            raise ValueError(
+                f"Integer `{name}` must hold values in [0, 255]. "
+                f"Received: values in [{low}, {high}]"
+            )
+        return images.astype("uint8", copy=False)
+    if images.dtype.kind != "f":
+        raise TypeError(
+            f"`{name}` must be an integer or float array. "
+            f"Received: dtype={images.dtype}"
+        )
+    if not np.all(np.isfinite(images)):
+        raise ValueError(f"`{name}` holds NaN or infinite values.")
+    low, high = float(images.min()), float(images.max())
+    if low < 0.0 or high > 1.0:
+        raise ValueError(
+            f"Float `{name}` must hold values in [0, 1] (uint8 for 0-255). "
+            f"Received: values in [{low}, {high}]"
+        )
+    return images.astype("float32", copy=False)
+
+
+def image_batch(images, name="images"):
+    """`(batch (B, H, W[, C]), single)` from one image or a batch of images.
+
+    A 2-D array is one gray image; a 3-D array is one image when its last
+    axis is a channel count (1, 3 or 4), else a batch of gray images; a 4-D
+    array is a batch.
+
+    Example:
+    >>> batch, single = image_batch(np.zeros((84, 84, 3), "uint8"))
+    >>> batch.shape, single
+    ((1, 84, 84, 3), True)
+    >>> image_batch(np.zeros((5, 84, 84), "uint8"))[0].shape
+    (5, 84, 84)
+    """
+    images = checked_images(images, name)
+    if images.ndim == 2 or (images.ndim == 3 and images.shape[-1] in CHANNELS):
+        return images[None], True
+    if images.ndim in (3, 4):
+        return images, False
+    raise ValueError(
+        f"`{name}` must be one image (H, W[, C]) or a batch (B, H, W[, C]). "
+        f"Received: shape={images.shape}"
+    )
 
 
 @keras.saving.register_keras_serializable(package="zoo")
 class CaptionPreprocessor(keras.layers.Layer):
-    """Scales images and WordPiece-tokenizes captions for `ShowAttendTell`.
+    """Converts images and WordPiece-tokenizes captions for `ShowAttendTell`.
 
-    Images (uint8 in `[0, 255]`, `(batch, H, W)` or `(batch, H, W, C)`)
-    become float32 `images` in `[0, 1]`, resized to `image_size` when it is
-    given and differs. The caption becomes `decoder_token_ids`
-    (`[START] tokens [PAD]...`) and the labels (`tokens [END] [PAD]...`, one
-    step ahead), with a sample weight that is 0 on padding. The vocabulary
-    is a keras-hub `WordPieceTokenizer`, packed with keras-hub's
-    `StartEndPacker`; it is saved as an asset beside the preset.
+    Images of any size and channel count (`(batch, H, W)` gray, or
+    `(batch, H, W, C)` with 1, 3 or 4 channels; uint8 in `[0, 255]` or
+    floats in `[0, 1]`) become float32 `images` in `[0, 1]` of
+    `image_size` and `channels`: resized (bilinear) when the size differs,
+    RGB made gray by luminance (`tf.image.rgb_to_grayscale`), gray repeated
+    to RGB, and an alpha channel dropped. `ShowAttendTell` fills in an
+    `image_size` or `channels` left `None` from its `image_shape`. The
+    caption becomes `decoder_token_ids` (`[START] tokens [PAD]...`) and the
+    labels (`tokens [END] [PAD]...`, one step ahead), with a sample weight
+    that is 0 on padding. A caption longer than `sequence_length - 1`
+    subwords is cut (its last label is still `[END]`) and a warning says
+    so once per preprocessor; raise `sequence_length` to keep such
+    captions. The vocabulary is a keras-hub `WordPieceTokenizer`, packed
+    with keras-hub's `StartEndPacker`; it is saved as an asset beside the
+    preset.
 
     Args:
         tokenizer: a `keras_hub.tokenizers.WordPieceTokenizer` or a
             vocabulary (list of tokens or path to a file, one per line).
-        sequence_length: int. Longest decoder input in subwords. Defaults to
-            `24`.
+        sequence_length: int >= 2. Decoder input length in subwords
+            (`[START]` and at most `sequence_length - 1` caption subwords);
+            settable later. Defaults to `24`.
         image_size: optional `(height, width)` to resize images to. Defaults
-            to `None` (keep the size).
+            to `None` (keep the size, or the model's size).
         lowercase: bool. Lowercase captions before tokenizing. Defaults to
             `True`.
         trim_padding: bool. Cut each batch to its longest caption. Defaults
             to `True`.
+        channels: optional int, 1 or 3. Channels of the prepared images.
+            Defaults to `None` (keep them, or the model's).
         **kwargs: base layer arguments.
 
     Call arguments:
@@ -45,17 +129,25 @@ class CaptionPreprocessor(keras.layers.Layer):
         sample_weight)` with features `{"images", "decoder_token_ids"}`.
 
     Example:
-    >>> import numpy as np
     >>> import tensorflow as tf
-    >>> pre = CaptionPreprocessor(["[PAD]", "[UNK]", "[START]", "[END]", "a", "bag"])
-    >>> images = np.full((1, 84, 84), 255, "uint8")
-    >>> x, y, w = pre(images, tf.constant(["a bag"]))
-    >>> tuple(x["images"].shape), float(tf.reduce_max(x["images"]))
+    >>> pre = CaptionPreprocessor(
+    ...     ["[PAD]", "[UNK]", "[START]", "[END]", "a", "bag"],
+    ...     image_size=(84, 84), channels=1)
+    >>> rgba = np.full((1, 28, 28, 4), 255, "uint8")  # any size and channels
+    >>> x, y, w = pre(rgba, tf.constant(["a bag"]))
+    >>> tuple(x["images"].shape), round(float(tf.reduce_max(x["images"])), 3)
     ((1, 84, 84, 1), 1.0)
     >>> x["decoder_token_ids"].numpy().tolist()  # [START] a bag
     [[2, 4, 5]]
     >>> y.numpy().tolist(), w.numpy().tolist()  # a bag [END], no padding
     ([[4, 5, 3]], [[1.0, 1.0, 1.0]])
+    >>> pre.sequence_length = 2  # one subword: "a bag" is cut, with a warning
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     x, y, w = pre(rgba, tf.constant(["a bag"]))
+    >>> y.numpy().tolist(), str(caught[0].message)[:45]
+    ([[4, 3]], '1 caption(s) longer than sequence_length=2 - ')
 
     Reference:
         Xu et al., 2015, "Show, Attend and Tell".
@@ -68,26 +160,62 @@ class CaptionPreprocessor(keras.layers.Layer):
         image_size=None,
         lowercase=True,
         trim_padding=True,
+        channels=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if not isinstance(sequence_length, int) or sequence_length < 2:
-            raise ValueError(
-                "`sequence_length` must be an int >= 2. "
-                f"Received: sequence_length={sequence_length!r}"
-            )
-        if image_size is not None:
-            image_size = tuple(int(s) for s in image_size)
-            if len(image_size) != 2 or min(image_size) < 1:
-                raise ValueError(
-                    "`image_size` must be None or (height, width). "
-                    f"Received: image_size={image_size!r}"
-                )
         self.lowercase = lowercase
         self.trim_padding = trim_padding
         self.sequence_length = sequence_length
         self.image_size = image_size
+        self.channels = channels
         self.tokenizer = self._tokenizer(tokenizer)
+        self._warned_truncation = False
+
+    @property
+    def sequence_length(self):
+        """int >= 2: the decoder input length (settable)."""
+        return self._sequence_length
+
+    @sequence_length.setter
+    def sequence_length(self, value):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+            raise ValueError(
+                f"`sequence_length` must be an int >= 2. Received: sequence_length={value!r}"
+            )
+        self._sequence_length = value
+
+    @property
+    def image_size(self):
+        """`(height, width)` of the prepared images, or `None` (settable)."""
+        return self._image_size
+
+    @image_size.setter
+    def image_size(self, value):
+        if value is not None:
+            size = tuple(value) if hasattr(value, "__len__") else (value,)
+            if len(size) != 2 or not all(
+                isinstance(s, (int, np.integer)) and s >= 1 for s in size
+            ):
+                raise ValueError(
+                    "`image_size` must be None or (height, width). "
+                    f"Received: image_size={value!r}"
+                )
+            value = tuple(int(s) for s in size)
+        self._image_size = value
+
+    @property
+    def channels(self):
+        """1, 3 or `None`: the channels of the prepared images (settable)."""
+        return self._channels
+
+    @channels.setter
+    def channels(self, value):
+        if value is not None and (isinstance(value, bool) or value not in (1, 3)):
+            raise ValueError(
+                f"`channels` must be None, 1 or 3. Received: channels={value!r}"
+            )
+        self._channels = value
 
     def _tokenizer(self, value):
         if isinstance(value, dict):
@@ -128,17 +256,56 @@ class CaptionPreprocessor(keras.layers.Layer):
         return self.tokenizer.vocabulary_size()
 
     def images(self, x):
-        """Float32 images `(batch, H, W, C)` in `[0, 1]`."""
+        """Float32 images `(batch, H, W, C)` in `[0, 1]`, converted and resized.
+
+        Args:
+            x: uint8 or float tensor `(batch, H, W)` or `(batch, H, W, C)`
+                with `C` in 1, 3, 4.
+
+        Example:
+        >>> pre = CaptionPreprocessor(image_size=(4, 4), channels=3)
+        >>> tuple(pre.images(np.zeros((2, 8, 6), "uint8")).shape)
+        (2, 4, 4, 3)
+        """
         x = tf.convert_to_tensor(x)
         if x.shape.rank == 3:
             x = x[..., None]
+        if x.shape.rank != 4 or x.shape[-1] not in CHANNELS:
+            raise ValueError(
+                "Images must be (batch, H, W) or (batch, H, W, C) with C in "
+                f"{CHANNELS}. Received: shape={tuple(x.shape)}"
+            )
         if x.dtype == tf.uint8:
             x = tf.cast(x, "float32") / 255.0
         else:
             x = tf.cast(x, "float32")
+        if x.shape[-1] == 4:
+            x = x[..., :3]  # alpha dropped
+        if self.channels == 1 and x.shape[-1] == 3:
+            x = tf.image.rgb_to_grayscale(x)
+        elif self.channels == 3 and x.shape[-1] == 1:
+            x = tf.image.grayscale_to_rgb(x)
         if self.image_size is not None and tuple(x.shape[1:3]) != self.image_size:
             x = tf.image.resize(x, self.image_size)
         return x
+
+    def input_form(self, spec):
+        """Images, one or a batch, with optional captions: `zoo.inputs`'s contract.
+
+        Args:
+            spec: the element spec as `(x,)`, `(x, y)` or `(x, y, w)`.
+
+        Returns:
+            `"samples"`, `"batches"` or None (prepared inputs: a dict `x`).
+
+        Example:
+        >>> pre = CaptionPreprocessor()
+        >>> pre.input_form((tf.TensorSpec((8, 8, 3), tf.uint8), tf.TensorSpec((), tf.string)))
+        'samples'
+        >>> pre.input_form((tf.TensorSpec((None, 8, 8), tf.uint8),))
+        'batches'
+        """
+        return inputs.image_form(spec, channels=CHANNELS)
 
     def call(self, x, y=None, sample_weight=None):
         features = {"images": self.images(x)}
@@ -150,7 +317,9 @@ class CaptionPreprocessor(keras.layers.Layer):
             end_value=self.end_id,
             pad_value=self.pad_id,
         )
-        ids = packer(self.tokenizer(tf.convert_to_tensor(y)))
+        tokens = self.tokenizer(tf.convert_to_tensor(y))
+        self._warn_if_truncated(tokens)
+        ids = packer(tokens)
         if self.trim_padding:
             used = tf.reduce_max(
                 tf.reduce_sum(tf.cast(ids != self.pad_id, "int32"), axis=-1)
@@ -159,6 +328,35 @@ class CaptionPreprocessor(keras.layers.Layer):
         decoder, labels, weights = teacher_forcing(ids, self.pad_id, self.end_id)
         features["decoder_token_ids"] = decoder
         return features, labels, weights
+
+    def _warn_if_truncated(self, tokens):
+        """Warns (once) when captions hold more subwords than fit."""
+        if self._warned_truncation:
+            return
+        if isinstance(tokens, tf.RaggedTensor):
+            lengths = tokens.row_lengths()
+        elif isinstance(tokens, (list, tuple)):  # keras-hub's eager output
+            lengths = tf.constant([len(row) for row in tokens], "int64")
+        else:  # a dense tensor: a tokenizer with its own fixed length
+            return
+        fit = self.sequence_length - 1
+        count = tf.reduce_sum(tf.cast(lengths > fit, "int32"))
+        if tf.executing_eagerly():
+            self._warn_truncated(count)
+        else:  # inside tf.data: warn when the batch is read
+            tf.py_function(self._warn_truncated, [count], [])
+
+    def _warn_truncated(self, count):
+        count = int(count)
+        if count and not self._warned_truncation:
+            self._warned_truncation = True
+            warnings.warn(
+                f"{count} caption(s) longer than sequence_length="
+                f"{self.sequence_length} - 1 subwords were cut (the first "
+                "batch that held any; this warning is shown once). Raise "
+                "`preprocessor.sequence_length` to keep them.",
+                stacklevel=2,
+            )
 
     def detokenize(self, token_ids):
         """Maps ids `(batch, length)` (no `[START]`) to strings, up to `[END]`."""
@@ -192,5 +390,6 @@ class CaptionPreprocessor(keras.layers.Layer):
             image_size=self.image_size,
             lowercase=self.lowercase,
             trim_padding=self.trim_padding,
+            channels=self.channels,
         )
         return config

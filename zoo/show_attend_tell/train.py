@@ -20,37 +20,37 @@ On a caption dataset in Karpathy's split format (Flickr8k/30k, COCO):
         --images-dir Flicker8k_Dataset --image-size 224 \\
         --backbone MobileNetV2 --backbone-weights imagenet --out /tmp/flickr
 
-The run's state (encoder pretraining, then training) is saved after every
-epoch in `--run-dir` (`<out>.run`): the same command run again after a kill
-resumes there (`zoo.training`).
+The shared options (budgets, seed, strategy, `--results`, the run directory
+that resumes a killed run: encoder pretraining, then training) are those of
+every training script (`zoo.arguments`, `zoo.training`).
 """
 
-import argparse
-import os
-import platform
-import shlex
-import sys
 import time
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_attention.training.strategy import get_strategy
-from zoo import training
-from zoo.arguments import positive_float, positive_int
+from zoo.arguments import training_parser
 from zoo.callbacks import TimeBudget
 from zoo.data import captions as caption_data
 from zoo.data import fashion_mnist, vocabulary
 from zoo.data import scenes as scene_data
+from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
 from zoo.show_attend_tell.evaluation import bleu_scores, evaluate_scenes
-from zoo.show_attend_tell.model import ShowAttendTell
-from zoo.show_attend_tell.preprocessor import CaptionPreprocessor
-from zoo.task import use_static_shapes_for
+from zoo.training import TrainingRun, compile_classifier
+
+SCENE_SPLIT = {
+    "train": "Fashion-MNIST train images 0-54,999",
+    "validation": "Fashion-MNIST train images 55,000-59,999",
+    "test": "Fashion-MNIST test images",
+}
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = training_parser(
+        __doc__, epochs=30, batch_size=64, learning_rate=1e-3, verbose=2
+    )
     p.add_argument(
         "--data",
         default="scenes",
@@ -59,8 +59,6 @@ def parse_args(argv=None):
     )
     p.add_argument("--images-dir", help="with a Karpathy JSON: the images folder")
     p.add_argument("--image-size", type=int, default=224, help="Karpathy images")
-    p.add_argument("--out", required=True, help="preset directory to write")
-    training.add_run_arguments(p)
     p.add_argument("--train-scenes", type=int, default=20000)
     p.add_argument("--validation-scenes", type=int, default=500)
     p.add_argument("--test-scenes", type=int, default=2000)
@@ -91,17 +89,6 @@ def parse_args(argv=None):
     p.add_argument("--entropy-weight", type=float, default=0.01)
     p.add_argument("--vocabulary-size", type=int, default=1000)
     p.add_argument("--max-length", type=int, default=24, help="subwords per caption")
-    p.add_argument("--epochs", type=positive_int, default=30)
-    p.add_argument(
-        "--batch-size", type=positive_int, default=64, help="global batch size"
-    )
-    p.add_argument("--learning-rate", type=float, default=1e-3)
-    p.add_argument(
-        "--time-budget",
-        type=positive_float,
-        default=None,
-        help="stop training after N minutes",
-    )
     p.add_argument(
         "--pretrain-minutes",
         type=float,
@@ -110,15 +97,7 @@ def parse_args(argv=None):
         "this many minutes (the paper's encoder is a pretrained CNN)",
     )
     p.add_argument("--pretrain-items", type=int, default=20000)
-    p.add_argument("--strategy", default="auto")
-    p.add_argument(
-        "--static-shapes",
-        action="store_true",
-        help="fixed-size batches, captions padded to full length (automatic on TPUs)",
-    )
     p.add_argument("--beam-widths", default="1,3")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--verbose", type=int, default=2)
     return p.parse_args(argv)
 
 
@@ -172,7 +151,7 @@ def dataset(data, batch_size, seed, shuffle=True, drop_remainder=False):
     return ds.batch(batch_size, drop_remainder=drop_remainder)
 
 
-def pretrain_encoder(model, args, stage):
+def pretrain_encoder(model, args, run):
     """Trains the encoder as an item classifier on single translated items.
 
     Xu et al. use an ImageNet-pretrained CNN; here the built-in CNN learns
@@ -191,11 +170,7 @@ def pretrain_encoder(model, args, stage):
         x = layer(x)
     x = keras.layers.GlobalMaxPooling2D()(x)
     classifier = keras.Model(inputs, keras.layers.Dense(10)(x), name="pretrain")
-    classifier.compile(
-        optimizer=keras.optimizers.Adam(args.learning_rate),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
-    )
+    compile_classifier(classifier, args.learning_rate)
     ds = tf.data.Dataset.from_tensor_slices((canvases[..., None], labels))
     ds = ds.shuffle(len(canvases), seed=args.seed).batch(args.batch_size)
 
@@ -203,34 +178,85 @@ def pretrain_encoder(model, args, stage):
         return tf.cast(x, "float32") / 255.0, y
 
     ds = ds.map(scale)
-    history = stage.fit(
+    fit = run.fit(
         classifier,
         ds,
+        stage="pretrain",
         epochs=100,
         callbacks=[TimeBudget(args.pretrain_minutes)],
-        verbose=args.verbose,
+        budgets=False,
     )
-    minutes = stage.seconds / 60
-    accuracy = round(float(history.history["accuracy"][-1]), 4)
+    accuracy = fit.history["accuracy"][-1]
     print(
-        f"encoder pretrained {len(history.history['loss'])} epochs in "
-        f"{minutes:.1f} min, item accuracy {accuracy}"
+        f"encoder pretrained {fit.epochs} epochs in {fit.seconds / 60:.1f} min, "
+        f"item accuracy {accuracy}"
     )
-    return {"minutes": round(minutes, 1), "train_accuracy": accuracy}
+    return {"minutes": round(fit.seconds / 60, 1), "train_accuracy": accuracy}
+
+
+def build_model(args, vocab, image_shape):
+    """The compiled `ShowAttendTell` of the arguments, with its preprocessor."""
+    preprocessor = CaptionPreprocessor(vocab, args.max_length)
+    model = ShowAttendTell(
+        len(vocab),
+        image_shape=image_shape,
+        backbone=args.backbone,
+        backbone_weights=args.backbone_weights,
+        freeze_backbone=args.freeze_backbone,
+        annotation_dim=args.annotation_dim,
+        embedding_dim=args.embedding_dim,
+        units=args.units,
+        score=args.score,
+        attention=args.attention,
+        feedback=args.feedback,
+        attention_regularization=args.attention_regularization,
+        reinforce_weight=args.reinforce_weight,
+        entropy_weight=args.entropy_weight,
+        dropout=args.dropout,
+        end_token_id=preprocessor.end_id,
+        seed=args.seed,
+        preprocessor=preprocessor,
+    )
+    compile_classifier(model, args.learning_rate, clipnorm=5.0, weighted=True)
+    return model
+
+
+def test_metrics(model, test, beam_widths):
+    """BLEU (and, on scenes, attention correctness) on the test split."""
+    if "labels" in test:
+        return evaluate_scenes(model, test, beam_widths)
+    metrics = {}
+    for width in beam_widths if test["captions"] else ():
+        hypotheses = model.caption(test["images"], beam_width=width)
+        metrics[f"beam{width}"] = bleu_scores(hypotheses, test["references"])
+        print(f"beam {width}: {metrics[f'beam{width}']}")
+    return metrics
+
+
+def data_metadata(args, splits):
+    """The data of the run, as data: source, sizes and split."""
+    train, validation, test = splits
+    data = {
+        "source": args.data,
+        "train_captions": len(train["captions"]),
+        "validation_captions": len(validation["captions"]),
+        "test_captions": len(test["captions"]),
+    }
+    if "labels" in test:
+        data["canvas_size"] = args.canvas_size
+        data["split"] = dict(SCENE_SPLIT)
+    else:
+        data["split"] = "karpathy"
+        data["images_dir"] = args.images_dir
+        data["image_size"] = args.image_size
+    return data
 
 
 def main(argv=None):
     args = parse_args(argv)
-    command = "python -m zoo.show_attend_tell.train " + " ".join(
-        shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)
-    )
-    training.check_folder(args.out, "--out", preset=True)
-    run = training.RunDirectory(
-        args.run_dir or training.default_run_dir(args.out), vars(args), command
-    )
-    keras.utils.set_random_seed(args.seed)
+    run = TrainingRun("zoo.show_attend_tell.train", args, argv)
     start = time.time()
-    train, validation, test = load_data(args)
+    splits = train, validation, test = load_data(args)
     print(
         f"data: {len(train['captions'])} train, {len(validation['captions'])} "
         f"validation, {len(test['captions'])} test captions "
@@ -240,117 +266,39 @@ def main(argv=None):
     print(f"vocabulary: {len(vocab)} subwords")
     image_shape = train["images"].shape[1:]
     image_shape = (*image_shape, 1) if len(image_shape) == 2 else image_shape
-
-    strategy = get_strategy(args.strategy)
-    with strategy.scope():
-        preprocessor = CaptionPreprocessor(vocab, args.max_length)
-        model = ShowAttendTell(
-            len(vocab),
-            image_shape=image_shape,
-            backbone=args.backbone,
-            backbone_weights=args.backbone_weights,
-            freeze_backbone=args.freeze_backbone,
-            annotation_dim=args.annotation_dim,
-            embedding_dim=args.embedding_dim,
-            units=args.units,
-            score=args.score,
-            attention=args.attention,
-            feedback=args.feedback,
-            attention_regularization=args.attention_regularization,
-            reinforce_weight=args.reinforce_weight,
-            entropy_weight=args.entropy_weight,
-            dropout=args.dropout,
-            end_token_id=preprocessor.end_id,
-            seed=args.seed,
-            preprocessor=preprocessor,
-        )
-        model.compile(
-            optimizer=keras.optimizers.Adam(args.learning_rate, clipnorm=5.0),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            weighted_metrics=["accuracy"],
-        )
+    with run.strategy.scope():
+        model = build_model(args, vocab, image_shape)
     print(
         f"model: {model.count_params():,} parameters, {args.attention} attention, "
-        f"{model.grid_shape[0]}x{model.grid_shape[1]} grid; strategy "
-        f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replica(s)"
+        f"{model.grid_shape[0]}x{model.grid_shape[1]} grid; {run.describe_strategy()}"
     )
 
     pretraining = None
     if args.pretrain_minutes > 0:
-        with strategy.scope():
-            pretraining = pretrain_encoder(model, args, run.stage("pretrain"))
+        with run.strategy.scope():
+            pretraining = pretrain_encoder(model, args, run)
 
-    callbacks = [
-        keras.callbacks.ReduceLROnPlateau(
-            monitor="val_loss", factor=0.3, patience=2, min_lr=1e-5, verbose=1
-        ),
-        keras.callbacks.EarlyStopping(
-            monitor="val_loss", patience=3, restore_best_weights=True
-        ),
-    ]
-    if args.time_budget:
-        callbacks.append(TimeBudget(args.time_budget))
-    static = use_static_shapes_for(model, strategy, args.static_shapes)
-    stage = run.stage("train")
-    history = stage.fit(
+    static = run.static_shapes(model)
+    fit = run.fit(
         model,
         dataset(train, args.batch_size, args.seed, drop_remainder=static),
         validation_data=dataset(
             validation, args.batch_size, args.seed, False, drop_remainder=static
         ),
-        epochs=args.epochs,
-        callbacks=callbacks,
-        verbose=args.verbose,
+        callbacks=[
+            keras.callbacks.ReduceLROnPlateau(
+                monitor="val_loss", factor=0.3, patience=2, min_lr=1e-5, verbose=1
+            ),
+            keras.callbacks.EarlyStopping(
+                monitor="val_loss", patience=3, restore_best_weights=True
+            ),
+        ],
     )
-    if static:
-        model.use_static_shapes(False)  # the preset trims padding again
-    train_seconds = stage.seconds
-    epochs_run = len(history.history["loss"])
-    steps_run = int(model.optimizer.iterations.numpy())
-    print(
-        f"trained {epochs_run} epochs ({steps_run} steps) in "
-        f"{train_seconds / 60:.1f} min"
-    )
-    metrics = {
-        "encoder_pretraining": pretraining,
-        "train_minutes": round(train_seconds / 60, 1),
-        "epochs": epochs_run,
-        "steps": steps_run,
-        "history": {
-            k: [round(float(v), 4) for v in vals] for k, vals in history.history.items()
-        },
-    }
+    metrics = {"encoder_pretraining": pretraining, **fit.metrics()}
     widths = [int(w) for w in args.beam_widths.split(",")]
-    if "labels" in test:
-        metrics["test"] = evaluate_scenes(model, test, widths)
-    elif test["captions"]:
-        metrics["test"] = {}
-        for width in widths:
-            hypotheses = model.caption(test["images"], beam_width=width)
-            scores = bleu_scores(hypotheses, test["references"])
-            metrics["test"][f"beam{width}"] = scores
-            print(f"beam {width}: {scores}")
-    metadata = {
-        "task": "image captioning",
-        "command": command,
-        "data": {
-            "source": args.data,
-            "train_captions": len(train["captions"]),
-            "validation_captions": len(validation["captions"]),
-            "test_captions": len(test["captions"]),
-            "canvas_size": args.canvas_size,
-            "split": "scenes from Fashion-MNIST train images 0-54,999 (train), "
-            "55,000-59,999 (validation) and the 10,000 test images (test)"
-            if "labels" in test
-            else "Karpathy split",
-        },
-        "hardware": f"{platform.machine()} CPU, {os.cpu_count()} cores, no GPU",
-        "metrics": metrics,
-    }
-    model.save_to_preset(args.out, metadata=metadata)
-    print(f"preset written to {args.out}")
-    run.finish()
-    return model, metadata
+    metrics["test"] = test_metrics(model, test, widths)
+    data = data_metadata(args, splits)
+    return model, run.save_and_finish(model, "image captioning", data, metrics)
 
 
 if __name__ == "__main__":

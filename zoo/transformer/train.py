@@ -17,15 +17,12 @@ On the embedded sample (no Debian data needed, seconds):
     python -m zoo.transformer.train --data sample --config tiny --epochs 2 \\
         --out /tmp/transformer
 
-The run's state is saved after every epoch in `--run-dir` (`<out>.run`),
-with the `--average-last` checkpoints: the same command run again after a
-kill resumes there (`zoo.training`).
+The shared options (budgets, seed, strategy, `--results`, the run directory
+that resumes a killed run, with the `--average-last` checkpoints) are those
+of every training script (`zoo.arguments`, `zoo.training`).
 """
 
-import argparse
 import os
-import shlex
-import sys
 import time
 
 import keras
@@ -33,18 +30,14 @@ import numpy as np
 import tensorflow as tf
 
 from keras_attention.training.schedules import InverseSqrtSchedule
-from keras_attention.training.strategy import get_strategy
-from zoo import training
-from zoo.arguments import positive_float, positive_int
-from zoo.callbacks import StepBudget, TimeBudget
+from zoo.arguments import positive_float, positive_int, training_parser
 from zoo.data import vocabulary
-from zoo.seq2seq.preprocessor import TranslationPreprocessor
-from zoo.task import use_static_shapes_for
-from zoo.transformer import configs
+from zoo.training import TrainingRun
+from zoo.transformer import Transformer, configs
 from zoo.transformer.averaging import Checkpoints, average_checkpoints
 from zoo.transformer.losses import MaskedLabelSmoothingCrossEntropy, TargetTokens
-from zoo.transformer.model import Transformer
 from zoo.translation import (
+    TranslationPreprocessor,
     add_data_arguments,
     evaluate_translations,
     fixed_batches,
@@ -54,10 +47,8 @@ from zoo.translation import (
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = training_parser(__doc__, epochs=100)
     add_data_arguments(p)
-    p.add_argument("--out", required=True, help="preset directory to write")
-    training.add_run_arguments(p)
     p.add_argument("--config", default="small", choices=sorted(configs.CONFIGS))
     p.add_argument("--num-layers", type=int, help="override the config")
     p.add_argument("--hidden-dim", type=int, help="override the config")
@@ -66,19 +57,13 @@ def parse_args(argv=None):
     p.add_argument("--dropout", type=float, help="override the config")
     p.add_argument("--normalize-first", action="store_true", help="pre-norm")
     p.add_argument("--score", default="scaled_dot")
-    p.add_argument("--epochs", type=positive_int, default=100)
     p.add_argument(
         "--batch-tokens",
         type=positive_int,
         default=4096,
-        help="subwords per batch (source or target side, padding included)",
+        help="subwords per batch (source or target side, padding included); "
+        "with --static-shapes, batches of batch-tokens // max-length pairs",
     )
-    p.add_argument(
-        "--time-budget",
-        type=positive_float,
-        help="stop training after this many minutes",
-    )
-    p.add_argument("--max-steps", type=positive_int, help="stop after this many steps")
     p.add_argument("--vocabulary-size", type=int, default=16000)
     p.add_argument("--vocabulary-dir", help="reuse/keep the learned vocabulary here")
     p.add_argument("--max-length", type=int, default=64, help="subwords per side")
@@ -94,17 +79,8 @@ def parse_args(argv=None):
     )
     p.add_argument("--checkpoint-minutes", type=positive_float, default=10.0)
     p.add_argument("--jit-compile", action="store_true", help="XLA training step")
-    p.add_argument("--strategy", default="auto")
-    p.add_argument(
-        "--static-shapes",
-        action="store_true",
-        help="batches of batch-tokens // max-length pairs padded to --max-length "
-        "(automatic on TPUs)",
-    )
     p.add_argument("--beam-width", type=int, default=4)
     p.add_argument("--eval-limit", type=int, help="translate only the first N")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--verbose", type=int, default=1)
     return p.parse_args(argv)
 
 
@@ -246,18 +222,45 @@ def build_model(args, vocabulary_size, preprocessor):
     return model
 
 
+def batches(args, pairs, preprocessor, static, shuffle=True):
+    """Training or validation batches: by tokens, or fixed-size when static."""
+    if static:
+        pairs_per_batch = max(1, args.batch_tokens // args.max_length)
+        return fixed_batches(pairs, pairs_per_batch, args.seed, shuffle=shuffle)
+    lengths = subword_lengths(pairs, preprocessor)
+    return token_batches(pairs, lengths, args.batch_tokens, args.seed, shuffle)
+
+
+def average(model, checkpoints, validation, count):
+    """Averages the last `count` checkpoints; keeps them if validation improves."""
+    paths = checkpoints.paths[-count:]
+    last_loss = model.evaluate(validation, verbose=0, return_dict=True)["loss"]
+    last_weights = model.get_weights()
+    average_checkpoints(model, paths)
+    avg_loss = model.evaluate(validation, verbose=0, return_dict=True)["loss"]
+    averaged = {
+        "checkpoints": [os.path.basename(p) for p in paths],
+        "validation_loss_last": round(float(last_loss), 4),
+        "validation_loss_averaged": round(float(avg_loss), 4),
+        "kept": "averaged" if avg_loss < last_loss else "last",
+    }
+    if avg_loss >= last_loss:
+        model.set_weights(last_weights)
+    print(
+        f"checkpoint average of {len(paths)}: validation loss "
+        f"{avg_loss:.4f} vs last {last_loss:.4f}; kept {averaged['kept']}"
+    )
+    return averaged
+
+
 def main(argv=None):
     args = parse_args(argv)
-    command = "python -m zoo.transformer.train " + " ".join(
-        shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)
+    run = TrainingRun(
+        "zoo.transformer.train",
+        args,
+        argv,
+        folders=[("--vocabulary-dir", args.vocabulary_dir)],
     )
-    training.check_folder(args.out, "--out", preset=True)
-    if args.vocabulary_dir:
-        training.check_folder(args.vocabulary_dir, "--vocabulary-dir")
-    run = training.RunDirectory(
-        args.run_dir or training.default_run_dir(args.out), vars(args), command
-    )
-    keras.utils.set_random_seed(args.seed)
     train, validation, test = load_splits(args)
     print(
         f"data: {len(train)} train, {len(validation)} validation, {len(test)} test pairs"
@@ -267,9 +270,7 @@ def main(argv=None):
     print(
         f"vocabulary: {len(vocab)} joint EN+ES subwords ({time.time() - start:.0f} s)"
     )
-
-    strategy = get_strategy(args.strategy)
-    with strategy.scope():
+    with run.strategy.scope():
         preprocessor = TranslationPreprocessor(
             vocab, vocab, args.max_length, args.max_length
         )
@@ -277,104 +278,46 @@ def main(argv=None):
     print(
         f"model: {args.config}, {model.num_layers} layers, d_model "
         f"{model.hidden_dim}, d_ff {model.intermediate_dim}, {model.num_heads} "
-        f"heads, {model.count_params():,} parameters; strategy "
-        f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replica(s)"
+        f"heads, {model.count_params():,} parameters; {run.describe_strategy()}"
     )
 
-    val_ds = None
-    static = use_static_shapes_for(model, strategy, args.static_shapes)
-    if static:
-        pairs_per_batch = max(1, args.batch_tokens // args.max_length)
-        train_ds = fixed_batches(train, pairs_per_batch, args.seed)
-        if validation:
-            val_ds = fixed_batches(
-                validation, pairs_per_batch, args.seed, shuffle=False
-            )
-    else:
-        lengths = subword_lengths(train, preprocessor)
-        train_ds = token_batches(train, lengths, args.batch_tokens, args.seed)
-        if validation:
-            val_lengths = subword_lengths(validation, preprocessor)
-            val_ds = token_batches(
-                validation, val_lengths, args.batch_tokens, shuffle=False
-            )
+    static = run.static_shapes(model)
+    train_ds = batches(args, train, preprocessor, static)
+    val_ds = (
+        batches(args, validation, preprocessor, static, shuffle=False)
+        if validation
+        else None
+    )
     throughput = Throughput()
     callbacks = [throughput]
-    if args.time_budget:
-        callbacks.append(TimeBudget(args.time_budget))
-    if args.max_steps:
-        callbacks.append(StepBudget(args.max_steps))
-    stage = run.stage("train")
     checkpoints = None
     if args.average_last > 1:
         checkpoints = Checkpoints(
-            os.path.join(stage.path, "checkpoints"),
+            os.path.join(run.stage("train").path, "checkpoints"),
             args.checkpoint_minutes,
             keep=args.average_last,
         )
         callbacks.append(checkpoints)
-
-    history = stage.fit(
-        model,
-        train_ds,
-        validation_data=val_ds,
-        epochs=args.epochs,
-        callbacks=callbacks,
-        verbose=args.verbose,
-    )
-    train_seconds = stage.seconds
-    if static:
-        model.use_static_shapes(False)  # the preset trims padding again
-    epochs_run = len(history.history["loss"])
-    steps_run = int(model.optimizer.iterations.numpy())
+    fit = run.fit(model, train_ds, validation_data=val_ds, callbacks=callbacks)
     print(
-        f"trained {epochs_run} epochs ({steps_run} steps) in "
-        f"{train_seconds / 60:.1f} min; after the first {throughput.skip} steps: "
+        f"after the first {throughput.skip} steps: "
         f"{throughput.steps_per_second:.2f} steps/s, "
         f"{throughput.tokens_per_second:.0f} target subwords/s"
     )
 
-    averaged = None
+    metrics = fit.metrics()
+    metrics["steps_per_second"] = round(throughput.steps_per_second, 3)
+    metrics["target_subwords_per_second"] = round(throughput.tokens_per_second, 1)
     if checkpoints is not None and val_ds is not None:
-        paths = checkpoints.paths[-args.average_last :]
-        last_loss = model.evaluate(val_ds, verbose=0, return_dict=True)["loss"]
-        last_weights = model.get_weights()
-        average_checkpoints(model, paths)
-        avg_loss = model.evaluate(val_ds, verbose=0, return_dict=True)["loss"]
-        averaged = {
-            "checkpoints": [os.path.basename(p) for p in paths],
-            "validation_loss_last": round(float(last_loss), 4),
-            "validation_loss_averaged": round(float(avg_loss), 4),
-            "kept": "averaged" if avg_loss < last_loss else "last",
-        }
-        if avg_loss >= last_loss:
-            model.set_weights(last_weights)
-        print(
-            f"checkpoint average of {len(paths)}: validation loss "
-            f"{avg_loss:.4f} vs last {last_loss:.4f}; kept {averaged['kept']}"
+        metrics["checkpoint_average"] = average(
+            model, checkpoints, val_ds, args.average_last
         )
-
-    metrics = {
-        "train_minutes": round(train_seconds / 60, 1),
-        "epochs": epochs_run,
-        "steps": steps_run,
-        "steps_per_second": round(throughput.steps_per_second, 3),
-        "target_subwords_per_second": round(throughput.tokens_per_second, 1),
-        "history": {
-            k: [round(float(v), 4) for v in vals] for k, vals in history.history.items()
-        },
-    }
-    if averaged:
-        metrics["checkpoint_average"] = averaged
     if test:
         metrics["test"] = evaluate_translations(
             model, test, args.beam_width, args.eval_limit
         )
-    metadata = translation_metadata(args, command, (train, validation, test), metrics)
-    model.save_to_preset(args.out, metadata=metadata)
-    print(f"preset written to {args.out}")
-    run.finish()
-    return model, metadata
+    data = translation_metadata(args, run.command, (train, validation, test), {})
+    return model, run.save_and_finish(model, data["task"], data["data"], metrics)
 
 
 if __name__ == "__main__":

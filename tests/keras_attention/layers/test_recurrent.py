@@ -61,7 +61,9 @@ def test_one_step_matches_numpy(style):
     np.testing.assert_allclose(np_(output), expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np_(new_states[-2]), weights, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(np_(new_states[-2])[~MASK], 0.0)
-    np.testing.assert_array_equal(np_(new_states[3]), MEMORY)  # memory unchanged
+    named = cell.named_states(new_states)
+    np.testing.assert_array_equal(np_(named["memory"]), MEMORY)  # unchanged
+    np.testing.assert_array_equal(np_(named["output"]), np_(output))
 
 
 @pytest.mark.parametrize(
@@ -164,3 +166,57 @@ def test_bad_arguments():
     cell = AttentionDecoderCell(3, memory_dim=6)
     with pytest.raises(ValueError, match="2 states. Received: 1"):
         cell.initial_state(MEMORY, cell_states=[np.zeros((2, 3))])
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_states_are_2d_and_the_previous_output_comes_first(kind):
+    # Keras's JAX RNN skips a padded step with one (B, 1) mask over every
+    # state and repeats `states[0]` as the output: the layout it needs.
+    cell = AttentionDecoderCell(4, memory_dim=6, cell=kind, score="additive")
+    states = cell.initial_state(MEMORY, MASK)
+    assert len(states) == len(cell.state_names) == len(cell.state_size)
+    assert cell.state_names[0] == "output"
+    assert [tuple(s.shape) for s in states] == [
+        (2, 10),
+        *[(2, 4)] * cell.num_cell_states,
+        (2, 5 * 6),
+        (2, 5 * 6),  # the additive score's keys, units=None: the memory's 6
+        (2, 5),
+        (2, 1),
+        (2, 5),
+        (2, 5),
+    ]
+    np.testing.assert_array_equal(np_(states[0]), 0.0)
+    output, new_states = cell(INPUTS[:, 0], states)
+    assert [tuple(s.shape) for s in new_states] == [tuple(s.shape) for s in states]
+    named = cell.named_states(new_states)
+    np.testing.assert_array_equal(np_(new_states[0]), np_(output))
+    np.testing.assert_array_equal(np_(named["memory"]), MEMORY)
+    score = cell.attention.score_layer
+    np.testing.assert_allclose(
+        np_(named["keys"]), np_(score.project_key(MEMORY)), rtol=1e-6, atol=1e-6
+    )
+    np.testing.assert_array_equal(np_(named["memory_mask"]), MASK)
+    np.testing.assert_array_equal(np_(named["step"]), 1.0)
+    assert named["weights"] is cell.attention_weights(new_states)
+
+
+@pytest.mark.parametrize("style", ["bahdanau", "luong"])
+def test_padded_steps_keep_the_state_and_repeat_the_output(style):
+    # Reference: a step loop that skips padded steps by hand, holding the
+    # states and repeating the previous output (zeros before any step).
+    steps = np.array([[1, 1, 0, 0], [0, 1, 1, 0]], bool)
+    cell = AttentionDecoderCell(4, memory_dim=6, style=style, score="general")
+    decoder = AttentionDecoder(cell, return_state=True)
+    outputs, *final = decoder(INPUTS, MEMORY, inputs_mask=steps, memory_mask=MASK)
+    states = [np_(s) for s in cell.initial_state(MEMORY, MASK)]
+    previous = np.zeros((2, cell.output_size), "float32")
+    for t in range(INPUTS.shape[1]):
+        step_out, new_states = cell(INPUTS[:, t], states)
+        keep = steps[:, t : t + 1]
+        previous = np.where(keep, np_(step_out), previous)
+        states = [np.where(keep, np_(n), s) for n, s in zip(new_states, states)]
+        np.testing.assert_allclose(np_(outputs[:, t]), previous, atol=1e-5)
+    for got, expected in zip(final, states, strict=True):
+        np.testing.assert_allclose(np_(got), expected, atol=1e-5)
+    np.testing.assert_array_equal(np_(final[cell.state_names.index("step")]), 2.0)

@@ -29,7 +29,7 @@ WORKER = textwrap.dedent(
     )
     import keras
     from zoo.ram import RecurrentAttentionModel
-    from zoo.ram.model import replica_normal
+    from zoo.ram.layers import replica_normal
     from zoo.task import global_batch_mean
 
     def build():

@@ -19,6 +19,7 @@ def test_table_rows_preset_and_plot(tmp_path):
             "--rows", "ram_translated_6", "fc_translated",
             "--units", "32",
             "--batch-size", "64",
+            "--max-steps", "3",
             "--out", str(out),
             "--results", str(results),
             "--plot", str(plot),
@@ -40,6 +41,13 @@ def test_table_rows_preset_and_plot(tmp_path):
         meta["metrics"]["test_error_percent"]
         == rows["ram_translated_6"]["test_error_percent"]
     )
+    assert meta["metrics"]["steps"] == 3  # --max-steps: per row
+    assert all(row["steps"] == 3 for row in rows.values())
+    # The data as data: `zoo evaluate` reads the variant and seeds back.
+    assert meta["data"]["variant"] == "translated"
+    assert meta["data"]["seeds"] == {"train": 0, "test": 1}
+    assert meta["hardware"]["cores"] >= 1 and meta["hardware"]["devices"]
+    assert model.class_names[0] == "T-shirt/top"
     assert model.num_glimpses == 6 and model.num_scales == 3
     assert model.predict(np.zeros((1, 60, 60), "uint8"), verbose=0).shape == (1, 10)
     assert plot.read_bytes()[:4] == b"\x89PNG"

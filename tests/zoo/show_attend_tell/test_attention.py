@@ -148,7 +148,7 @@ def test_model_adds_the_doubly_stochastic_term_to_the_loss():
     )
     # Independent coverage: step the cell one word at a time.
     ids = np.asarray(x["decoder_token_ids"])
-    cache = m.decoder_cell.initial_state(m.encode(x["images"]))
+    cache = m.encode(x["images"])
     coverage = np.zeros((4, m.grid_shape[0] * m.grid_shape[1]))
     for t in range(ids.shape[1]):
         _, weights, cache = m.next(ids, cache, t + 1)

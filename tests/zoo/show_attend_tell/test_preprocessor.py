@@ -26,7 +26,10 @@ def test_packs_captions_and_scales_images():
 
 def test_trims_padding_and_truncates():
     pre = CaptionPreprocessor(VOCAB, 3)
-    x, labels, _ = pre(np.zeros((1, 4, 4, 1), "uint8"), tf.constant(["a bag above a"]))
+    with pytest.warns(UserWarning, match="sequence_length=3"):
+        x, labels, _ = pre(
+            np.zeros((1, 4, 4, 1), "uint8"), tf.constant(["a bag above a"])
+        )
     # [START] a bag | labels a bag [END]: truncated to sequence_length.
     np.testing.assert_array_equal(x["decoder_token_ids"], [[2, 4, 5]])
     np.testing.assert_array_equal(labels, [[4, 5, 3]])
@@ -70,3 +73,51 @@ def test_invalid_arguments():
         CaptionPreprocessor(VOCAB, 4, image_size=(8,))
     with pytest.raises(ValueError, match="no vocabulary"):
         _ = CaptionPreprocessor().end_id
+
+
+@pytest.mark.parametrize(
+    "shape, channels",
+    [((2, 10, 6), 1), ((2, 10, 6, 1), 3), ((2, 10, 6, 3), 1), ((2, 10, 6, 4), 3)],
+)
+def test_any_size_and_channel_count_becomes_the_target(shape, channels):
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, size=shape).astype("uint8")
+    pre = CaptionPreprocessor(VOCAB, 4, image_size=(5, 3), channels=channels)
+    out = np.asarray(pre.images(images))
+    assert out.shape == (2, 5, 3, channels) and out.dtype == np.float32
+    # Independent reference: NumPy channel conversion, then TF resize.
+    x = images.astype("float32") / 255.0
+    x = x[..., None] if x.ndim == 3 else x[..., :3]
+    if channels == 1 and x.shape[-1] == 3:
+        x = (x * [0.2989, 0.5870, 0.1140]).sum(-1, keepdims=True)
+    elif channels == 3 and x.shape[-1] == 1:
+        x = np.repeat(x, 3, axis=-1)
+    expected = np.asarray(tf.image.resize(x, (5, 3)))
+    np.testing.assert_allclose(out, expected, atol=2e-3)
+
+
+def test_truncation_warns_once_inside_tf_data():
+    pre = CaptionPreprocessor(VOCAB, 3)
+    images = np.zeros((4, 4, 4), "uint8")
+    captions = ["a bag", "a bag above a coat", "a coat", "a bag above a"]
+    ds = tf.data.Dataset.from_tensor_slices((images, captions)).batch(2).map(pre)
+    with pytest.warns(UserWarning, match="1 caption\\(s\\) longer") as caught:
+        batches = list(ds)
+    assert len(batches) == 2 and len(caught) == 1
+    pre.sequence_length = 8  # raised: nothing is cut any more
+    x, _, _ = pre(images, tf.constant(captions))
+    assert x["decoder_token_ids"].shape == (4, 6)
+
+
+def test_settable_sizes_are_checked():
+    pre = CaptionPreprocessor(VOCAB, 4)
+    for name, value in (
+        ("sequence_length", 1),
+        ("sequence_length", 2.5),
+        ("image_size", (0, 4)),
+        ("channels", 4),
+    ):
+        with pytest.raises(ValueError, match=name):
+            setattr(pre, name, value)
+    with pytest.raises(ValueError, match="shape=\\(1, 4, 4, 2\\)"):
+        pre.images(np.zeros((1, 4, 4, 2), "uint8"))

@@ -9,8 +9,8 @@ import pytest
 import tensorflow as tf
 
 from zoo.data import vocabulary
-from zoo.seq2seq import TranslationPreprocessor
 from zoo.transformer import Transformer
+from zoo.translation import TranslationPreprocessor
 
 SOURCES = ["jesus wept", "god is love", "in the beginning was the word", "light"]
 TARGETS = ["y lloró jesús", "dios es amor", "en el principio era el verbo", "luz"]
@@ -27,7 +27,7 @@ def tiny(seed=0, **kwargs):
     keras.utils.set_random_seed(seed)
     config = dict(num_layers=2, hidden_dim=16, intermediate_dim=32, num_heads=2)
     config.update(dropout=0.0, **kwargs)
-    preprocessor = TranslationPreprocessor(vocab, vocab, 24, 24, lowercase=True)
+    preprocessor = TranslationPreprocessor(vocab, vocab, 32, 32, lowercase=True)
     return Transformer(len(vocab), preprocessor=preprocessor, **config)
 
 

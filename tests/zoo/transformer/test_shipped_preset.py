@@ -6,7 +6,7 @@ import pytest
 import zoo
 from keras_attention import presets
 from zoo.data import bible, parallel_text
-from zoo.translation_metrics import corpus_scores
+from zoo.translation import corpus_scores
 
 NAME = "transformer_bible_en_es"
 

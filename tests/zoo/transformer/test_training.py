@@ -7,10 +7,9 @@ import tensorflow as tf
 
 from keras_attention.decoding import BeamSearch
 from zoo.data import bible, parallel_text, vocabulary
-from zoo.seq2seq import TranslationPreprocessor
 from zoo.transformer import Transformer
 from zoo.transformer.losses import MaskedLabelSmoothingCrossEntropy
-from zoo.translation_metrics import corpus_scores
+from zoo.translation import TranslationPreprocessor, corpus_scores
 
 pytestmark = pytest.mark.tensorflow_only
 

@@ -1,12 +1,12 @@
-"""zoo.translation: the translation scripts' shared helpers."""
+"""zoo.translation.data: the translation scripts' shared data helpers."""
 
 import argparse
-import os
+import json
 
 import pytest
 
-from zoo import translation
 from zoo.data import bible, parallel_text
+from zoo.translation import data as translation
 
 
 def _args(**kwargs):
@@ -65,16 +65,34 @@ def test_evaluate_translations_scores_greedy_and_beam(capsys):
     assert bad["greedy"]["bleu"] < 1.0 and bad["greedy"]["sentences"] == 20
 
 
-def test_translation_metadata_records_command_split_and_hardware():
+def test_translation_metadata_records_command_and_split_as_data():
     splits = ([("a", "b")] * 3, [("c", "d")], [("e", "f")] * 2)
     meta = translation.translation_metadata(
         _args(data="bible"), "python -m x", splits, {"steps": 7}
     )
     assert meta["command"] == "python -m x"
     assert meta["data"]["train_pairs"] == 3 and meta["data"]["test_pairs"] == 2
-    assert "Ruth" in meta["data"]["split"] and "Joel" in meta["data"]["split"]
+    split = meta["data"]["split"]
+    assert split["by"] == "book"
+    assert split["test"] == list(bible.TEST_BOOKS) and "Ruth" in split["test"]
+    assert split["validation"] == ["Joel", "Micah", "Titus", "Galatians"]
+    assert not set(split["train"]) & set(split["test"] + split["validation"])
     assert meta["metrics"] == {"steps": 7}
-    assert f"{os.cpu_count()} cores" in meta["hardware"]
+    assert "hardware" not in meta  # the harness records it, as data
+    json.dumps(meta)  # data, not objects
+
+
+def test_translation_split_of_files_lists_them():
+    args = _args(data="train.tsv", validation_tsv="v.tsv", test_tsv="t.tsv")
+    split = translation.translation_split(args)
+    assert split == {
+        "by": "file",
+        "train": ["train.tsv"],
+        "validation": ["v.tsv"],
+        "test": ["t.tsv"],
+    }
+    sample = translation.translation_split(_args(data="sample"))
+    assert sample["by"] == "file" and sample["test"] == sample["validation"]
 
 
 def test_add_data_arguments_feed_load_splits(tmp_path):

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from zoo.translation_metrics import corpus_scores
+from zoo.translation.metrics import corpus_scores
 
 pytestmark = pytest.mark.tensorflow_only  # zoo is TensorFlow-side.
 

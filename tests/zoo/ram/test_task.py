@@ -1,19 +1,12 @@
-"""RecurrentAttentionModel: inputs, hybrid loss, gradients, learning, presets."""
-
-import math
+"""RecurrentAttentionModel (the task): inputs, hybrid loss, learning, verbs, saving."""
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo.ram import (
-    ImagePreprocessor,
-    LocationPolicy,
-    RecurrentAttention,
-    RecurrentAttentionModel,
-)
-from zoo.ram.model import to_model_pixels
+from zoo.data import fashion_mnist
+from zoo.ram import RecurrentAttentionModel
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -42,29 +35,6 @@ def tiny(**kwargs):
 def np_log_softmax(x):
     x = x - x.max(-1, keepdims=True)
     return x - np.log(np.exp(x).sum(-1, keepdims=True))
-
-
-# --- Inputs ---------------------------------------------------------------------
-
-
-def test_preprocessor_adds_channels_keeps_dtype_and_converts_gathered_pixels():
-    pre = ImagePreprocessor(channels=1)
-    gray = RNG.integers(0, 256, (2, 5, 6), dtype="uint8")
-    kept = pre.standardize(gray)
-    assert kept.dtype == "uint8"
-    np.testing.assert_array_equal(kept.numpy(), gray[..., None])
-    scaled = to_model_pixels(gray[..., None].astype("float32"), True, 1)
-    np.testing.assert_allclose(np.asarray(scaled), gray[..., None] / 255.0, rtol=1e-6)
-    rgb = RNG.uniform(size=(2, 5, 6, 3)).astype("float32")
-    luma = rgb @ np.array([0.2989, 0.587, 0.114], "float32")
-    converted = np.asarray(to_model_pixels(rgb, False, 1))
-    np.testing.assert_allclose(converted[..., 0], luma, atol=1e-3)
-    three = to_model_pixels(gray[..., None].astype("float32"), True, 3)
-    assert tuple(three.shape) == (2, 5, 6, 3)
-    with pytest.raises(ValueError, match="2 channels"):
-        pre.standardize(np.zeros((1, 4, 4, 2), "float32"))
-    with pytest.raises(ValueError, match="channels"):
-        ImagePreprocessor(channels=2)
 
 
 def test_predict_takes_uint8_float_rgb_and_any_size():
@@ -112,32 +82,6 @@ def test_monte_carlo_samples_average_probabilities():
     assert not np.allclose(
         mean_path(images)["locations"][:, 1:], out["locations"][:, 1:]
     )
-
-
-# --- Location policy ------------------------------------------------------------
-
-
-def test_location_policy_log_prob_is_the_gaussian_density():
-    policy = LocationPolicy(std=0.3, seed=1)
-    hidden = RNG.normal(size=(6, 5)).astype("float32")
-    location, log_prob = policy(hidden, training=True)
-    kernel, bias = (w.numpy() for w in policy.mean_dense.weights)
-    mean = np.tanh(hidden @ kernel + bias)
-    # Recover the unclipped sample from the log-prob is impossible, so check
-    # inside the clip range: where |location| < 1 it is the sample itself.
-    z = (location.numpy() - mean) / 0.3
-    ref = (-0.5 * z**2 - math.log(0.3) - 0.5 * math.log(2 * math.pi)).sum(-1)
-    inside = np.all(np.abs(location.numpy()) < 1, axis=-1)
-    assert inside.any()
-    np.testing.assert_allclose(log_prob.numpy()[inside], ref[inside], rtol=1e-5)
-    assert np.all(np.abs(location.numpy()) <= 1.0)
-    greedy, greedy_log_prob = policy(hidden, training=False)
-    np.testing.assert_allclose(greedy.numpy(), mean, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(
-        greedy_log_prob.numpy(), 2 * (-math.log(0.3) - 0.5 * math.log(2 * math.pi))
-    )
-    with pytest.raises(ValueError, match="std"):
-        LocationPolicy(std=0.0)
 
 
 # --- Hybrid loss --------------------------------------------------------------------
@@ -322,12 +266,6 @@ def test_preset_round_trip(tmp_path):
     np.testing.assert_allclose(again.predict(images, verbose=0), expected, rtol=1e-5)
 
 
-def test_layer_config_round_trip():
-    agent = RecurrentAttention(3, num_glimpses=2, patch_size=4, cell="lstm", seed=3)
-    clone = RecurrentAttention.from_config(agent.get_config())
-    assert clone.get_config() == agent.get_config()
-
-
 @pytest.mark.parametrize(
     "kwargs, match",
     [
@@ -342,3 +280,109 @@ def test_layer_config_round_trip():
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         RecurrentAttentionModel(**kwargs)
+
+
+# --- classify and class names ---------------------------------------------------
+
+
+def test_classify_returns_the_top_k_names_in_order_with_softmax_probabilities():
+    names = ["w", "x", "y", "z"]
+    model = tiny(class_names=names)
+    images = RNG.integers(0, 256, (3, 20, 20), dtype="uint8")
+    logits = model.predict(images, verbose=0)
+    expected = np.exp(logits - logits.max(-1, keepdims=True))
+    expected /= expected.sum(-1, keepdims=True)
+    found, probabilities = model.classify(images, top_k=4)
+    assert found.shape == probabilities.shape == (3, 4)
+    for row in range(3):
+        order = np.argsort(-expected[row], kind="stable")
+        assert found[row].tolist() == [names[i] for i in order]
+        np.testing.assert_allclose(probabilities[row], expected[row][order], rtol=1e-5)
+    top, top_probability = model.classify(images)
+    assert top.shape == (3, 1) and top[:, 0].tolist() == found[:, 0].tolist()
+    np.testing.assert_allclose(top_probability[:, 0], probabilities[:, 0])
+
+
+@pytest.mark.parametrize(
+    "top_k, error",
+    [(0, ValueError), (5, ValueError), (1.5, TypeError), (True, TypeError)],
+)
+def test_classify_refuses_a_bad_top_k(top_k, error):
+    model = tiny(class_names=list("abcd"))
+    with pytest.raises(error, match=r"top_k"):
+        model.classify(np.zeros((1, 8, 8), "uint8"), top_k=top_k)
+
+
+@pytest.mark.parametrize(
+    "images, error",
+    [
+        (np.zeros((8, 8), "uint8"), ValueError),  # not a batch
+        (np.zeros((1, 8, 8, 2), "uint8"), ValueError),  # 2 channels
+        (np.array([["a"]]), TypeError),
+        (object(), TypeError),
+    ],
+)
+def test_classify_refuses_bad_images_naming_the_argument(images, error):
+    model = tiny(class_names=list("abcd"))
+    with pytest.raises(error, match=r"images"):
+        model.classify(images)
+
+
+def test_classify_without_class_names_says_how_to_give_them():
+    model = tiny()
+    assert model.class_names is None
+    with pytest.raises(ValueError, match="class_names"):
+        model.classify(np.zeros((1, 8, 8), "uint8"))
+    model.class_names = list("abcd")
+    assert model.classify(np.zeros((1, 8, 8), "uint8"))[0].shape == (1, 1)
+
+
+@pytest.mark.parametrize(
+    "class_names, error",
+    [
+        (["a", "b"], ValueError),  # 2 names, 4 classes
+        ("abcd", TypeError),
+        ([1, 2, 3, 4], TypeError),
+        (4, TypeError),
+    ],
+)
+def test_bad_class_names(class_names, error):
+    with pytest.raises(error, match="class_names"):
+        tiny(class_names=class_names)
+
+
+def test_class_names_fall_back_to_fashion_mnist_only_for_its_presets():
+    model = RecurrentAttentionModel(num_classes=10, num_glimpses=1)
+    model.preset_metadata = {"task": "Fashion-MNIST classification, translated 60x60"}
+    assert model.class_names == tuple(fashion_mnist.CLASS_NAMES)
+    assert model.get_config()["class_names"] == list(fashion_mnist.CLASS_NAMES)
+    model.preset_metadata = {"task": "digits"}
+    assert model.class_names is None
+
+
+# --- Keras surface -----------------------------------------------------------------
+
+
+def test_config_round_trip_keeps_mixed_bfloat16_and_class_names():
+    model = tiny(dtype="mixed_bfloat16", class_names=list("abcd"))
+    config = model.get_config()
+    clone = RecurrentAttentionModel.from_config(config)
+    assert clone.dtype_policy.name == "mixed_bfloat16"
+    assert clone.backbone.dtype_policy.name == "mixed_bfloat16"
+    assert clone.class_names == ("a", "b", "c", "d")
+    assert clone.get_config() == config
+    json_config = keras.saving.serialize_keras_object(model)
+    again = keras.saving.deserialize_keras_object(json_config)
+    assert again.dtype_policy.name == "mixed_bfloat16"
+    logits = again.predict(np.zeros((2, 12, 12), "uint8"), verbose=0)
+    assert logits.shape == (2, 4) and np.isfinite(logits).all()
+
+
+def test_the_task_graph_calls_the_backbone():
+    model = tiny()
+    assert [layer.name for layer in model.layers] == ["images", "backbone"]
+    assert model.backbone.get_config()["num_glimpses"] == model.num_glimpses
+    images = RNG.integers(0, 256, (2, 16, 16), dtype="uint8")
+    direct = model.backbone(images[..., None])["logits"]
+    logits = model.predict(images, verbose=0)
+    np.testing.assert_allclose(logits, direct, rtol=1e-5, atol=1e-5)

@@ -1,12 +1,14 @@
 """Turns (source, target) sentence pairs into padded subword ids."""
 
 import re
+import warnings
 
 import keras
 import keras_hub
 import numpy as np
 import tensorflow as tf
 
+from zoo import inputs
 from zoo.data import vocabulary as vocabularies
 from zoo.teacher_forcing import teacher_forcing
 
@@ -55,9 +57,15 @@ class TranslationPreprocessor(keras.layers.Layer):
         source_tokenizer: a `keras_hub.tokenizers.WordPieceTokenizer` or a
             vocabulary (list of tokens or path to a file, one per line).
         target_tokenizer: the same for the target language.
-        source_sequence_length: int. Longest encoder input (longer sources
-            are truncated). Defaults to `64`.
-        target_sequence_length: int. Longest decoder input. Defaults to `64`.
+        source_sequence_length: int >= 2. Longest encoder input in subwords,
+            `[END]` included. Longer sources are truncated, with a
+            `UserWarning` when the preprocessor runs eagerly (`translate`,
+            direct calls). Settable. Defaults to `64`.
+        target_sequence_length: int >= 2. Longest decoder input (and the
+            default number of decoding steps), the same way. Settable.
+            Defaults to `64`.
+        sequence_length: optional int >= 2. Sets both lengths at once (it
+            overrides the two above). Defaults to `None`.
         lowercase: bool. Lowercase text before tokenizing (vocabularies
             given as lists). Defaults to `False` (cased output).
         trim_padding: bool. Cut each batch to its longest row instead of
@@ -74,6 +82,13 @@ class TranslationPreprocessor(keras.layers.Layer):
         `{"encoder_token_ids"}` alone without `y`, else
         `(features, labels, sample_weight)`.
 
+    Truncation: a source (or target) longer than its sequence length is
+    cut. Called eagerly, the preprocessor then warns (`UserWarning`) with
+    the count and the length; inside `tf.data` (`fit`, `evaluate`) rows are
+    cut silently. Raise the limit with `preprocessor.sequence_length = n`
+    (both sides) or `source_sequence_length` / `target_sequence_length`: a
+    model with an RNN or sinusoidal positions reads longer inputs as is.
+
     Example:
     >>> import tensorflow as tf
     >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "in", "the", "beginning",
@@ -86,6 +101,18 @@ class TranslationPreprocessor(keras.layers.Layer):
     [[2, 7, 8, 9]]
     >>> y.numpy().tolist(), w.numpy().tolist()  # tokens [END], no padding
     ([[7, 8, 9, 3]], [[1.0, 1.0, 1.0, 1.0]])
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     short = TranslationPreprocessor(vocab, vocab, sequence_length=3)
+    ...     ids = short(tf.constant(["in the beginning"]))["encoder_token_ids"]
+    >>> ids.numpy().tolist()
+    [[4, 5, 3]]
+    >>> print(str(caught[0].message)[:70])
+    1 of 1 source sentences were longer than source_sequence_length=3 subw
+    >>> short.sequence_length = 8  # raises both lengths
+    >>> short(tf.constant(["in the beginning"]))["encoder_token_ids"].numpy().tolist()
+    [[4, 5, 6, 3]]
 
     Reference:
         Wu et al., 2016, "Google's Neural Machine Translation System"
@@ -100,23 +127,47 @@ class TranslationPreprocessor(keras.layers.Layer):
         target_sequence_length=64,
         lowercase=False,
         trim_padding=True,
+        sequence_length=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (
-            ("source_sequence_length", source_sequence_length),
-            ("target_sequence_length", target_sequence_length),
-        ):
-            if not isinstance(value, int) or value < 2:
-                raise ValueError(
-                    f"`{name}` must be an int >= 2. Received: {name}={value!r}"
-                )
+        if sequence_length is not None:
+            _check_length("sequence_length", sequence_length)
+            source_sequence_length = target_sequence_length = sequence_length
         self.lowercase = lowercase
         self.trim_padding = trim_padding
         self.source_tokenizer = self._tokenizer(source_tokenizer, "source_tokenizer")
         self.target_tokenizer = self._tokenizer(target_tokenizer, "target_tokenizer")
         self.source_sequence_length = source_sequence_length
         self.target_sequence_length = target_sequence_length
+
+    @property
+    def source_sequence_length(self):
+        """int. Longest encoder input in subwords (`[END]` included)."""
+        return self._source_sequence_length
+
+    @source_sequence_length.setter
+    def source_sequence_length(self, value):
+        self._source_sequence_length = _check_length("source_sequence_length", value)
+
+    @property
+    def target_sequence_length(self):
+        """int. Longest decoder input in subwords (`[START]` included)."""
+        return self._target_sequence_length
+
+    @target_sequence_length.setter
+    def target_sequence_length(self, value):
+        self._target_sequence_length = _check_length("target_sequence_length", value)
+
+    @property
+    def sequence_length(self):
+        """int. The target length (decoding steps); setting it sets both."""
+        return self.target_sequence_length
+
+    @sequence_length.setter
+    def sequence_length(self, value):
+        _check_length("sequence_length", value)
+        self.source_sequence_length = self.target_sequence_length = value
 
     def _tokenizer(self, value, name):
         if isinstance(value, dict):
@@ -171,16 +222,47 @@ class TranslationPreprocessor(keras.layers.Layer):
     def target_pad_id(self):
         return self.target_tokenizer.token_to_id("[PAD]")
 
+    @property
+    def source_pad_id(self):
+        return self.source_tokenizer.token_to_id("[PAD]")
+
+    # The names `zoo.generation.GenerativeTask` reads (the target side).
+    start_id = target_start_id
+    end_id = target_end_id
+    pad_id = target_pad_id
+
+    def input_form(self, spec):
+        """Source strings, one or a batch: the `zoo.inputs` contract.
+
+        Args:
+            spec: the element spec as `(x,)`, `(x, y)` or `(x, y, w)`.
+
+        Returns:
+            `"samples"`, `"batches"` or None (prepared inputs: token ids).
+
+        Example:
+        >>> pre = TranslationPreprocessor()
+        >>> pre.input_form((tf.TensorSpec((), tf.string), tf.TensorSpec((), tf.string)))
+        'samples'
+        >>> pre.input_form((tf.TensorSpec((None, 8), tf.int32),)) is None
+        True
+        """
+        return inputs.text_form(spec)
+
     def call(self, x, y=None, sample_weight=None):
         source_packer, target_packer = self.packers()
         x = tf.convert_to_tensor(x)
-        source = source_packer(self.source_tokenizer(x))
+        tokens = self.source_tokenizer(x)
+        self._warn_truncated(tokens, 1, "source", self.source_sequence_length)
+        source = source_packer(tokens)
         if self.trim_padding:
             source = _trim(source)
         features = {"encoder_token_ids": source}
         if y is None:
             return features
-        target = target_packer(self.target_tokenizer(tf.convert_to_tensor(y)))
+        tokens = self.target_tokenizer(tf.convert_to_tensor(y))
+        self._warn_truncated(tokens, 2, "target", self.target_sequence_length + 1)
+        target = target_packer(tokens)
         if self.trim_padding:
             target = _trim(target)
         decoder, labels, weights = teacher_forcing(
@@ -188,6 +270,29 @@ class TranslationPreprocessor(keras.layers.Layer):
         )
         features["decoder_token_ids"] = decoder
         return features, labels, weights
+
+    def _warn_truncated(self, tokens, specials, side, room):
+        """Warns (eagerly only) when packing will cut sentences of `side`."""
+        if not tf.executing_eagerly():
+            return
+        if isinstance(tokens, tf.RaggedTensor):
+            lengths = tokens.row_lengths().numpy() + specials
+        elif isinstance(tokens, list):  # keras-hub's eager ragged output
+            lengths = np.array([len(row) for row in tokens], "int64") + specials
+        else:  # dense: the tokenizer cut the rows already
+            return
+        count = int((lengths > room).sum())
+        if count:
+            name = f"{side}_sequence_length"
+            warnings.warn(
+                f"{count} of {len(lengths)} {side} sentences were longer than "
+                f"{name}={getattr(self, name)} subwords (the longest has "
+                f"{int(lengths.max())}) and were truncated. Raise "
+                f"`preprocessor.{name}` (or `preprocessor.sequence_length`, "
+                "which sets both) to keep them whole.",
+                UserWarning,
+                stacklevel=4,
+            )
 
     def detokenize(self, token_ids):
         """Maps target ids to strings, stopping at `[END]`, dropping specials.
@@ -266,6 +371,12 @@ class TranslationPreprocessor(keras.layers.Layer):
             trim_padding=self.trim_padding,
         )
         return config
+
+
+def _check_length(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+        raise ValueError(f"`{name}` must be an int >= 2. Received: {name}={value!r}")
+    return value
 
 
 def _trim(ids):

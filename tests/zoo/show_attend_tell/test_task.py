@@ -1,4 +1,4 @@
-"""`ShowAttendTell`: overfitting real scenes, presets, decoding, backbones."""
+"""`ShowAttendTell`: overfitting real scenes, presets, decoding, any image, dtype."""
 
 import functools
 
@@ -54,7 +54,7 @@ def decode(model, images, search):
     """`search`'s tokens and scores `(batch,)` for `caption`'s longest output."""
     pre = model.preprocessor
     max_length = pre.sequence_length
-    cache = model.decoder_cell.initial_state(model.encode(model._prepare(images)))
+    cache = model.encode(pre.images(images), max_length)
     prompt = np.zeros((len(images), 1 + max_length), "int32")
     prompt[:, 0] = pre.start_id
     tokens, scores = search(
@@ -95,7 +95,7 @@ def test_beam_width_one_equals_greedy_search():
     randomize(model, seed=3, scale=0.2)
     images = scenes.pairs(data())[0][:6]
     pre = model.preprocessor
-    cache = model.decoder_cell.initial_state(model.encode(model._prepare(images)))
+    cache = model.encode(pre.images(images), 11)
     prompt = np.zeros((6, 12), "int32")
     prompt[:, 0] = pre.start_id
     kwargs = dict(
@@ -118,7 +118,7 @@ def test_teacher_forced_logits_equal_step_by_step_decoding():
     np.testing.assert_allclose(
         logits, model.predict(x, verbose=0), rtol=1e-4, atol=1e-5
     )
-    cache = model.decoder_cell.initial_state(model.encode(x["images"]))
+    cache = model.encode(x)
     ids = np.asarray(x["decoder_token_ids"])
     for t in range(ids.shape[1]):
         step, _, cache = model.next(ids, cache, t + 1)
@@ -205,3 +205,71 @@ def test_invalid_arguments_raise():
         ShowAttendTell(10, backbone="NoSuchNet")
     with pytest.raises(ValueError, match="attention"):
         ShowAttendTell(10, attention="medium")
+
+
+def test_caption_takes_any_size_and_channel_count():
+    model = tiny(seed=9)
+    randomize(model, seed=9, scale=0.2)
+    gray = scenes.pairs(data())[0][:2, ..., 0]  # (2, 84, 84) uint8
+    expected = model.caption(gray, beam_width=1)
+    # An RGB copy: luminance of equal channels is the gray image.
+    rgb = np.repeat(gray[..., None], 3, axis=-1)
+    assert model.caption(rgb, beam_width=1) == expected
+    assert model.caption(rgb[0], beam_width=1) == expected[0]  # one (H, W, 3) image
+    rgba = np.concatenate([rgb, np.full_like(rgb[..., :1], 255)], axis=-1)
+    assert model.caption(rgba, beam_width=1) == expected
+    # Any size: a 2x nearest upscale resized back (bilinear) to 84x84.
+    big = np.kron(gray, np.ones((1, 2, 2), "uint8"))
+    x = model.preprocessor.images(big)
+    assert tuple(x.shape) == (2, 84, 84, 1)
+    assert isinstance(model.caption(big, beam_width=1)[0], str)
+    assert isinstance(model.caption(np.full((30, 50, 3), 0.5), beam_width=1), str)
+
+
+def test_attention_maps_equal_the_captions_maps():
+    model = tiny(seed=10)
+    randomize(model, seed=10, scale=0.2)
+    images = scenes.pairs(data())[0][:3]
+    texts, maps = model.caption(images, beam_width=2, return_attention=True)
+    tokens = model.generate(model.preprocessor.images(images), beam_width=2)
+    again = model.attention_maps(images, tokens)
+    for a, b in zip(maps, again):
+        assert a["tokens"] == b["tokens"]
+        np.testing.assert_allclose(a["weights"], b["weights"], rtol=1e-5, atol=1e-6)
+
+
+def test_coverage_penalty_runs_and_keeps_beam_one_greedy():
+    model = tiny(seed=11)
+    randomize(model, seed=11, scale=0.2)
+    images = scenes.pairs(data())[0][:3]
+    penalised = model.caption(images, beam_width=3, coverage_penalty=0.5)
+    assert len(penalised) == 3 and all(isinstance(t, str) for t in penalised)
+    assert model.caption(images, beam_width=1, coverage_penalty=0.5) == model.caption(
+        images, beam_width=1
+    )
+
+
+def test_mixed_bfloat16_round_trip():
+    model = tiny(seed=12, dtype="mixed_bfloat16")
+    config = model.get_config()
+    assert config["dtype"]["config"]["name"] == "mixed_bfloat16"
+    restored = ShowAttendTell.from_config(config)
+    assert restored.dtype_policy.name == "mixed_bfloat16"
+    assert restored.backbone.dtype_policy.name == "mixed_bfloat16"
+    assert restored.get_layer("logits").compute_dtype == "bfloat16"
+    assert restored.get_config() == config
+
+
+def test_a_given_backbone_is_used_and_checked():
+    from zoo.show_attend_tell import ShowAttendTellBackbone
+
+    backbone = ShowAttendTellBackbone(
+        len(vocab()), annotation_dim=16, embedding_dim=16, units=32, seed=0
+    )
+    model = ShowAttendTell(backbone=backbone, dropout=0.0)
+    assert model.backbone is backbone and model.units == 32
+    assert model.get_config()["backbone"] == "small"
+    rebuilt = ShowAttendTell.from_config(model.get_config())
+    assert rebuilt.count_params() == model.count_params()
+    with pytest.raises(ValueError, match="units"):
+        ShowAttendTell(backbone=backbone, units=64)

@@ -1,4 +1,4 @@
-"""`Seq2Seq`: overfitting real pairs, exact presets, masking, decoding, inputs."""
+"""`Seq2Seq` (the task): overfitting real pairs, presets, masking, decoding."""
 
 import functools
 
@@ -9,9 +9,9 @@ import tensorflow as tf
 
 from keras_attention.decoding import BeamSearch, GreedySearch
 from zoo.data import bible, parallel_text, vocabulary
-from zoo.seq2seq import Seq2Seq, TranslationPreprocessor
+from zoo.seq2seq import Seq2Seq
 from zoo.task import Task
-from zoo.translation_metrics import corpus_scores
+from zoo.translation import TranslationPreprocessor, TranslationTask, corpus_scores
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -276,7 +276,7 @@ def test_next_matches_teacher_forcing(kwargs):
     x, _, _ = prepared(model)
     logits = np.array(model(x))
     decoder_ids = x["decoder_token_ids"]
-    cache = model.encode(x["encoder_token_ids"])
+    cache = model.encode(x["encoder_token_ids"], decoder_ids.shape[1])
     source_lengths = (x["encoder_token_ids"] != PAD).sum(1)
     for t in range(decoder_ids.shape[1]):
         step_logits, attention, cache = model.next(decoder_ids, cache, t + 1)
@@ -303,7 +303,7 @@ def test_greedy_equals_beam_width_one_and_brute_force():
             method(
                 model.next,
                 prompt,
-                cache=model.encode(ids),
+                cache=model.encode(ids, max_length),
                 index=1,
                 stop_token_ids=[END],
             )
@@ -404,22 +404,84 @@ def test_bad_arguments(kwargs, name):
         Seq2Seq(**config)
 
 
-@pytest.mark.tensorflow_only
-def test_maxout_deep_output_matches_numpy_and_passes_gradients():
+# === The task's Keras surface and the generation front end ===
 
-    from zoo.seq2seq.model import Maxout
 
-    layer = Maxout(3, pool_size=2)
-    x = np.random.default_rng(0).normal(size=(2, 4, 5)).astype("float32")
-    out = keras.ops.convert_to_numpy(layer(x))
-    kernel, bias = (keras.ops.convert_to_numpy(w) for w in layer.dense.weights)
-    expected = (x @ kernel + bias).reshape(2, 4, 3, 2).max(-1)
-    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
-    # Large inputs do not saturate it (a tanh readout did): gradients stay.
-    big = tf.constant(x * 100.0)
-    with tf.GradientTape() as tape:
-        tape.watch(big)
-        y = tf.reduce_sum(layer(big))
-    assert float(tf.reduce_sum(tf.abs(tape.gradient(y, big)))) > 0.0
-    clone = Maxout.from_config(layer.get_config())
-    assert clone.units == 3 and clone.pool_size == 2
+def test_is_a_translation_task_built_on_its_backbone():
+    model = tiny()
+    assert isinstance(model, TranslationTask)
+    assert model.backbone.target_vocabulary_size == model.target_vocabulary_size
+    rebuilt = Seq2Seq(backbone=model.backbone, preprocessor=model.preprocessor)
+    config = {k: v for k, v in rebuilt.get_config().items() if k != "name"}
+    assert config == {k: v for k, v in model.get_config().items() if k != "name"}
+    with pytest.raises(TypeError, match="backbone="):
+        Seq2Seq(backbone="lstm")
+
+
+def test_mixed_bfloat16_comes_back_from_config():
+    model = tiny(dtype="mixed_bfloat16")
+    assert model.dtype_policy.name == "mixed_bfloat16"
+    rebuilt = Seq2Seq.from_config(model.get_config())
+    assert rebuilt.dtype_policy.name == "mixed_bfloat16"
+    assert rebuilt.backbone.dtype_policy.name == "mixed_bfloat16"
+    assert rebuilt.projection.dtype_policy.name == "mixed_bfloat16"
+    # float32 attention and finite logits for the search.
+    x, _, _ = prepared(model)  # (a config holds no vocabulary)
+    _, attention, _ = rebuilt.next(
+        x["decoder_token_ids"], rebuilt.encode(x["encoder_token_ids"], 4), 1
+    )
+    assert keras.backend.standardize_dtype(attention.dtype) == "float32"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "jesus wept",
+        SOURCES,
+        tuple(SOURCES),
+        np.array(SOURCES),
+        tf.constant(SOURCES),
+        tf.data.Dataset.from_tensor_slices(SOURCES),
+    ],
+    ids=["str", "list", "tuple", "numpy", "tensor", "dataset"],
+)
+def test_predict_on_source_sentences_says_to_call_translate(raw):
+    model = tiny()
+    weights = model.get_weights()
+    with pytest.raises(ValueError, match=r"call `model.translate\(texts\)`"):
+        model.predict(raw)
+    # The model is untouched and still predicts prepared inputs.
+    for a, b in zip(weights, model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    x, y, _ = prepared(model)
+    logits = model.predict(x, verbose=0)
+    assert logits.shape == (*y.shape, model.target_vocabulary_size)
+
+
+def test_generate_returns_start_token_and_the_attention_of_its_tokens():
+    model = tiny()
+    randomize(model)
+    never_emit(model, [PAD, UNK, START])
+    ids = np.array(model.preprocessor(tf.constant(SOURCES))["encoder_token_ids"])
+    tokens, attention = model.generate(
+        ids, beam_width=2, max_length=5, return_attention=True
+    )
+    assert tokens.shape == (len(SOURCES), 6) and (tokens[:, 0] == START).all()
+    assert attention.shape == (len(SOURCES), 5, ids.shape[1])
+    # Independent reference: `next` stepped by hand over the same tokens.
+    cache = model.encode(ids, 5)
+    for t in range(1, 6):
+        _, expected, cache = model.next(tokens, cache, t)
+        np.testing.assert_allclose(attention[:, t - 1], np.asarray(expected), atol=1e-6)
+    np.testing.assert_allclose(attention.sum(-1), 1.0, atol=1e-5)
+    assert (attention[ids[:, None, :].repeat(5, 1) == PAD] == 0).all()
+
+
+def test_translate_keeps_the_input_order_across_length_sorted_batches():
+    model = tiny()
+    randomize(model)
+    never_emit(model, [PAD, UNK, START])
+    one_by_one = [model.translate(s, beam_width=1, max_length=6) for s in SOURCES]
+    assert model.translate(SOURCES, beam_width=1, max_length=6, batch_size=3) == (
+        one_by_one
+    )

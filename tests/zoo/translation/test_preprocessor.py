@@ -10,8 +10,8 @@ import pytest
 import tensorflow as tf
 
 from zoo.data import vocabulary
-from zoo.seq2seq import TranslationPreprocessor
-from zoo.seq2seq.preprocessor import glue_punctuation
+from zoo.translation import TranslationPreprocessor
+from zoo.translation.preprocessor import glue_punctuation
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -125,7 +125,8 @@ def test_trim_padding_cuts_to_the_longest_row():
 
 def test_truncation_keeps_end_token():
     pre = make(6, 5)
-    x, labels, weights = run(pre)
+    with pytest.warns(UserWarning, match="truncated"):
+        x, labels, weights = run(pre)
     source, decoder, want_labels = expected(SOURCES, TARGETS, 6, 5)
     np.testing.assert_array_equal(x["encoder_token_ids"], source)
     np.testing.assert_array_equal(labels, want_labels)
@@ -284,3 +285,91 @@ def test_alignment_crops_to_real_tokens_and_labels_them():
     assert record["target_tokens"][-1] == "[END]"
     assert record["source_tokens"] == pre.source_tokens(source[:source_length])
     assert "[PAD]" not in record["source_tokens"]
+
+
+def truncated_counts(pre, sources, targets=None):
+    """The (side, count, length) of each truncation warning of one call."""
+    import re
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pre(tf.constant(sources), None if targets is None else tf.constant(targets))
+    found = []
+    for warning in caught:
+        assert warning.category is UserWarning
+        match = re.match(
+            r"(\d+) of (\d+) (source|target) sentences were longer than "
+            r"(source|target)_sequence_length=(\d+)",
+            str(warning.message),
+        )
+        assert match, str(warning.message)
+        found.append((match[3], int(match[1]), int(match[5])))
+    return found
+
+
+def test_truncation_warning_names_the_count_and_the_length():
+    source_vocab, target_vocab = vocabularies()
+    # Independent count: sentences whose pieces + specials exceed the room.
+    source_lengths = [len(p) + 1 for p in pieces(source_vocab, SOURCES)]
+    target_lengths = [len(p) + 1 for p in pieces(target_vocab, TARGETS)]
+    limit = sorted(source_lengths)[1]  # the shortest two fit, at most
+    pre = make(limit, limit)
+    want_source = sum(n > limit for n in source_lengths)
+    want_target = sum(n > limit for n in target_lengths)
+    assert want_source >= 1
+    found = truncated_counts(pre, SOURCES, TARGETS)
+    assert ("source", want_source, limit) in found
+    if want_target:
+        assert ("target", want_target, limit) in found
+    assert truncated_counts(pre, SOURCES) == [("source", want_source, limit)]
+    # Long enough: silent.
+    assert truncated_counts(make(80, 80), SOURCES, TARGETS) == []
+
+
+def test_sequence_length_is_settable_and_raising_it_stops_truncation():
+    source_vocab, target_vocab = vocabularies()
+    pre = TranslationPreprocessor(source_vocab, target_vocab, sequence_length=4)
+    assert (pre.source_sequence_length, pre.target_sequence_length) == (4, 4)
+    assert truncated_counts(pre, SOURCES[1:2])
+    cut = pre(tf.constant(SOURCES[1:2]))["encoder_token_ids"].numpy()
+    assert cut.shape == (1, 4)
+    pre.sequence_length = 80
+    assert (pre.source_sequence_length, pre.target_sequence_length) == (80, 80)
+    assert pre.sequence_length == 80
+    assert truncated_counts(pre, SOURCES, TARGETS) == []
+    whole = pre(tf.constant(SOURCES[1:2]))["encoder_token_ids"].numpy()
+    assert whole.shape[1] == len(pieces(source_vocab, SOURCES[1:2])[0]) + 1
+    pre.source_sequence_length = 5
+    assert pre(tf.constant(SOURCES[1:2]))["encoder_token_ids"].shape == (1, 5)
+    # The raised lengths are part of the config.
+    config = pre.get_config()
+    assert (config["source_sequence_length"], config["target_sequence_length"]) == (
+        5,
+        80,
+    )
+    for name, value in (("sequence_length", 1), ("target_sequence_length", 2.0)):
+        with pytest.raises(ValueError, match=f"`{name}` must be an int >= 2"):
+            setattr(pre, name, value)
+
+
+def test_truncation_inside_tf_data_is_silent():
+    import warnings
+
+    pre = make(4, 4)
+    pairs = tf.data.Dataset.from_tensor_slices((SOURCES, TARGETS)).batch(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x, labels, _ = next(iter(pairs.map(pre)))
+    assert x["encoder_token_ids"].shape == (3, 4) and labels.shape == (3, 4)
+
+
+def test_generation_ids_are_the_target_ids():
+    pre = make()
+    assert (pre.start_id, pre.end_id, pre.pad_id) == (START, END, PAD)
+    assert (pre.start_id, pre.end_id, pre.pad_id) == (
+        pre.target_tokenizer.token_to_id("[START]"),
+        pre.target_tokenizer.token_to_id("[END]"),
+        pre.target_tokenizer.token_to_id("[PAD]"),
+    )
+    assert pre.source_pad_id == PAD

@@ -1,4 +1,4 @@
-"""Helpers shared by the translation models' scripts (Seq2Seq, Transformer).
+"""The translation scripts' data: splits, batches, evaluation, metadata.
 
 Data splits, fixed-shape batches, sacreBLEU evaluation of a model's
 `translate`, and the `metadata.json` entries of a translation preset. Used
@@ -7,13 +7,12 @@ by `zoo/seq2seq/train.py`, `zoo/transformer/train.py`, the CLI and
 """
 
 import os
-import platform
 import time
 
 import tensorflow as tf
 
 from zoo.data import bible, parallel_text
-from zoo.translation_metrics import corpus_scores
+from zoo.translation.metrics import corpus_scores
 
 
 def add_data_arguments(parser):
@@ -105,23 +104,56 @@ def evaluate_translations(model, test_pairs, beam_width, limit=None):
     return results
 
 
-def hardware():
-    """The machine in words, with the cores this process may use (`taskset`)."""
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    cores = f"{os.cpu_count()} cores"
-    if usable is not None and usable != os.cpu_count():
-        cores += f" ({usable} available to the run)"
-    return f"{platform.machine()} CPU, {cores}, no GPU"
+def translation_split(args):
+    """How `load_splits` split the data, as data (lists of books or files).
+
+    Example:
+    >>> import argparse
+    >>> split = translation_split(argparse.Namespace(data="bible"))
+    >>> split["by"], split["validation"]
+    ('book', ['Joel', 'Micah', 'Titus', 'Galatians'])
+    """
+    if args.data == "bible":
+        return {
+            "by": "book",
+            "train": list(bible.TRAIN_BOOKS),
+            "validation": list(bible.VALIDATION_BOOKS),
+            "test": list(bible.TEST_BOOKS),
+        }
+    if args.data == "sample":
+        test = os.path.basename(bible.sample_path("test"))
+        return {
+            "by": "file",
+            "train": [os.path.basename(bible.sample_path("train"))],
+            "validation": [test],  # its first 50 pairs
+            "test": [test],
+        }
+    return {
+        "by": "file",
+        "train": [args.data],
+        "validation": [args.validation_tsv] if args.validation_tsv else [],
+        "test": [args.test_tsv] if args.test_tsv else [],
+    }
 
 
 def translation_metadata(args, command, splits, metrics):
     """The `metadata.json` entries of a translation preset.
+
+    The hardware is recorded by the harness (`zoo.training.TrainingRun`).
 
     Args:
         args: the parsed arguments (`--data` is recorded).
         command: str. The exact command that trained the model.
         splits: `(train, validation, test)` lists of pairs.
         metrics: dict of what the run measured.
+
+    Example:
+    >>> import argparse
+    >>> meta = translation_metadata(
+    ...     argparse.Namespace(data="bible"), "x", ([("a", "b")], [], []), {}
+    ... )
+    >>> meta["data"]["train_pairs"], meta["data"]["split"]["test"][:2]
+    (1, ['Ruth', 'Esther'])
     """
     train, validation, test = splits
     return {
@@ -132,11 +164,7 @@ def translation_metadata(args, command, splits, metrics):
             "train_pairs": len(train),
             "validation_pairs": len(validation),
             "test_pairs": len(test),
-            "split": "by book: test = "
-            + ", ".join(bible.TEST_BOOKS)
-            + "; validation = "
-            + ", ".join(bible.VALIDATION_BOOKS),
+            "split": translation_split(args),
         },
-        "hardware": hardware(),
         "metrics": metrics,
     }

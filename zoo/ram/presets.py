@@ -1,0 +1,17 @@
+"""The presets shipped with the Recurrent Attention Model family.
+
+Each name is a folder of `zoo/ram/presets/`, loaded with
+`RecurrentAttentionModel.from_preset(name)` or `zoo.from_preset(name)`; its
+model card is `zoo/ram/README.md`.
+
+Example:
+>>> sorted(PRESETS)
+['ram_fashion_mnist_translated']
+"""
+
+PRESETS = {
+    "ram_fashion_mnist_translated": (
+        "RAM, 6 glimpses of 3 scales (12x12 to 48x48), LSTM core: Fashion-MNIST "
+        "items at random positions of a 60x60 canvas, 27.43% test error."
+    ),
+}

@@ -1,0 +1,487 @@
+"""`RecurrentAttentionModel`: classify images from a few glimpses.
+
+The task around `RecurrentAttentionBackbone`: the paper's hybrid loss
+(cross-entropy + REINFORCE + baseline), `fit` / `evaluate` / `predict` on
+images as given, and the user verbs `classify` and `glimpses`.
+"""
+
+import os
+import tempfile
+
+import keras
+import numpy as np
+from keras import ops
+
+from zoo.data import fashion_mnist
+from zoo.distributed_loss import global_batch_mean
+from zoo.ram.backbone import RecurrentAttentionBackbone
+from zoo.ram.preprocessor import ImagePreprocessor
+from zoo.task import Task
+
+# The weights of presets saved before the backbone existed sit at the top
+# level; the backbone's functional graph holds them one level down.
+_LEGACY_AGENT = "layers/recurrent_attention"
+_BACKBONE = "layers/recurrent_attention_backbone"
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class RecurrentAttentionModel(Task):
+    """Recurrent Attention Model (RAM): classify an image from a few glimpses.
+
+    A functional `Task` around a `RecurrentAttentionBackbone`. Its outputs
+    are a dict (`logits`, `locations`, `log_probs`, `baselines`); `compile`
+    a classification loss on the logits (e.g.
+    `SparseCategoricalCrossentropy(from_logits=True)`) and `compute_loss`
+    adds the REINFORCE and baseline terms of the hybrid loss:
+
+    ```
+    R      = 1[argmax logits == y]               # reward of the sampled path
+    R_t    = discount**(T - 1 - t) * R           # return seen at step t
+    L      = CE(y, logits)
+             - reinforce_weight * mean_b sum_t log pi(l_t) * sg(R_t - b_t)
+             + mean_b sum_t (R_t - b_t)**2
+    ```
+
+    (`sg` is `stop_gradient`: the baseline is trained by its squared error
+    only, and only the policy by the REINFORCE term.) Under `tf.distribute`
+    the extra terms are averaged over the replica's batch and divided by the
+    number of replicas, as Keras scales compiled losses, so the summed
+    gradients are those of the global-batch mean; sampling differs per
+    replica. `compile` metrics (e.g. `"accuracy"`) see the logits; the model
+    also reports `reward`, `reinforce_loss` and `baseline_loss`.
+
+    `fit` / `evaluate` / `predict` take images as uint8 (0-255) or float
+    (0-1), `(batch, height, width)` or with a channel axis, grayscale or RGB
+    (checked by the `ImagePreprocessor`); any image size works at
+    inference, since glimpse locations are relative to the image. `predict`
+    returns the logits, `classify(images)` the class names and
+    probabilities, `glimpses(images)` where the agent looked.
+
+    Args:
+        num_classes: int. Defaults to `10`.
+        channels: int. Image channels of the model, 1 or 3. Defaults to `1`.
+        num_glimpses: int. Defaults to `6`.
+        patch_size: int. Retina patch side in pixels. Defaults to `8`.
+        num_scales: int. Retina resolutions. Defaults to `1`.
+        scale_factor: int. Side ratio of successive patches. Defaults to `2`.
+        glimpse_units: int. Size of `h_g`. Defaults to `128`.
+        location_units: int. Size of `h_l`. Defaults to `128`.
+        glimpse_output_units: int. Size of `g`. Defaults to `256`.
+        units: int. Core state size. Defaults to `256`.
+        cell: str. `"rnn"` (ReLU) or `"lstm"`. Defaults to `"rnn"`.
+        location_std: float. Policy standard deviation, in units of half
+            the image side. Defaults to `0.1`.
+        test_samples: int. Monte-Carlo glimpse paths averaged at inference
+            (1: follow the policy mean). Defaults to `1`.
+        discount: float in (0, 1]. Reward discount per step. Defaults to `1`.
+        reinforce_weight: float. Weight of the REINFORCE term. Defaults to `1`.
+        seed: optional int seeding the location sampler.
+        reinforce_core: bool. Let the REINFORCE gradient also train the core
+            and glimpse networks (as in the paper); by default they learn
+            from the cross-entropy only. Defaults to `False`.
+        class_names: optional sequence of `num_classes` str, the name of
+            each class (what `classify` returns). Defaults to `None`.
+        preprocessor: optional `ImagePreprocessor`; defaults to one for
+            `channels`.
+        dtype: optional dtype policy (e.g. `"mixed_bfloat16"`).
+        **kwargs: `keras.Model` arguments (e.g. `name`).
+
+    Example:
+    >>> import keras
+    >>> from zoo.data import fashion_mnist
+    >>> model = RecurrentAttentionModel(
+    ...     num_glimpses=4, patch_size=8, units=32, glimpse_units=16,
+    ...     location_units=16, glimpse_output_units=32,
+    ...     class_names=fashion_mnist.CLASS_NAMES)
+    >>> model.compile("adam", keras.losses.SparseCategoricalCrossentropy(
+    ...     from_logits=True), metrics=["accuracy"])
+    >>> images, labels = fashion_mnist.load("train", sample=True)
+    >>> history = model.fit(images[:64], labels[:64], batch_size=32, verbose=0)
+    >>> sorted(history.history)
+    ['accuracy', 'baseline_loss', 'loss', 'reinforce_loss', 'reward']
+    >>> model.predict(images[:2], verbose=0).shape  # logits
+    (2, 10)
+    >>> names, probabilities = model.classify(images[:2])
+    >>> names.shape, probabilities.shape
+    ((2, 1), (2, 1))
+    >>> model.glimpses(images[:2]).shape  # (y, x) of each glimpse
+    (2, 4, 2)
+
+    Reference:
+        Mnih, Heess, Graves and Kavukcuoglu, 2014, "Recurrent Models of
+        Visual Attention" (NIPS).
+    """
+
+    def __init__(
+        self,
+        num_classes=10,
+        channels=1,
+        num_glimpses=6,
+        patch_size=8,
+        num_scales=1,
+        scale_factor=2,
+        glimpse_units=128,
+        location_units=128,
+        glimpse_output_units=256,
+        units=256,
+        cell="rnn",
+        location_std=0.1,
+        test_samples=1,
+        discount=1.0,
+        reinforce_weight=1.0,
+        seed=None,
+        reinforce_core=False,
+        class_names=None,
+        preprocessor=None,
+        dtype=None,
+        **kwargs,
+    ):
+        if not isinstance(discount, (int, float)) or not 0 < discount <= 1:
+            raise ValueError(
+                f"`discount` must be in (0, 1]. Received: discount={discount!r}"
+            )
+        class_names = _checked_class_names(class_names, num_classes)
+        # === Layers ===
+        backbone = RecurrentAttentionBackbone(
+            num_classes=num_classes,
+            channels=channels,
+            num_glimpses=num_glimpses,
+            patch_size=patch_size,
+            num_scales=num_scales,
+            scale_factor=scale_factor,
+            glimpse_units=glimpse_units,
+            location_units=location_units,
+            glimpse_output_units=glimpse_output_units,
+            units=units,
+            cell=cell,
+            location_std=location_std,
+            test_samples=test_samples,
+            seed=seed,
+            reinforce_core=reinforce_core,
+            dtype=dtype,
+            name="backbone",
+        )
+        # === Functional graph ===
+        images = keras.Input((None, None, channels), name="images")
+        outputs = backbone(images)
+        super().__init__(inputs=images, outputs=outputs, **kwargs)
+        if dtype is not None:
+            # A functional model drops `dtype`: set its policy as layers do.
+            self.dtype_policy = dtype
+
+        # === Config ===
+        self.backbone = backbone
+        self.num_classes = num_classes
+        self.channels = channels
+        self.num_glimpses = num_glimpses
+        self.patch_size = patch_size
+        self.num_scales = num_scales
+        self.scale_factor = scale_factor
+        self.glimpse_units = glimpse_units
+        self.location_units = location_units
+        self.glimpse_output_units = glimpse_output_units
+        self.units = units
+        self.cell = cell
+        self.location_std = location_std
+        self.test_samples = test_samples
+        self.discount = float(discount)
+        self.reinforce_weight = float(reinforce_weight)
+        self.seed = seed
+        self.reinforce_core = bool(reinforce_core)
+        self._class_names = class_names
+        self.preprocessor = preprocessor or ImagePreprocessor(
+            channels, name="image_preprocessor"
+        )
+        self.reward_tracker = keras.metrics.Mean(name="reward")
+        self.reinforce_tracker = keras.metrics.Mean(name="reinforce_loss")
+        self.baseline_tracker = keras.metrics.Mean(name="baseline_loss")
+
+    def call(self, images, training=False):
+        # The functional graph's input is float32; the backbone keeps an
+        # image as given (e.g. uint8), so neither this call nor
+        # `predict_on_batch` casts or copies every pixel.
+        return self.backbone(images, training=training)
+
+    @property
+    def class_names(self):
+        """The name of each class, or `None` when the model has none.
+
+        Given as `class_names` when the model was built. Presets saved before
+        models stored their class names fall back to the names of the data
+        their metadata says they were trained on (Fashion-MNIST).
+
+        Example:
+        >>> RecurrentAttentionModel(num_classes=2, num_glimpses=1,
+        ...     class_names=["cat", "dog"]).class_names
+        ('cat', 'dog')
+        """
+        if self._class_names is not None:
+            return self._class_names
+        return _names_from_metadata(getattr(self, "preset_metadata", None), self)
+
+    @class_names.setter
+    def class_names(self, value):
+        self._class_names = _checked_class_names(value, self.num_classes)
+
+    # Loss and metrics --------------------------------------------------------
+
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
+        logits = y_pred["logits"]
+        loss = super().compute_loss(x, y, logits, sample_weight, training=training)
+        if y is None:
+            return loss
+        labels = ops.reshape(ops.cast(y, "int32"), (-1,))
+        predicted = ops.cast(ops.argmax(logits, axis=-1), "int32")
+        reward = ops.cast(ops.equal(predicted, labels), "float32")
+        log_probs, baselines = y_pred["log_probs"], y_pred["baselines"]
+        steps = self.num_glimpses - 1
+        self.reward_tracker.update_state(reward)
+        if steps == 0:
+            return loss
+        discounts = self.discount ** np.arange(steps - 1, -1, -1, dtype="float32")
+        returns = reward[:, None] * ops.convert_to_tensor(discounts)[None, :]
+        advantage = ops.stop_gradient(returns - baselines)
+        reinforce = -ops.sum(log_probs * advantage, axis=1)
+        baseline_loss = ops.sum(ops.square(returns - baselines), axis=1)
+        self.reinforce_tracker.update_state(ops.mean(reinforce))
+        self.baseline_tracker.update_state(ops.mean(baseline_loss))
+        extra = self.reinforce_weight * reinforce + baseline_loss
+        return loss + ops.cast(global_batch_mean(extra), loss.dtype)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        return super().compute_metrics(x, y, y_pred["logits"], sample_weight)
+
+    def predict_step(self, data):
+        return super().predict_step(data)["logits"]
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """Class logits `(batch, num_classes)` of images as `fit` takes them.
+
+        Args:
+            x: images `(batch, height, width[, channels])`, uint8 (0-255) or
+                float (0-1), any size, gray or RGB; or a `tf.data.Dataset`
+                of them.
+            batch_size: optional int. Defaults to `32`.
+            **kwargs: `keras.Model.predict` arguments (e.g. `verbose`).
+
+        Returns:
+            NumPy float32 logits `(batch, num_classes)`.
+
+        Raises:
+            ValueError: an image gave non-finite logits (NaN or infinite
+                pixels where the agent looked), rather than a class that
+                `argmax` would read from NaN.
+
+        Example:
+        >>> import numpy as np
+        >>> model = RecurrentAttentionModel(num_classes=3, num_glimpses=2)
+        >>> model.predict(np.zeros((2, 28, 28), "uint8"), verbose=0).shape
+        (2, 3)
+        """
+        logits = super().predict(x, batch_size=batch_size, **kwargs)
+        bad = np.flatnonzero(~np.all(np.isfinite(logits), axis=-1))
+        if bad.size:
+            raise ValueError(
+                f"Images {bad[:10].tolist()} gave non-finite logits: they hold "
+                "NaN or infinite pixels where the agent looked."
+            )
+        return logits
+
+    # Inference -------------------------------------------------------------
+
+    def classify(self, images, top_k=1, batch_size=None):
+        """The `top_k` most probable class names of each image.
+
+        Args:
+            images: images `(batch, height, width[, channels])` as `predict`
+                takes them (uint8 0-255 or float 0-1, any size, gray or RGB).
+            top_k: int in `[1, num_classes]`. Classes returned per image,
+                most probable first. Defaults to `1`.
+            batch_size: optional int. Defaults to `32`.
+
+        Returns:
+            `(names, probabilities)`: a NumPy str array `(batch, top_k)` of
+            class names and a float32 array `(batch, top_k)` of their
+            probabilities.
+
+        Raises:
+            ValueError: a bad `top_k`, bad `images`, or a model without
+                class names (build it with `class_names=`).
+            TypeError: `images` is not an array of numbers.
+
+        Example:
+        >>> import numpy as np
+        >>> model = RecurrentAttentionModel(
+        ...     num_classes=3, num_glimpses=2, class_names=["a", "b", "c"])
+        >>> names, probabilities = model.classify(
+        ...     np.zeros((2, 28, 28), "uint8"), top_k=3)
+        >>> sorted(names[0].tolist()), bool(np.all(np.diff(probabilities[0]) <= 0))
+        (['a', 'b', 'c'], True)
+        >>> float(round(probabilities[0].sum(), 4))
+        1.0
+        """
+        if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)):
+            raise TypeError(f"`top_k` must be an int. Received: top_k={top_k!r}")
+        if not 1 <= top_k <= self.num_classes:
+            raise ValueError(
+                f"`top_k` must be in [1, num_classes={self.num_classes}]. "
+                f"Received: top_k={top_k}"
+            )
+        names = self.class_names
+        if names is None:
+            raise ValueError(
+                "This model has no class names: build it with `class_names=` "
+                "(one str per class), or pass them to `from_preset(..., "
+                "class_names=[...])`."
+            )
+        images = self.preprocessor.standardize(images)
+        logits = self.predict(images, batch_size=batch_size, verbose=0)
+        probabilities = ops.convert_to_numpy(ops.softmax(logits, axis=-1))
+        best = np.argsort(-probabilities, axis=-1, kind="stable")[:, :top_k]
+        names = np.asarray(names)[best]
+        return names, np.take_along_axis(probabilities, best, axis=-1)
+
+    def glimpses(self, images, batch_size=256):
+        """Returns where the agent looks: `(batch, num_glimpses, 2)` `(y, x)`.
+
+        Args:
+            images: images as accepted by `fit` (uint8 or float, any size).
+            batch_size: int. Defaults to `256`.
+
+        Returns:
+            NumPy float32 array of locations in `[-1, 1]` (`(-1, -1)` is the
+            top-left corner), the first the image centre; with
+            `test_samples > 1`, one sampled path.
+
+        Example:
+        >>> import numpy as np
+        >>> model = RecurrentAttentionModel(num_classes=3, num_glimpses=2)
+        >>> locations = model.glimpses(np.zeros((1, 28, 28), "uint8"))
+        >>> locations.shape, locations[0, 0].tolist()  # the first: the centre
+        ((1, 2, 2), [0.0, 0.0])
+        """
+        standardized = self.preprocessor.standardize(images)
+        found = []
+        for start in range(0, int(standardized.shape[0]), batch_size):
+            batch = standardized[start : start + batch_size]
+            found.append(ops.convert_to_numpy(self(batch, training=False)["locations"]))
+        return np.concatenate(found, axis=0)
+
+    # Saving ------------------------------------------------------------------
+
+    def load_weights(self, filepath, skip_mismatch=False, **kwargs):
+        """Loads weights, also from presets saved before the backbone existed.
+
+        Those files hold the agent's weights at `layers/recurrent_attention`;
+        they are copied under the backbone's path into a temporary file
+        first. Other files load as `keras.Model.load_weights` does.
+        """
+        filepath = os.fspath(filepath)
+        if not filepath.endswith(".weights.h5") or not _legacy_layout(filepath):
+            return super().load_weights(filepath, skip_mismatch=skip_mismatch, **kwargs)
+        with tempfile.TemporaryDirectory(prefix="ram-weights-") as folder:
+            moved = os.path.join(folder, "model.weights.h5")
+            _move_agent_under_backbone(filepath, moved)
+            return super().load_weights(moved, skip_mismatch=skip_mismatch, **kwargs)
+
+    def get_config(self):
+        names = self.class_names
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "num_classes": self.num_classes,
+            "channels": self.channels,
+            "num_glimpses": self.num_glimpses,
+            "patch_size": self.patch_size,
+            "num_scales": self.num_scales,
+            "scale_factor": self.scale_factor,
+            "glimpse_units": self.glimpse_units,
+            "location_units": self.location_units,
+            "glimpse_output_units": self.glimpse_output_units,
+            "units": self.units,
+            "cell": self.cell,
+            "location_std": self.location_std,
+            "test_samples": self.test_samples,
+            "discount": self.discount,
+            "reinforce_weight": self.reinforce_weight,
+            "seed": self.seed,
+            "reinforce_core": self.reinforce_core,
+            "class_names": None if names is None else list(names),
+            "preprocessor": keras.saving.serialize_keras_object(self.preprocessor),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        """Rebuilds the model from `get_config()`, old presets' configs too.
+
+        Example:
+        >>> model = RecurrentAttentionModel(
+        ...     num_classes=2, num_glimpses=1, dtype="mixed_bfloat16")
+        >>> RecurrentAttentionModel.from_config(model.get_config()).dtype_policy.name
+        'mixed_bfloat16'
+        """
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return super().from_config(config)
+
+
+def _checked_class_names(class_names, num_classes):
+    """`class_names` as a tuple of `num_classes` str (or None), else an error."""
+    if class_names is None:
+        return None
+    if isinstance(class_names, (str, bytes)) or not hasattr(class_names, "__len__"):
+        raise TypeError(
+            "`class_names` must be a sequence of str, one per class. "
+            f"Received: class_names={class_names!r:.80}"
+        )
+    names = tuple(class_names)
+    if not all(isinstance(name, str) for name in names):
+        raise TypeError(
+            "`class_names` must hold str only. "
+            f"Received: class_names={class_names!r:.80}"
+        )
+    if len(names) != num_classes:
+        raise ValueError(
+            f"`class_names` must name the {num_classes} classes (num_classes). "
+            f"Received: {len(names)} names, class_names={class_names!r:.80}"
+        )
+    return names
+
+
+def _names_from_metadata(metadata, model):
+    """Fashion-MNIST's names for an older preset trained on it, else None."""
+    if not isinstance(metadata, dict) or model.num_classes != 10:
+        return None
+    described = " ".join(
+        str(metadata.get(key, "")) for key in ("task", "data", "command")
+    )
+    if "fashion" in described.lower().replace("_", "-"):
+        return tuple(fashion_mnist.CLASS_NAMES)
+    return None
+
+
+def _legacy_layout(path):
+    """Whether a `.weights.h5` file holds the agent at the top level."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return _LEGACY_AGENT in f and _BACKBONE not in f
+
+
+def _move_agent_under_backbone(source, destination):
+    """Writes `source` with its agent under the backbone's path."""
+    import h5py
+
+    with h5py.File(source, "r") as old, h5py.File(destination, "w") as new:
+        for key, value in old.attrs.items():
+            new.attrs[key] = value
+        for name in old:
+            old.copy(old[name], new, name=name)
+        backbone = new.require_group(_BACKBONE)
+        backbone.require_group("vars")
+        backbone.require_group("layers/input_layer/vars")
+        new.move(_LEGACY_AGENT, f"{_BACKBONE}/layers/recurrent_attention")

@@ -1,0 +1,325 @@
+"""`Seq2SeqBackbone`: the RNN encoder-decoder with attention, without its head."""
+
+import keras
+from keras import ops
+
+from keras_attention.layers import AttentionDecoder, AttentionDecoderCell
+
+RNN_LAYERS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class Maxout(keras.layers.Layer):
+    """Maxout units: `max_j (x W_j + b_j)` over `pool_size` linear pieces.
+
+    Bahdanau et al.'s deep output layer. Unlike `tanh` it never saturates:
+    with a large target vocabulary a `tanh` readout was pushed into
+    saturation within a few dozen steps (its gradient became exactly zero
+    and training stalled at the unigram distribution).
+
+    Args:
+        units: int. Output size.
+        pool_size: int. Linear pieces per unit. Defaults to `2`.
+        **kwargs: base layer arguments.
+
+    Call arguments:
+        inputs: tensor `(..., input_dim)`.
+
+    Returns:
+        Tensor `(..., units)`.
+
+    Example:
+    >>> import numpy as np
+    >>> tuple(Maxout(4)(np.ones((2, 3))).shape)
+    (2, 4)
+
+    Reference:
+        Goodfellow et al., 2013, "Maxout Networks"; Bahdanau et al., 2014,
+        appendix A.2.2.
+    """
+
+    def __init__(self, units, pool_size=2, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.pool_size = pool_size
+        self.supports_masking = True
+
+    def build(self, inputs_shape):
+        self.dense = keras.layers.Dense(
+            self.units * self.pool_size, dtype=self.dtype_policy, name="pieces"
+        )
+        self.dense.build(inputs_shape)
+
+    def call(self, inputs):
+        pieces = self.dense(inputs)
+        shape = ops.shape(pieces)
+        pieces = ops.reshape(pieces, (*shape[:-1], self.units, self.pool_size))
+        return ops.max(pieces, axis=-1)
+
+    def compute_output_shape(self, inputs_shape):
+        return (*inputs_shape[:-1], self.units)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(units=self.units, pool_size=self.pool_size)
+        return config
+
+
+def check_positive_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class Seq2SeqBackbone(keras.Model):
+    """Bahdanau/Luong RNN encoder-decoder: token ids in, decoder features out.
+
+    The encoder embeds the source and runs `encoder_layers` (bi)LSTM/GRU
+    layers; a `tanh` bridge maps its final state to the decoder's initial
+    state. The decoder is a `keras.layers.RNN` over an
+    `keras_attention.layers.AttentionDecoderCell` that attends over the
+    encoder outputs (the memory) each step, Bahdanau- or Luong-style, with
+    any alignment function; a maxout deep output layer reads the decoder
+    state and the target embedding. A task (`zoo.Seq2Seq`) puts the
+    vocabulary projection on top and decodes step by step with
+    `encode_source` and `decode_step`.
+
+    Args:
+        source_vocabulary_size: int. Source vocabulary size.
+        target_vocabulary_size: int. Target vocabulary size.
+        embedding_dim: int. Defaults to `256`.
+        units: int. RNN units (per direction in the encoder). Defaults to
+            `256`.
+        encoder_layers: int. Defaults to `1`.
+        bidirectional: bool. Bidirectional encoder. Defaults to `True`.
+        cell: str. `"lstm"` or `"gru"`. Defaults to `"lstm"`.
+        style: str. `"bahdanau"` or `"luong"`. Defaults to `"bahdanau"`.
+        score: alignment function (name, config or layer). Defaults to
+            `"additive"`.
+        window: int or None. Local attention half-width. Defaults to `None`.
+        local: str. `"monotonic"` or `"predictive"`. Defaults to
+            `"monotonic"`.
+        dropout: float. Dropout on the embeddings. Defaults to `0.2`.
+        dtype: optional dtype policy. Defaults to `None` (the global one).
+        **kwargs: `keras.Model` arguments (e.g. `name`).
+
+    Call arguments:
+        inputs: dict of int tensors `encoder_token_ids` `(batch, S)` and
+            `decoder_token_ids` `(batch, T)`; id 0 is padding.
+
+    Returns:
+        A dict: `encoder_sequence_output` `(batch, S, units * directions)`
+        (the memory) and `decoder_sequence_output` `(batch, T,
+        embedding_dim)` (the deep output, masked on target padding).
+
+    Example:
+    >>> import numpy as np
+    >>> backbone = Seq2SeqBackbone(10, 12, embedding_dim=4, units=3)
+    >>> ids = np.array([[4, 5, 3, 0]], "int32")
+    >>> outputs = backbone({"encoder_token_ids": ids, "decoder_token_ids": ids})
+    >>> tuple(outputs["encoder_sequence_output"].shape)
+    (1, 4, 6)
+    >>> tuple(outputs["decoder_sequence_output"].shape)
+    (1, 4, 4)
+
+    Reference:
+        Bahdanau et al., 2014, "Neural Machine Translation by Jointly
+        Learning to Align and Translate". Luong et al., 2015, "Effective
+        Approaches to Attention-based Neural Machine Translation".
+    """
+
+    def __init__(
+        self,
+        source_vocabulary_size,
+        target_vocabulary_size,
+        embedding_dim=256,
+        units=256,
+        encoder_layers=1,
+        bidirectional=True,
+        cell="lstm",
+        style="bahdanau",
+        score="additive",
+        window=None,
+        local="monotonic",
+        dropout=0.2,
+        dtype=None,
+        **kwargs,
+    ):
+        for name, value in (
+            ("source_vocabulary_size", source_vocabulary_size),
+            ("target_vocabulary_size", target_vocabulary_size),
+            ("embedding_dim", embedding_dim),
+            ("units", units),
+            ("encoder_layers", encoder_layers),
+        ):
+            check_positive_int(name, value)
+        if cell not in RNN_LAYERS:
+            raise ValueError(f"`cell` must be 'lstm' or 'gru'. Received: cell={cell!r}")
+        if (
+            isinstance(dropout, bool)
+            or not isinstance(dropout, (int, float))
+            or not 0 <= dropout < 1
+        ):
+            raise ValueError(
+                f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}"
+            )
+        if isinstance(score, keras.layers.Layer):
+            score = keras.saving.serialize_keras_object(score)
+        num_states = 2 if cell == "lstm" else 1
+
+        # === Layers ===
+        self.source_embedding = keras.layers.Embedding(
+            source_vocabulary_size,
+            embedding_dim,
+            mask_zero=True,
+            dtype=dtype,
+            name="source_embedding",
+        )
+        self.target_embedding = keras.layers.Embedding(
+            target_vocabulary_size,
+            embedding_dim,
+            mask_zero=True,
+            dtype=dtype,
+            name="target_embedding",
+        )
+        self.encoders = []
+        for i in range(encoder_layers):
+            rnn = RNN_LAYERS[cell](
+                units,
+                return_sequences=True,
+                return_state=True,
+                dtype=dtype,
+                name=f"encoder_{cell}_{i}",
+            )
+            if bidirectional:
+                rnn = keras.layers.Bidirectional(rnn, dtype=dtype, name=f"encoder_{i}")
+            self.encoders.append(rnn)
+        self.bridges = [
+            keras.layers.Dense(
+                units, activation="tanh", dtype=dtype, name=f"bridge_{i}"
+            )
+            for i in range(num_states)
+        ]
+        self.decoder_cell = AttentionDecoderCell(
+            units,
+            memory_dim=units * (2 if bidirectional else 1),
+            cell=cell,
+            style=style,
+            score=score,
+            window=window,
+            local=local,
+            dtype=dtype,
+            name="decoder_cell",
+        )
+        self.decoder = AttentionDecoder(self.decoder_cell, dtype=dtype, name="decoder")
+        self.embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
+        # A layer, not `ops.concatenate`: it keeps the target padding mask
+        # on the output, so Keras losses average over real tokens only.
+        self.readout = keras.layers.Concatenate(name="readout")
+        self.deep_output = Maxout(embedding_dim, dtype=dtype, name="deep_output")
+
+        # === Functional graph ===
+        encoder_ids = keras.Input((None,), dtype="int32", name="encoder_token_ids")
+        decoder_ids = keras.Input((None,), dtype="int32", name="decoder_token_ids")
+        self.bidirectional = bidirectional
+        memory, memory_mask, cell_states = self.encode_source(encoder_ids)
+        x = self.embedding_dropout(self.target_embedding(decoder_ids))
+        # AttentionDecoder builds the cell's state (memory, projected keys)
+        # inside its call, so the score's key weights train.
+        hidden = self.decoder(
+            x, memory, memory_mask=memory_mask, initial_state=cell_states
+        )
+        readout = self.deep_output(self.readout([hidden, x]))
+        super().__init__(
+            inputs={"encoder_token_ids": encoder_ids, "decoder_token_ids": decoder_ids},
+            outputs={
+                "encoder_sequence_output": memory,
+                "decoder_sequence_output": readout,
+            },
+            dtype=dtype,
+            **kwargs,
+        )
+
+        if dtype is not None:
+            # A functional `keras.Model` ignores `dtype`; the config keeps it.
+            self.dtype_policy = keras.dtype_policies.get(dtype)
+
+        # === Config ===
+        self.source_vocabulary_size = source_vocabulary_size
+        self.target_vocabulary_size = target_vocabulary_size
+        self.embedding_dim = embedding_dim
+        self.units = units
+        self.encoder_layers = encoder_layers
+        self.bidirectional = bidirectional
+        self.cell = cell
+        self.style = style
+        self.score = score
+        self.window = window
+        self.local = local
+        self.dropout = dropout
+
+    def encode_source(self, encoder_token_ids):
+        """Runs the encoder: `(memory, memory_mask, decoder initial states)`.
+
+        Args:
+            encoder_token_ids: int tensor `(batch, S)`, 0 = padding.
+
+        Returns:
+            The memory `(batch, S, units * directions)`, its boolean mask
+            `(batch, S)` and the bridged decoder states (a list).
+        """
+        memory_mask = ops.not_equal(encoder_token_ids, 0)
+        x = self.embedding_dropout(self.source_embedding(encoder_token_ids))
+        final = None
+        for rnn in self.encoders:
+            x, *final = rnn(x)
+        if self.bidirectional:
+            # Forward states then backward states, each [h, (c)].
+            num_states = len(self.bridges)
+            forward, backward = final[:num_states], final[num_states:]
+            final = [ops.concatenate([f, b], -1) for f, b in zip(forward, backward)]
+        states = [bridge(s) for bridge, s in zip(self.bridges, final)]
+        return x, memory_mask, states
+
+    def initial_cache(self, encoder_token_ids):
+        """The decoder cell's initial state list for step-by-step decoding."""
+        memory, mask, states = self.encode_source(encoder_token_ids)
+        return self.decoder_cell.initial_state(memory, mask, states)
+
+    def decode_step(self, token_ids, cache):
+        """One decoder step: `(features (batch, embedding_dim), attention, cache)`.
+
+        Args:
+            token_ids: int tensor `(batch,)`, the previous target tokens.
+            cache: the decoder cell's state list (`initial_cache`).
+
+        Returns:
+            The deep output of the step, its attention weights over the
+            source `(batch, S)` and the new cache.
+        """
+        x = self.target_embedding(token_ids)
+        hidden, cache = self.decoder_cell(x, list(cache))
+        readout = self.deep_output(ops.concatenate([hidden, x], axis=-1))
+        return readout, self.decoder_cell.attention_weights(cache), cache
+
+    def get_config(self):
+        config = {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
+        config.update(
+            source_vocabulary_size=self.source_vocabulary_size,
+            target_vocabulary_size=self.target_vocabulary_size,
+            embedding_dim=self.embedding_dim,
+            units=self.units,
+            encoder_layers=self.encoder_layers,
+            bidirectional=self.bidirectional,
+            cell=self.cell,
+            style=self.style,
+            score=self.score,
+            window=self.window,
+            local=self.local,
+            dropout=self.dropout,
+        )
+        return config

@@ -1,0 +1,9 @@
+"""The shipped `Seq2Seq` presets: name -> one-line description (see README.md)."""
+
+PRESETS = {
+    "seq2seq_bahdanau_bible_en_es": (
+        "Bahdanau attention, 1-layer biGRU encoder (256 units), GRU decoder, "
+        "maxout output; English -> Spanish Bible verses (WEB -> RV1909), "
+        "WordPiece vocabularies of 4,793 / 6,434 subwords."
+    ),
+}

@@ -1,0 +1,521 @@
+"""`ShowAttendTell`: the image captioner (training, captions, attention maps)."""
+
+import inspect
+
+import keras
+from keras import ops
+
+from zoo.distributed_loss import global_batch_mean
+from zoo.generation import GenerativeTask, decoding_options
+from zoo.show_attend_tell.backbone import ShowAttendTellBackbone
+from zoo.show_attend_tell.losses import (
+    ReinforceBaseline,
+    caption_log_likelihood,
+    doubly_stochastic_terms,
+)
+from zoo.show_attend_tell.preprocessor import image_batch
+
+#: `ShowAttendTell` argument -> `ShowAttendTellBackbone` argument.
+BACKBONE_ARGUMENTS = {
+    "vocabulary_size": "vocabulary_size",
+    "image_shape": "image_shape",
+    "backbone": "encoder",
+    "backbone_weights": "encoder_weights",
+    "backbone_preprocessing": "encoder_preprocessing",
+    "freeze_backbone": "freeze_encoder",
+    "annotation_dim": "annotation_dim",
+    "embedding_dim": "embedding_dim",
+    "units": "units",
+    "score": "score",
+    "attention": "attention",
+    "gating": "gating",
+    "feedback": "feedback",
+    "seed": "seed",
+}
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class ShowAttendTell(GenerativeTask):
+    """Show, Attend and Tell (Xu et al. 2015): CNN encoder, attentive LSTM.
+
+    The network is a `ShowAttendTellBackbone` (encoder CNN, annotation
+    vectors, attentive LSTM decoder; built from this class's arguments)
+    followed by the deep output layer `p(y_t) ~ exp(L_o tanh(E y_{t-1} +
+    L_h h_t + L_z z_t))`. While training, the doubly stochastic penalty
+    `lambda * sum_i (1 - sum_t alpha_{t,i})^2` (soft attention) or the
+    REINFORCE surrogate with a moving-average baseline and an entropy bonus
+    (hard attention) is added to the compiled caption loss.
+
+    Trains with `compile` / `fit` on raw `(images, captions)` (teacher
+    forcing; the preprocessor converts images and tokenizes captions inside
+    `tf.data`). `caption(images)` converts raw images of any size and
+    channel count, decodes with `generate` (`zoo.generation`: greedy or
+    beam search, length and coverage penalties) and detokenizes. Called on
+    prepared inputs, the model returns a dict: `logits`
+    `(B, T, vocabulary)`, `coverage` `(B, L)` and, for hard attention, the
+    summed `log_prob` and `entropy` `(B, 1)` of the sampled locations;
+    `predict` returns the logits.
+
+    Args:
+        vocabulary_size: int. Caption vocabulary size (may be `None` when
+            `backbone` is a `ShowAttendTellBackbone`).
+        image_shape: tuple `(H, W, C)`. Defaults to `(84, 84, 1)`.
+        backbone: str or `ShowAttendTellBackbone`. The encoder CNN:
+            `"small"` (built-in) or a `keras.applications` name such as
+            `"MobileNetV2"`; or a whole backbone, whose settings then replace
+            the backbone arguments here (those must be left at their
+            defaults or agree). Defaults to `"small"`.
+        backbone_weights: `None`, `"imagenet"` or a local weights file for
+            the encoder, read when the model is first built (a preset stores
+            all weights, so the config saves `None`). Defaults to `None`.
+        backbone_preprocessing: str. Input scaling of an application
+            encoder (see `BackbonePreprocessing`). Defaults to `"tf"`.
+        freeze_backbone: bool. Do not train the encoder CNN. Defaults to
+            `False`.
+        annotation_dim: int. Size `D` of the annotation vectors. Defaults to
+            `128`.
+        embedding_dim: int. Word embedding size `m`. Defaults to `64`.
+        units: int. LSTM size `n`. Defaults to `256`.
+        score: alignment function (name, config or score layer). Defaults to
+            `"additive"`.
+        attention: str. `"soft"` or `"hard"`. Defaults to `"soft"`.
+        gating: bool. Gating scalar `beta`. Defaults to `True`.
+        feedback: str. What the LSTM reads besides the previous word:
+            `"context"` (`z_t`, the paper) or `"weights"` (`alpha_t`, where it
+            looked; see `ShowAttendTellCell`). Defaults to `"context"`.
+        attention_regularization: float. `lambda` of the doubly stochastic
+            penalty (soft attention). Defaults to `1.0`.
+        reinforce_weight: float. `lambda_r` (hard attention). Defaults to
+            `1.0`.
+        entropy_weight: float. `lambda_e` (hard attention). Defaults to
+            `0.01`.
+        baseline_decay: float. Decay of the REINFORCE baseline. Defaults to
+            `0.9`.
+        dropout: float. Dropout in the deep output. Defaults to `0.2`.
+        end_token_id: int. `[END]` id (hard attention's reward). Defaults to
+            `3`.
+        seed: int or None. Seed of hard-attention sampling. Defaults to
+            `None`.
+        preprocessor: optional `CaptionPreprocessor`; an `image_size` or
+            `channels` it leaves `None` is set from `image_shape`.
+        dtype: optional dtype policy (e.g. `"mixed_bfloat16"`). Defaults to
+            `None` (the global policy).
+        **kwargs: `keras.Model` arguments (e.g. `name`).
+
+    Example:
+    >>> from zoo.data import scenes
+    >>> test = scenes.load("test", num_scenes=3, sample=True)
+    >>> test["captions"][1:]
+    ['a coat', 'a sneaker to the left of a sandal']
+    >>> model = ShowAttendTell.from_preset("show_attend_tell_fashion_scenes")
+    >>> model.caption(test["images"][1:], beam_width=3)
+    ['a coat', 'a sneaker to the left of a sandal']
+
+    Any size and channel count: an RGB photo-sized version of a scene.
+
+    >>> import numpy as np
+    >>> rgb = np.repeat(test["images"][2][..., None], 3, axis=-1)
+    >>> model.caption(np.kron(rgb, np.ones((2, 2, 1), "uint8")))
+    'a sneaker to the left of a sandal'
+
+    Reference:
+        Xu et al., 2015, "Show, Attend and Tell: Neural Image Caption
+        Generation with Visual Attention", ICML.
+        https://arxiv.org/abs/1502.03044
+    """
+
+    def __init__(
+        self,
+        vocabulary_size=None,
+        image_shape=(84, 84, 1),
+        backbone="small",
+        backbone_weights=None,
+        backbone_preprocessing="tf",
+        freeze_backbone=False,
+        annotation_dim=128,
+        embedding_dim=64,
+        units=256,
+        score="additive",
+        attention="soft",
+        gating=True,
+        feedback="context",
+        attention_regularization=1.0,
+        reinforce_weight=1.0,
+        entropy_weight=0.01,
+        baseline_decay=0.9,
+        dropout=0.2,
+        end_token_id=3,
+        seed=None,
+        preprocessor=None,
+        dtype=None,
+        **kwargs,
+    ):
+        if not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+            raise ValueError(
+                f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}"
+            )
+        arguments = {k: v for k, v in locals().items() if k in BACKBONE_ARGUMENTS}
+
+        # === Layers ===
+        if isinstance(backbone, ShowAttendTellBackbone):
+            _check_agrees(arguments, backbone)
+        else:
+            backbone = ShowAttendTellBackbone(
+                **{BACKBONE_ARGUMENTS[k]: v for k, v in arguments.items()},
+                dtype=dtype,
+                name="show_attend_tell_backbone",
+            )
+        self.backbone = backbone
+        self.output_h = keras.layers.Dense(
+            backbone.embedding_dim, dtype=dtype, name="output_h"
+        )
+        self.output_z = keras.layers.Dense(
+            backbone.embedding_dim, dtype=dtype, name="output_z"
+        )
+        self.output_dropout = keras.layers.Dropout(dropout, name="output_dropout")
+        self.projection = keras.layers.Dense(
+            backbone.vocabulary_size, dtype=dtype, name="logits"
+        )
+        self.reinforce = None
+        if backbone.attention == "hard":
+            self.reinforce = ReinforceBaseline(
+                reinforce_weight,
+                entropy_weight,
+                baseline_decay,
+                dtype=dtype,
+                name="reinforce",
+            )
+            self.reinforce.build()
+
+        # === Functional graph ===
+        # The backbone's own graph, extended (not nested): its layers are
+        # this model's layers, so weight files keep one layout, that of
+        # presets saved before the backbone existed.
+        features = backbone.output
+        readout = keras.layers.Add(name="deep_output")(
+            [
+                features["word_embeddings"],
+                self.output_h(features["hidden_states"]),
+                self.output_z(features["contexts"]),
+            ]
+        )
+        readout = keras.layers.Activation("tanh", name="deep_output_tanh")(readout)
+        logits = self.projection(self.output_dropout(readout))
+        super().__init__(
+            inputs=backbone.input,
+            outputs={
+                "logits": logits,
+                "coverage": features["coverage"],
+                "log_prob": features["log_prob"],
+                "entropy": features["entropy"],
+            },
+            **kwargs,
+        )
+        if dtype is not None:  # functional models drop the `dtype` argument
+            self.dtype_policy = dtype
+
+        # === Config ===
+        self.vocabulary_size = backbone.vocabulary_size
+        self.image_shape = backbone.image_shape
+        self.backbone_preprocessing = backbone.encoder_preprocessing
+        self.freeze_backbone = backbone.freeze_encoder
+        self.annotation_dim = backbone.annotation_dim
+        self.embedding_dim = backbone.embedding_dim
+        self.units = backbone.units
+        self.score = backbone.score
+        self.attention = backbone.attention
+        self.gating = backbone.gating
+        self.feedback = backbone.feedback
+        self.seed = backbone.seed
+        self.attention_regularization = attention_regularization
+        self.reinforce_weight = reinforce_weight
+        self.entropy_weight = entropy_weight
+        self.baseline_decay = baseline_decay
+        self.dropout = dropout
+        self.end_token_id = end_token_id
+        self.preprocessor = _fitted(preprocessor, self.image_shape)
+        self.grid_shape = backbone.grid_shape
+
+    @property
+    def backbone_layers(self):
+        """The encoder CNN's layers, in order (e.g. to pretrain it)."""
+        return self.backbone.encoder_layers
+
+    @property
+    def decoder_cell(self):
+        """The backbone's `ShowAttendTellCell`."""
+        return self.backbone.decoder_cell
+
+    # Training ----------------------------------------------------------------
+
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
+        """The compiled caption loss plus the attention terms.
+
+        Soft attention adds `lambda * sum_i (1 - sum_t alpha_{t,i})^2`, hard
+        attention the REINFORCE terms (`ReinforceBaseline`), both as the
+        mean over the global batch, so mirrored replicas add up to one
+        device's gradient.
+        """
+        loss = super().compute_loss(
+            x, y, y_pred["logits"], sample_weight, training=training
+        )
+        if self.attention == "soft":
+            if self.attention_regularization <= 0:
+                return loss
+            extra = self.attention_regularization * doubly_stochastic_terms(
+                y_pred["coverage"]
+            )
+        elif training:
+            reward = caption_log_likelihood(
+                y_pred["logits"], x["decoder_token_ids"], self.end_token_id
+            )
+            extra = self.reinforce.terms(reward, y_pred["log_prob"], y_pred["entropy"])
+        else:
+            return loss
+        return loss + ops.cast(global_batch_mean(extra), loss.dtype)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        return super().compute_metrics(x, y, y_pred["logits"], sample_weight)
+
+    def predict_step(self, data):
+        return super().predict_step(data)["logits"]
+
+    # Generation --------------------------------------------------------------
+
+    def encode(self, inputs, max_length=None):
+        """The decoder's starting cache for prepared images.
+
+        Args:
+            inputs: float images `(B, H, W, C)` in `[0, 1]` of the model's
+                `image_shape` (`preprocessor.images`), or a dict with them
+                under `"images"`.
+            max_length: ignored (the LSTM state has no length).
+
+        Returns:
+            dict of batch-first tensors named by `backbone.STATE_NAMES`
+            (LSTM state, annotations, attention sums).
+
+        Example:
+        >>> import numpy as np
+        >>> model = ShowAttendTell(10, annotation_dim=8, embedding_dim=4, units=6)
+        >>> cache = model.encode(np.zeros((2, 84, 84, 1), "float32"))
+        >>> tuple(cache["annotations"].shape)
+        (2, 49, 8)
+        """
+        if isinstance(inputs, dict):
+            inputs = inputs["images"]
+        return self.backbone.initial_state(inputs)
+
+    def next(self, prompt, cache, index):
+        """One decoding step: `(logits (B, V), attention (B, L), cache)`.
+
+        Reads the word at `index - 1` of `prompt`, advances the decoder
+        state in `cache` and returns the logits of the word at `index`
+        (deep output, no dropout) with the step's float32 attention over
+        the `L` grid cells (row by row).
+
+        Example:
+        >>> import numpy as np
+        >>> model = ShowAttendTell(10, annotation_dim=8, embedding_dim=4, units=6)
+        >>> cache = model.encode(np.zeros((2, 84, 84, 1), "float32"))
+        >>> logits, attention, cache = model.next(np.full((2, 3), 2), cache, 1)
+        >>> tuple(logits.shape), tuple(attention.shape)
+        ((2, 10), (2, 49))
+        """
+        token = ops.take(prompt, index - 1, axis=1)
+        words, hidden, context, cache = self.backbone.step(token, cache)
+        readout = ops.tanh(words + self.output_h(hidden) + self.output_z(context))
+        return self.projection(readout), ops.cast(cache["weights"], "float32"), cache
+
+    def caption(
+        self,
+        images,
+        beam_width=3,
+        return_attention=False,
+        max_length=None,
+        length_penalty=0.0,
+        batch_size=64,
+        coverage_penalty=0.0,
+    ):
+        """Captions images of any size and channel count.
+
+        Args:
+            images: one image `(H, W)` or `(H, W, C)`, or a batch
+                `(B, H, W)` / `(B, H, W, C)`; `C` is 1, 3 or 4 (see
+                `preprocessor.image_batch`), uint8 in `[0, 255]` or floats in
+                `[0, 1]`. Converted by the preprocessor (resize included).
+            beam_width: int. `1` decodes greedily. Defaults to `3`.
+            return_attention: bool. Also return, per image, a dict with the
+                generated `tokens` (the last one `[END]` when the caption
+                ended) and their attention maps `weights`
+                `(len(tokens), H_grid, W_grid)`. Defaults to `False`.
+            max_length: int. Longest caption in subwords; defaults to the
+                preprocessor's sequence length.
+            length_penalty: float. GNMT length penalty of the beam search.
+                Defaults to `0.0`.
+            batch_size: int. Images decoded together. Defaults to `64`.
+            coverage_penalty: float. GNMT coverage penalty of the beam
+                search, over the grid cells. Defaults to `0.0`.
+
+        Returns:
+            A list of strings (one string for one image), and the attention
+            dicts when asked.
+
+        Example:
+        >>> from zoo.data import scenes
+        >>> image = scenes.load("test", num_scenes=2, sample=True)["images"][1]
+        >>> model = ShowAttendTell.from_preset("show_attend_tell_fashion_scenes")
+        >>> text, maps = model.caption(image, beam_width=1, return_attention=True)
+        >>> text, maps["tokens"], maps["weights"].shape
+        ('a coat', ['a', 'coat', '[END]'], (3, 7, 7))
+        """
+        pre = self.generation_preprocessor("caption()")
+        beam_width, max_length, batch_size = decoding_options(
+            beam_width, max_length, batch_size, pre.sequence_length
+        )
+        images, single = image_batch(images)
+        texts, maps = [], []
+        for start in range(0, len(images), batch_size):
+            prepared = pre.images(images[start : start + batch_size])
+            generated = self.generate(
+                prepared,
+                beam_width=beam_width,
+                max_length=max_length,
+                length_penalty=length_penalty,
+                coverage_penalty=coverage_penalty,
+                return_attention=return_attention,
+            )
+            tokens = generated[0] if return_attention else generated
+            texts.extend(pre.detokenize(tokens[:, 1:]))
+            if return_attention:
+                maps.extend(self._attention_dicts(tokens, generated[1]))
+        if single:
+            texts, maps = texts[0], (maps[0] if maps else maps)
+        return (texts, maps) if return_attention else texts
+
+    def attention_maps(self, images, tokens):
+        """The attention maps of given captions (`token_attention` re-run).
+
+        Args:
+            images: the images `(B, H, W[, C])` (any form `caption` takes).
+            tokens: int array `(B, T)` starting with `[START]` (as returned
+                by `generate`).
+
+        Returns:
+            A list of dicts `{"tokens": [...], "weights": (n, h, w)}`, one
+            per image, up to and including `[END]`.
+
+        Example:
+        >>> import numpy as np
+        >>> from zoo.data import scenes
+        >>> image = scenes.load("test", num_scenes=2, sample=True)["images"][1]
+        >>> model = ShowAttendTell.from_preset("show_attend_tell_fashion_scenes")
+        >>> pre = model.preprocessor
+        >>> ids = [[pre.start_id] + [pre.tokenizer.token_to_id(w) for w in
+        ...        ("a", "coat", "[END]")]]
+        >>> maps = model.attention_maps(image, np.array(ids))
+        >>> maps[0]["tokens"], maps[0]["weights"].shape
+        (['a', 'coat', '[END]'], (3, 7, 7))
+        """
+        pre = self.generation_preprocessor("attention_maps()")
+        prepared = pre.images(image_batch(images)[0])
+        return self._attention_dicts(tokens, self.token_attention(prepared, tokens))
+
+    def _attention_dicts(self, tokens, attention):
+        """Per image: the tokens up to `[END]` and their `(n, h, w)` maps."""
+        pre = self.preprocessor
+        results = []
+        for row, weights in zip(tokens, attention):
+            generated = [int(t) for t in row[1:]]
+            if pre.end_id in generated:
+                length = generated.index(pre.end_id) + 1
+            else:
+                length = len(generated)
+            results.append(
+                {
+                    "tokens": pre.tokens(generated[:length]),
+                    "weights": weights[:length].reshape(length, *self.grid_shape),
+                }
+            )
+        return results
+
+    # Config ------------------------------------------------------------------
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "vocabulary_size": self.vocabulary_size,
+            "image_shape": list(self.image_shape),
+            "backbone": self.backbone.encoder,
+            "backbone_weights": None,
+            "backbone_preprocessing": self.backbone_preprocessing,
+            "freeze_backbone": self.freeze_backbone,
+            "annotation_dim": self.annotation_dim,
+            "embedding_dim": self.embedding_dim,
+            "units": self.units,
+            "score": self.score,
+            "attention": self.attention,
+            "gating": self.gating,
+            "feedback": self.feedback,
+            "attention_regularization": self.attention_regularization,
+            "reinforce_weight": self.reinforce_weight,
+            "entropy_weight": self.entropy_weight,
+            "baseline_decay": self.baseline_decay,
+            "dropout": self.dropout,
+            "end_token_id": self.end_token_id,
+            "seed": self.seed,
+            "preprocessor": None
+            if self.preprocessor is None
+            else keras.saving.serialize_keras_object(self.preprocessor),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        """Rebuilds the model from `get_config()` (today's or an older one).
+
+        A config naming backbone weights is refused: a preset stores every
+        weight, and a file name or `"imagenet"` would read any `.h5` or
+        download.
+        """
+        weights = config.get("backbone_weights")
+        if weights is not None:
+            raise ValueError(
+                "A ShowAttendTell config may not name backbone weights (a "
+                "preset stores all weights). Received: "
+                f"backbone_weights={weights!r:.80}"
+            )
+        return super().from_config(config)
+
+
+def _check_agrees(arguments, backbone):
+    """Refuses task arguments that contradict a given backbone."""
+    defaults = inspect.signature(ShowAttendTell.__init__).parameters
+    config = backbone.get_config()
+    for name, value in arguments.items():
+        if name in ("backbone", "backbone_weights"):
+            continue
+        theirs = config[BACKBONE_ARGUMENTS[name]]
+        if name == "image_shape":
+            value, theirs = tuple(value), tuple(theirs)
+        if value is None or value == defaults[name].default:
+            continue
+        if value != theirs:
+            raise ValueError(
+                f"`{name}` disagrees with the given backbone's "
+                f"{BACKBONE_ARGUMENTS[name]}={theirs!r}. Received: {name}={value!r}"
+            )
+
+
+def _fitted(preprocessor, image_shape):
+    """The preprocessor, its open image size and channels set to the model's."""
+    if preprocessor is None:
+        return None
+    if getattr(preprocessor, "image_size", 0) is None:
+        preprocessor.image_size = tuple(image_shape[:2])
+    if getattr(preprocessor, "channels", 0) is None and image_shape[2] in (1, 3):
+        preprocessor.channels = image_shape[2]
+    return preprocessor

@@ -1,0 +1,373 @@
+"""`Transformer`: the translation task on a `TransformerBackbone`."""
+
+import h5py
+import keras
+import numpy as np
+from keras import ops
+from keras.src.backend import set_keras_mask
+
+from zoo.transformer import configs
+from zoo.transformer.backbone import PAD_ID, TransformerBackbone
+from zoo.translation import TranslationTask
+
+# The constructor arguments that describe the backbone (and the config keys
+# of presets written before the backbone existed).
+ARCHITECTURE = (
+    "vocabulary_size",
+    "num_layers",
+    "hidden_dim",
+    "intermediate_dim",
+    "num_heads",
+    "dropout",
+    "normalize_first",
+    "score",
+    "tie_embeddings",
+    "target_vocabulary_size",
+    "max_wavelength",
+    "layer_norm_epsilon",
+)
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class Transformer(TranslationTask):
+    """Encoder-decoder Transformer for translation, with cached decoding.
+
+    The model maps `encoder_token_ids` and `decoder_token_ids` (id 0 is
+    padding) to the next-token logits `(batch, T, vocabulary)`: a
+    `TransformerBackbone` followed by the transposed target embedding as the
+    pre-softmax projection. It trains through `fit` on raw
+    `(source, target)` string pairs with a `zoo.TranslationPreprocessor`
+    (the same vocabulary for both sides when it is shared) and translates
+    through the zoo's one generation front end (`translate`, `generate`):
+    `encode` runs the encoder and projects the cross-attention keys/values
+    of every decoder layer once; each `next` step runs the decoder on the
+    new token only, against self-attention key/value caches.
+
+    Args:
+        vocabulary_size: int. Size of the shared vocabulary, or of the
+            source vocabulary when `target_vocabulary_size` is given.
+            May be omitted when `backbone` is given.
+        num_layers, hidden_dim, intermediate_dim, num_heads, dropout,
+            normalize_first, score, tie_embeddings, target_vocabulary_size,
+            max_wavelength, layer_norm_epsilon: the `TransformerBackbone`
+            arguments, with its defaults (`6`, `512`, `2048`, `8`, `0.1`,
+            `False`, `"scaled_dot"`, `True`, `None`, `10000`, `1e-6`).
+            Ignored when `backbone` is given: they are read from it.
+        preprocessor: optional `zoo.TranslationPreprocessor`.
+        backbone: optional `TransformerBackbone` to use instead of building
+            one from the arguments above.
+        dtype: optional dtype or `keras.DTypePolicy` (e.g.
+            `"mixed_bfloat16"`). Defaults to the global policy.
+        **kwargs: `keras.Model` arguments (e.g. `name`).
+
+    Example:
+    >>> import numpy as np
+    >>> model = Transformer.from_name("tiny", vocabulary_size=100)
+    >>> ids = np.array([[5, 6, 3, 0]])
+    >>> tuple(model({"encoder_token_ids": ids, "decoder_token_ids": ids}).shape)
+    (1, 4, 100)
+
+    Reference:
+        Vaswani et al., 2017, "Attention Is All You Need".
+    """
+
+    def __init__(
+        self,
+        vocabulary_size=None,
+        num_layers=6,
+        hidden_dim=512,
+        intermediate_dim=2048,
+        num_heads=8,
+        dropout=0.1,
+        normalize_first=False,
+        score="scaled_dot",
+        tie_embeddings=True,
+        target_vocabulary_size=None,
+        max_wavelength=10000,
+        layer_norm_epsilon=1e-6,
+        preprocessor=None,
+        backbone=None,
+        dtype=None,
+        **kwargs,
+    ):
+        # === Layers ===
+        if backbone is None:
+            if vocabulary_size is None:
+                raise ValueError(
+                    "Pass `vocabulary_size` (or a `backbone`). "
+                    "Received: vocabulary_size=None"
+                )
+            backbone = TransformerBackbone(
+                vocabulary_size,
+                num_layers=num_layers,
+                hidden_dim=hidden_dim,
+                intermediate_dim=intermediate_dim,
+                num_heads=num_heads,
+                dropout=dropout,
+                normalize_first=normalize_first,
+                score=score,
+                tie_embeddings=tie_embeddings,
+                target_vocabulary_size=target_vocabulary_size,
+                max_wavelength=max_wavelength,
+                layer_norm_epsilon=layer_norm_epsilon,
+                dtype=dtype,
+                name="transformer_backbone",
+            )
+        elif not isinstance(backbone, TransformerBackbone):
+            raise TypeError(
+                "`backbone` must be a `TransformerBackbone`. Received: "
+                f"backbone={backbone!r}"
+            )
+        elif vocabulary_size not in (None, backbone.vocabulary_size):
+            raise ValueError(
+                "`vocabulary_size` disagrees with the backbone's. Received: "
+                f"vocabulary_size={vocabulary_size}, backbone.vocabulary_size="
+                f"{backbone.vocabulary_size}"
+            )
+        self.backbone = backbone
+
+        # === Functional graph ===
+        inputs = backbone.input
+        hidden = backbone(inputs)["decoder_sequence_output"]
+        logits = backbone.target_embedding(hidden, reverse=True)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        if dtype is not None:
+            # A functional model does not take `dtype`: set it afterwards.
+            self.dtype_policy = dtype
+
+        # === Config (read from the backbone) ===
+        self.preprocessor = preprocessor
+        for name in ARCHITECTURE:
+            setattr(self, name, getattr(backbone, name))
+
+    @classmethod
+    def from_name(cls, name, vocabulary_size, **overrides):
+        """Builds a named size (`tiny`, `small`, `base`, `big`) with overrides.
+
+        Example:
+        >>> Transformer.from_name("base", vocabulary_size=8000).num_layers
+        6
+        """
+        return cls(vocabulary_size=vocabulary_size, **configs.get(name, **overrides))
+
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
+        """The compiled loss over real target tokens only.
+
+        The label mask (`y != 0`) is put on the logits so that Keras and
+        `Task.compute_loss` count real tokens, not sentences: under
+        `tf.distribute` the loss is then the mean over every real target
+        token of the global batch, as on one device.
+        """
+        if y is not None and y_pred is not None:
+            set_keras_mask(y_pred, ops.not_equal(y, PAD_ID))
+        return super().compute_loss(x, y, y_pred, sample_weight, training=training)
+
+    # === Generation: `encode` and `next` for `GenerativeTask.generate` ===
+
+    def encode(self, inputs, max_length):
+        """Encodes source ids once; returns the decoding cache of `next`.
+
+        Args:
+            inputs: int tensor `(batch, S)` of encoder token ids (or the
+                preprocessor's dict holding `encoder_token_ids`).
+            max_length: int. Decoding steps (the self-attention cache size).
+
+        Returns:
+            A dict: `self_attention_cache`, one zero tensor
+            `(batch, 2, max_length, num_heads, head_dim)` per decoder layer;
+            `cross_attention_cache`, the projected encoder keys/values per
+            layer `(batch, 2, S, num_heads, head_dim)`; and
+            `encoder_padding_mask` `(batch, S)`.
+
+        Example:
+        >>> import numpy as np
+        >>> model = Transformer.from_name("tiny", vocabulary_size=20)
+        >>> cache = model.encode(np.array([[5, 6, 3, 0]]), max_length=7)
+        >>> tuple(cache["self_attention_cache"][0].shape)
+        (1, 2, 7, 4, 16)
+        >>> tuple(cache["cross_attention_cache"][0].shape)
+        (1, 2, 4, 4, 16)
+        """
+        if isinstance(inputs, dict):
+            inputs = inputs["encoder_token_ids"]
+        output, mask = self.backbone.call_encoder(inputs)
+        batch = ops.shape(output)[0]
+        head_dim = self.hidden_dim // self.num_heads
+        shape = (batch, 2, max_length, self.num_heads, head_dim)
+        blocks = self.backbone.decoder_blocks
+        return {
+            "self_attention_cache": tuple(
+                ops.zeros(shape, self.compute_dtype) for _ in blocks
+            ),
+            "cross_attention_cache": tuple(
+                block.compute_cross_attention_cache(output) for block in blocks
+            ),
+            "encoder_padding_mask": mask,
+        }
+
+    def next(self, prompt, cache, index):
+        """One cached decoding step: `(logits, attention, cache)`.
+
+        Reads the token at `index - 1` of `prompt` and runs the decoder on
+        it alone: its keys/values join the self-attention caches at
+        `index - 1`; the cross-attention caches are read, never recomputed.
+
+        Args:
+            prompt: int tensor `(batch, max_length + 1)`.
+            cache: the dict `encode` returned, as updated by `next`.
+            index: int scalar. The position whose logits are returned.
+
+        Returns:
+            The logits `(batch, vocabulary)` of position `index`; the last
+            decoder layer's cross-attention of the step, averaged over the
+            heads, float32 `(batch, S)`; and the updated cache.
+
+        Example:
+        >>> import numpy as np
+        >>> model = Transformer.from_name("tiny", vocabulary_size=20)
+        >>> cache = model.encode(np.array([[5, 6, 3, 0]]), max_length=3)
+        >>> prompt = np.array([[2, 0, 0, 0]], "int32")
+        >>> logits, attention, cache = model.next(prompt, cache, 1)
+        >>> attention = ops.convert_to_numpy(attention)
+        >>> tuple(logits.shape), attention.shape, float(attention[0, 3])
+        ((1, 20), (1, 4), 0.0)
+        >>> bool(np.allclose(attention.sum(-1), 1.0))
+        True
+        """
+        start = index - 1
+        token = ops.expand_dims(ops.take(prompt, start, axis=1), 1)
+        backbone = self.backbone
+        x = backbone.embed(token, backbone.target_embedding, start_index=start)
+        last = backbone.decoder_blocks[-1]
+        self_caches = []
+        for block, self_cache, cross_cache in zip(
+            backbone.decoder_blocks,
+            cache["self_attention_cache"],
+            cache["cross_attention_cache"],
+        ):
+            # The encoder sequence argument is ignored when the
+            # cross-attention cache is given (it holds the projections).
+            outputs = block(
+                x,
+                x,
+                encoder_padding_mask=cache["encoder_padding_mask"],
+                self_attention_cache=self_cache,
+                self_attention_cache_update_index=start,
+                cross_attention_cache=cross_cache,
+                return_attention_scores=block is last,
+            )
+            x, self_cache = outputs[0], outputs[1]
+            self_caches.append(self_cache)
+        weights = ops.cast(outputs[3][:, :, 0, :], "float32")
+        if backbone.decoder_norm is not None:
+            x = backbone.decoder_norm(x)
+        logits = backbone.target_embedding(x, reverse=True)[:, 0]
+        cache = {**cache, "self_attention_cache": tuple(self_caches)}
+        return logits, ops.mean(weights, axis=1), cache
+
+    def head_attention(self, inputs, tokens):
+        """Each head's cross-attention of the last decoder layer over tokens.
+
+        The teacher-forced counterpart of the `attention` of `next` (which
+        is its mean over the heads), for plots of single heads.
+
+        Args:
+            inputs: int array `(batch, S)` of encoder token ids.
+            tokens: int array `(batch, T + 1)` starting with the start token
+                (as `generate` returns it).
+
+        Returns:
+            float32 NumPy array `(batch, num_heads, T, S)`: `[:, :, t]`
+            is the attention of the step that produced `tokens[:, t + 1]`.
+
+        Example:
+        >>> import numpy as np
+        >>> model = Transformer.from_name("tiny", vocabulary_size=20)
+        >>> weights = model.head_attention(
+        ...     np.array([[5, 6, 3, 0]]), np.array([[2, 7, 8]]))
+        >>> weights.shape, np.allclose(weights.sum(-1), 1.0, atol=1e-5)
+        ((1, 4, 2, 4), True)
+        """
+        if isinstance(inputs, dict):
+            inputs = inputs["encoder_token_ids"]
+        output, mask = self.backbone.call_encoder(inputs)
+        tokens = ops.convert_to_tensor(np.asarray(tokens)[:, :-1], "int32")
+        _, weights = self.backbone.call_decoder(
+            tokens, output, mask, return_attention_scores=True
+        )
+        return ops.convert_to_numpy(ops.cast(weights, "float32"))
+
+    def alignments(self, encoder_token_ids, tokens):
+        """`TranslationTask.alignments`, with each head's weights as well.
+
+        Args:
+            encoder_token_ids: int array `(batch, S)`, the source ids.
+            tokens: int array `(batch, T + 1)` from `generate`.
+
+        Returns:
+            A list of dicts: `weights` `(target, source)` (the mean over the
+            heads), `head_weights` `(num_heads, target, source)` (see
+            `head_attention`), `source_tokens` and `target_tokens`, cropped
+            to the sentence's real tokens.
+
+        Example:
+        >>> import tensorflow as tf
+        >>> from zoo.translation import TranslationPreprocessor
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> pre = TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> model = Transformer.from_name("tiny", vocabulary_size=6, preprocessor=pre)
+        >>> ids = pre(tf.constant(["light"]))["encoder_token_ids"]
+        >>> alignment = model.alignments(ids, model.generate(ids, max_length=3))[0]
+        >>> heads = alignment["head_weights"]
+        >>> heads.shape[0], heads.shape[1:] == alignment["weights"].shape
+        (4, True)
+        """
+        found = super().alignments(encoder_token_ids, tokens)
+        heads = self.head_attention(encoder_token_ids, tokens)
+        for b, alignment in enumerate(found):
+            target, source = alignment["weights"].shape
+            alignment["head_weights"] = heads[b, :, :target, :source]
+        return found
+
+    # === Weights and config ===
+
+    def load_weights(self, filepath, *args, **kwargs):
+        """Loads weights, also from a file written before the backbone existed.
+
+        Presets saved by the old one-class `Transformer` hold the layers at
+        the top of `model.weights.h5` (`layers/reversible_embedding/...`);
+        they are the backbone's layers, in the same order, so such a file
+        is loaded into the backbone.
+        """
+        if _is_pre_backbone_file(filepath):
+            return self.backbone.load_weights(filepath, *args, **kwargs)
+        return super().load_weights(filepath, *args, **kwargs)
+
+    def get_config(self):
+        config = {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
+        config.update({name: getattr(self, name) for name in ARCHITECTURE})
+        config["preprocessor"] = (
+            None
+            if self.preprocessor is None
+            else keras.saving.serialize_keras_object(self.preprocessor)
+        )
+        return config
+
+
+def _is_pre_backbone_file(filepath):
+    """Whether a `.weights.h5` file has the old one-class layout."""
+    if not str(filepath).endswith(".weights.h5"):
+        return False
+    with h5py.File(filepath, "r") as f:
+        layers = f.get("layers")
+        return (
+            layers is not None
+            and "reversible_embedding" in layers
+            and "transformer_backbone" not in layers
+        )

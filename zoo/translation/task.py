@@ -1,0 +1,185 @@
+"""`TranslationTask`: the user verbs every translation model shares."""
+
+import numpy as np
+import tensorflow as tf
+
+from zoo.generation import GenerativeTask, as_texts, decoding_options
+
+
+class TranslationTask(GenerativeTask):
+    """A generative task that reads and writes text: `translate()`.
+
+    Subclasses (`zoo.Seq2Seq`, `zoo.Transformer`) supply the network,
+    `encode(encoder_token_ids, max_length)` and `next(prompt, cache, index)`
+    (see `zoo.generation.GenerativeTask`) and a
+    `zoo.translation.TranslationPreprocessor`; this class turns sentences
+    into source ids, decodes them with `generate` in batches of similar
+    length, and turns the ids back into sentences, with the attention
+    alignments when asked.
+
+    `predict` keeps Keras's meaning (the next-token logits of prepared
+    inputs, `{"encoder_token_ids", "decoder_token_ids"}`, or of raw
+    `(source, target)` pairs read by the preprocessor); given source
+    sentences alone it raises a `ValueError` that says to call `translate`,
+    since a translation is a search, not one forward pass.
+
+    Example:
+    >>> import zoo
+    >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+    >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+    >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+    >>> isinstance(model, TranslationTask)
+    True
+    >>> type(model.translate("light", max_length=3)).__name__
+    'str'
+    >>> model.predict(["light"])
+    Traceback (most recent call last):
+    ...
+    ValueError: predict() gives the next-token logits of prepared inputs (or of raw (source, target) pairs); to translate source sentences call `model.translate(texts)`. Received: x=['light']
+    """
+
+    def translate(
+        self,
+        texts,
+        beam_width=4,
+        max_length=None,
+        length_penalty=0.6,
+        coverage_penalty=0.0,
+        batch_size=64,
+        return_attention=False,
+    ):
+        """Translates source sentences.
+
+        Sentences are decoded in batches of similar source length; the
+        output keeps the input order.
+
+        Args:
+            texts: str or list of str.
+            beam_width: int. `1` (or `None`) decodes greedily. Defaults to `4`.
+            max_length: int. Longest output in subwords; defaults to the
+                preprocessor's `target_sequence_length`.
+            length_penalty: float. GNMT length penalty alpha. Defaults to
+                `0.6`.
+            coverage_penalty: float. GNMT coverage penalty beta, from the
+                model's attention. Defaults to `0.0`.
+            batch_size: int. Sentences decoded together. Defaults to `64`.
+            return_attention: bool. Also return, per sentence, a dict with
+                the alignment matrix `weights` `(target, source)` (the
+                attention of each generated subword over the source
+                subwords) and the `source_tokens` / `target_tokens` labels.
+                Defaults to `False`.
+
+        Returns:
+            A list of strings (a string for a single input), and the
+            alignments when asked.
+
+        Example:
+        >>> import zoo
+        >>> model = zoo.Seq2Seq.from_preset("seq2seq_bahdanau_bible_en_es")
+        >>> model.translate("Jesus wept.")
+        'Y Jesús lloró.'
+        >>> text, alignment = model.translate("Jesus wept.", return_attention=True)
+        >>> alignment["source_tokens"], alignment["weights"].shape
+        (['Jesus', 'wept', '.', '[END]'], (5, 4))
+        """
+        pre = self.generation_preprocessor("translate()")
+        texts, single = as_texts(texts)
+        beam_width, max_length, batch_size = decoding_options(
+            beam_width, max_length, batch_size, pre.target_sequence_length
+        )
+        if not texts:
+            return ([], []) if return_attention else []
+        pad = pre.source_pad_id
+        ids = [
+            row[row != pad]
+            for row in np.asarray(pre(tf.constant(texts))["encoder_token_ids"])
+        ]
+        order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
+        outputs, alignments = [None] * len(texts), [None] * len(texts)
+        for begin in range(0, len(order), batch_size):
+            chunk = order[begin : begin + batch_size]
+            batch = np.full((len(chunk), max(len(ids[i]) for i in chunk)), pad, "int32")
+            for row, i in enumerate(chunk):
+                batch[row, : len(ids[i])] = ids[i]
+            tokens = self.generate(
+                batch,
+                beam_width=beam_width,
+                max_length=max_length,
+                length_penalty=length_penalty,
+                coverage_penalty=coverage_penalty,
+            )
+            for i, text in zip(chunk, pre.detokenize(tokens[:, 1:])):
+                outputs[i] = text
+            if return_attention:
+                for i, alignment in zip(chunk, self.alignments(batch, tokens)):
+                    alignments[i] = alignment
+        if single:
+            outputs, alignments = outputs[0], alignments[0]
+        return (outputs, alignments) if return_attention else outputs
+
+    def alignments(self, encoder_token_ids, tokens):
+        """The labelled attention of generated tokens, one dict per sentence.
+
+        Args:
+            encoder_token_ids: int array `(batch, S)`, the source ids.
+            tokens: int array `(batch, T + 1)` from `generate`.
+
+        Returns:
+            A list of dicts: `weights` `(target, source)` cropped to the
+            sentence's real tokens (up to `[END]`), `source_tokens` and
+            `target_tokens` (see `TranslationPreprocessor.alignment`).
+        """
+        weights = self.token_attention(encoder_token_ids, tokens)
+        encoder_token_ids = np.asarray(encoder_token_ids)
+        return [
+            self.preprocessor.alignment(encoder_token_ids[b], tokens[b, 1:], weights[b])
+            for b in range(len(tokens))
+        ]
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """Next-token logits of prepared inputs (Keras's `predict`).
+
+        Args:
+            x: `{"encoder_token_ids", "decoder_token_ids"}` int arrays, or a
+                `tf.data.Dataset` of them. Raw sentences (alone or in
+                pairs, whose targets `predict` drops) lack the decoder
+                input: call `translate`.
+            batch_size: optional int, as in `keras.Model.predict`.
+            **kwargs: `keras.Model.predict` arguments.
+
+        Returns:
+            float array `(batch, target_length, target_vocabulary_size)`.
+
+        Raises:
+            ValueError: `x` holds source sentences (a str, a list or array
+                of str, or raw pairs): call `translate`, which searches for
+                the output, instead.
+        """
+        if _source_sentences(x):
+            raise ValueError(
+                "predict() gives the next-token logits of prepared inputs (or "
+                "of raw (source, target) pairs); to translate source sentences "
+                f"call `model.translate(texts)`. Received: x={_shown(x)}"
+            )
+        return super().predict(x, batch_size=batch_size, **kwargs)
+
+
+def _source_sentences(x):
+    """Whether `x` is one sentence or a flat sequence / array of sentences."""
+    if isinstance(x, (str, bytes)):
+        return True
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "USO" and x.ndim <= 1
+    if isinstance(x, tf.data.Dataset):
+        spec = x.element_spec
+        return isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string
+    if isinstance(x, tf.Tensor):
+        return x.dtype == tf.string and x.shape.rank <= 1
+    if isinstance(x, (list, tuple)):
+        return len(x) > 0 and all(isinstance(t, (str, bytes)) for t in x)
+    return False
+
+
+def _shown(x):
+    text = repr(x if not isinstance(x, tuple) else list(x))
+    return text if len(text) <= 80 else text[:77] + "..."
