@@ -84,7 +84,18 @@ _BLOCK = 1 << 20
 
 
 class PresetError(ValueError):
-    """A preset directory is missing, incomplete, corrupt, unsafe or too new."""
+    """A preset directory is missing, incomplete, corrupt, unsafe or too new.
+
+    A `ValueError`; its message names the preset and the file at fault.
+
+    Example:
+    >>> import tempfile
+    >>> try:
+    ...     verify_preset(os.path.join(tempfile.mkdtemp(), "missing"))
+    ... except PresetError as e:
+    ...     print(isinstance(e, ValueError), str(e).startswith("Preset directory"))
+    True True
+    """
 
 
 class _Swapped(Exception):
@@ -92,7 +103,21 @@ class _Swapped(Exception):
 
 
 def sha256(path):
-    """Returns the hex sha256 of a file."""
+    """Returns the hex sha256 of a file (what `metadata.json` records).
+
+    Args:
+        path: str or path-like. The file, read in blocks of 1 MiB.
+
+    Returns:
+        str. 64 lowercase hex digits.
+
+    Example:
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "empty.txt")
+    >>> open(path, "wb").close()
+    >>> sha256(path)[:16]
+    'e3b0c44298fc1c14'
+    """
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(_BLOCK), b""):
@@ -453,6 +478,20 @@ def read_metadata(directory):
 
     Returns:
         The metadata dict (its file list is checked by `verify_preset`).
+
+    Raises:
+        PresetError: the directory or its `metadata.json` is missing, not
+            UTF-8 JSON of the expected shape, or from a newer major version.
+
+    Example:
+    >>> import tempfile
+    >>> inputs = keras.Input((2,))
+    >>> model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+    >>> directory = tempfile.mkdtemp()
+    >>> _ = save_preset(model, directory, metadata={"command": "python train.py"})
+    >>> meta = read_metadata(directory)
+    >>> meta["command"], meta["format_version"]
+    ('python train.py', '1.0')
     """
     directory = os.fspath(directory)
     top = _open_directory(directory)
@@ -692,6 +731,22 @@ def verify_preset(directory):
         PresetError: naming an unsafe listed name, a symbolic link, special
             file or empty folder, the unlisted files, or the first missing or
             changed file; or when the preset is from a newer major version.
+
+    Example:
+    >>> import tempfile
+    >>> inputs = keras.Input((2,))
+    >>> model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+    >>> directory = tempfile.mkdtemp()
+    >>> _ = save_preset(model, directory)
+    >>> sorted(verify_preset(directory)["files"])
+    ['config.json', 'model.weights.h5']
+    >>> with open(os.path.join(directory, "config.json"), "a") as f:
+    ...     _ = f.write(" ")  # An edit the checksum catches.
+    >>> try:
+    ...     verify_preset(directory)
+    ... except PresetError as e:
+    ...     print("config.json" in str(e))
+    True
     """
     return _verified(os.fspath(directory))
 

@@ -165,8 +165,49 @@ def training_parser(doc, **defaults):
     return parser
 
 
+def pick_options(args, *names, drop_none=False):
+    """The values of the options `names`, as keyword arguments.
+
+    A training script names its options after the constructor arguments
+    they set (`--embedding-dim` sets `embedding_dim`), so it hands them over
+    by name instead of writing `embedding_dim=args.embedding_dim` for each.
+
+    Args:
+        args: `argparse.Namespace`.
+        *names: str. Attribute names of `args`.
+        drop_none: bool. Leave out options that were not given (`None`),
+            so the constructor's (or a config's) default applies. Defaults
+            to `False`.
+
+    Returns:
+        dict of `name: value`, in the order of `names`.
+
+    Example:
+    >>> args = argparse.Namespace(units=8, cell="gru", window=None)
+    >>> pick_options(args, "units", "window")
+    {'units': 8, 'window': None}
+    >>> pick_options(args, "units", "window", drop_none=True)
+    {'units': 8}
+    """
+    values = {name: getattr(args, name) for name in names}
+    if drop_none:
+        values = {name: value for name, value in values.items() if value is not None}
+    return values
+
+
 def fail(message):
-    """Prints `error: message` to stderr and exits with status 2."""
+    """Prints `error: message` to stderr and exits with status 2.
+
+    Example:
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stderr(io.StringIO()) as err:
+    ...     try:
+    ...         fail("--out x is a file")
+    ...     except SystemExit as e:
+    ...         code = e.code
+    >>> code, err.getvalue().strip()
+    (2, 'error: --out x is a file')
+    """
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(2)
 
@@ -189,6 +230,18 @@ def check_folder(path, option, preset=False):
         option: str. The command-line option that named it, for the message.
         preset: bool. The folder is a preset, replaced whole when saved: it
             must be new, empty or a preset (it has a `metadata.json`).
+
+    Example:
+    >>> import contextlib, io
+    >>> folder = tempfile.mkdtemp()
+    >>> check_folder(os.path.join(folder, "new"), "--out", preset=True)  # fine
+    >>> open(os.path.join(folder, "notes.txt"), "w").close()
+    >>> with contextlib.redirect_stderr(io.StringIO()) as err:
+    ...     try:
+    ...         check_folder(folder, "--out", preset=True)
+    ...     except SystemExit as e:
+    ...         print(e.code, "no metadata.json" in err.getvalue())
+    2 True
     """
     path = os.path.abspath(path)
     if os.path.lexists(path) and not os.path.isdir(path):
@@ -207,7 +260,19 @@ def check_folder(path, option, preset=False):
 
 
 def check_file(path, option):
-    """Exits with status 2 unless the file `path` can be written."""
+    """Exits with status 2 unless the file `path` can be written.
+
+    Example:
+    >>> import contextlib, io
+    >>> folder = tempfile.mkdtemp()
+    >>> check_file(os.path.join(folder, "results.json"), "--results")  # fine
+    >>> with contextlib.redirect_stderr(io.StringIO()) as err:
+    ...     try:
+    ...         check_file(folder, "--results")
+    ...     except SystemExit as e:
+    ...         print(e.code, "is a folder, not a file" in err.getvalue())
+    2 True
+    """
     path = os.path.abspath(path)
     if os.path.isdir(path):
         fail(f"{option} {path} is a folder, not a file")

@@ -16,6 +16,8 @@ import tensorflow as tf
 
 from keras_attention import presets
 from zoo import distributed_loss, inputs
+from zoo.backbone import base_config, set_dtype_policy, with_dtype_policy
+from zoo.backbone_arguments import ArgumentsOf
 
 # Re-exported: the family models import these from here.
 from zoo.distributed_loss import global_batch_mean, logged_as_share  # noqa: F401
@@ -31,18 +33,29 @@ PREPROCESSOR_KEY = "preprocessor"
 class Task(keras.Model):
     """Base class of zoo models: raw-data `fit`/`evaluate`/`predict` + presets.
 
-    Subclasses build a functional graph in `__init__` and set
-    `self.preprocessor` (or leave it `None`). The preprocessor says which
-    raw data it takes (`zoo.inputs.input_form`); raw samples are batched
+    Subclasses build a functional graph in `__init__` and pass their
+    `preprocessor` (or leave it `None`). The preprocessor says which raw
+    data it takes (`zoo.inputs.input_form`); raw samples are batched
     (`batch_size`, default 32) and mapped through it inside `tf.data`;
-    prepared inputs pass through untouched. A `Task` can also be built
-    directly from functional inputs and outputs, as below.
+    prepared inputs pass through untouched.
+
+    A family's task is built on its backbone (`backbone_arguments` names
+    the backbone class), from a `backbone=` instance or from the backbone's
+    own arguments passed through the task (`build_backbone`); it reads each
+    backbone argument as an attribute (`model.hidden_dim`) and lists them,
+    flat, in its config (`get_config`). A `Task` can also be built directly
+    from functional inputs and outputs, as below.
 
     Args:
         *args: `keras.Model` arguments (`inputs`, `outputs`).
+        backbone: optional backbone the graph is built on (an instance of
+            `backbone_arguments.cls`); its arguments become the task's
+            attributes. Defaults to `None`.
         preprocessor: optional layer turning raw data into model inputs
             (see `zoo.inputs.input_form`). Defaults to `None`.
-        **kwargs: `keras.Model` arguments (`name`, `dtype`, ...).
+        dtype: optional dtype policy (e.g. `"mixed_bfloat16"`). Defaults to
+            the backbone's, or to the global policy.
+        **kwargs: `keras.Model` arguments (`name`, `trainable`).
 
     Example:
     >>> words = keras.layers.StringLookup(vocabulary=["in", "the", "beginning"])
@@ -55,9 +68,66 @@ class Task(keras.Model):
 
     static_shapes = False
 
-    def __init__(self, *args, preprocessor=None, **kwargs):
+    #: The backbone's arguments as the task takes them
+    #: (`zoo.backbone_arguments.ArgumentsOf(TheBackbone)`); `None` for a task
+    #: built from inputs and outputs.
+    backbone_arguments = None
+
+    def __init__(self, *args, backbone=None, preprocessor=None, dtype=None, **kwargs):
         super().__init__(*args, **kwargs)
+        if dtype is None and backbone is not None:
+            dtype = backbone.dtype_policy
+        set_dtype_policy(self, dtype)
         self.preprocessor = preprocessor
+        if backbone is not None and self.backbone_arguments is not None:
+            self.backbone = backbone
+            # `backbone` is the backbone itself, even where a backbone
+            # argument is called so (`ShowAttendTell`'s encoder name).
+            self.backbone_arguments.copy_attributes(backbone, self, skip=("backbone",))
+
+    @classmethod
+    def build_backbone(cls, args, backbone, kwargs, dtype=None, name=None):
+        """The task's backbone: `backbone`, or one built from its arguments.
+
+        The backbone arguments given to the task (`args`, in the backbone's
+        order, and the entries of `kwargs` named as in
+        `backbone_arguments`, which are taken out of it) build the backbone
+        with `dtype` and `name`; or `backbone` is the backbone, and the
+        arguments given with it must agree with it. What is left in
+        `kwargs` must be `keras.Model`'s `name` or `trainable`.
+
+        Args:
+            args: tuple. The task's positional arguments.
+            backbone: `None`, a backbone (an instance of
+                `backbone_arguments.cls`), or the value of a backbone
+                argument that the task calls `backbone` (`ShowAttendTell`'s
+                encoder name).
+            kwargs: dict. The task's other keyword arguments.
+            dtype: optional dtype policy of a backbone built here.
+            name: optional str. The name of a backbone built here.
+
+        Returns:
+            The backbone.
+
+        Raises:
+            TypeError: an unknown argument (named), or a `backbone` of
+                another class.
+            ValueError: a bad backbone argument, or one that disagrees with
+                the given backbone.
+        """
+        arguments = cls.backbone_arguments
+        given = arguments.take(cls.__name__, args, kwargs)
+        if isinstance(backbone, arguments.cls):
+            arguments.check_agrees(cls.__name__, given, backbone)
+            return backbone
+        if backbone is not None:
+            if isinstance(backbone, keras.Layer) or "backbone" not in arguments.names:
+                raise TypeError(
+                    f"`backbone` must be a {arguments.cls.__name__}. "
+                    f"Received: backbone={backbone!r:.80}"
+                )
+            given["backbone"] = backbone
+        return arguments.build(given, dtype=dtype, name=name)
 
     def use_static_shapes(self, enabled=True):
         """Feeds `fit`/`evaluate` batches of one fixed shape (for TPUs, XLA).
@@ -316,11 +386,7 @@ class Task(keras.Model):
         The forms and batching are those of `fit` (without shuffling).
 
         Args:
-            x: the data: `x` (with `y`), a list of `(x, y[, w])` tuples, a
-                tuple `(x, y[, w])`, or a `tf.data.Dataset`.
-            y: optional labels, when `x` holds only the inputs.
-            batch_size: optional int. Samples per step for unbatched data.
-            sample_weight: optional per-sample weights.
+            x, y, batch_size, sample_weight: the data, as `fit` takes it.
             **kwargs: `keras.Model.evaluate` arguments (`return_dict`, ...).
 
         Returns:
@@ -440,15 +506,27 @@ class Task(keras.Model):
     # Config and presets ------------------------------------------------------
 
     def get_config(self):
-        """The functional config, with the serialized preprocessor.
+        """The constructor arguments, with the serialized preprocessor.
 
-        Subclasses return their constructor arguments instead.
+        A task built on a backbone lists the backbone's arguments flat,
+        under the task's names (as configs saved before the backbones
+        existed do), then its own arguments, read from the attributes of
+        the same names. A `Task` built from inputs and outputs has a
+        functional config.
         """
-        config = super().get_config()
-        if self.preprocessor is not None:
-            config[PREPROCESSOR_KEY] = keras.saving.serialize_keras_object(
-                self.preprocessor
-            )
+        pre = self.preprocessor
+        pre = None if pre is None else keras.saving.serialize_keras_object(pre)
+        if self.backbone_arguments is None:
+            config = super().get_config()
+            if pre is not None:
+                config[PREPROCESSOR_KEY] = pre
+            return config
+        config = base_config(self)
+        config.update(self.backbone_arguments.config(self.backbone))
+        for name in ArgumentsOf(type(self)).names:
+            if name not in ("backbone", PREPROCESSOR_KEY):
+                config[name] = getattr(self, name)
+        config[PREPROCESSOR_KEY] = pre
         return config
 
     @classmethod
@@ -456,8 +534,9 @@ class Task(keras.Model):
         """Rebuilds a task from its `get_config()`.
 
         Zoo models' configs are their constructor arguments, with the
-        preprocessor serialized as a Keras object (or given as a layer); a
-        `Task` built from inputs and outputs has a functional config.
+        preprocessor serialized as a Keras object (or given as a layer) and
+        the dtype policy as a dict; a `Task` built from inputs and outputs
+        has a functional config.
 
         Example:
         >>> ids = keras.Input((), dtype="int64", name="ids")
@@ -465,7 +544,7 @@ class Task(keras.Model):
         >>> type(Task.from_config(model.get_config())).__name__
         'Task'
         """
-        config = dict(config)
+        config = with_dtype_policy(config)
         pre = config.get(PREPROCESSOR_KEY)
         if isinstance(pre, dict):
             config[PREPROCESSOR_KEY] = keras.saving.deserialize_keras_object(pre)
@@ -502,6 +581,40 @@ class Task(keras.Model):
             self, directory, preprocessor=self.preprocessor, metadata=metadata
         )
 
+    def export(self, filepath, format="tf_saved_model", verbose=None, **options):
+        """Writes a serving SavedModel: raw inputs in, finished outputs out.
+
+        For the translation, captioning and glimpse-classification tasks the
+        `"tf_saved_model"` format is the zoo's export (`zoo.export.export`):
+        tokenization, the beam search and detokenization (or the image
+        handling) run inside the graph, so the artefact loads with
+        `tf.saved_model.load` where neither the zoo, `keras_attention` nor
+        Keras can be imported, and `python -m zoo serve` serves it. Any
+        other `format` (or a task without such an exporter) is
+        `keras.Model.export`'s, of the tensors-in, tensors-out model.
+
+        Args:
+            filepath: str or path-like. The directory to write.
+            format: str. Defaults to `"tf_saved_model"`.
+            verbose: optional bool, passed on to `keras.Model.export`.
+            **options: the family exporter's settings (e.g. `beam_width`
+                for the generative tasks), else `keras.Model.export`'s.
+
+        Returns:
+            The export's description (a dict) for the zoo's exports, else
+            what `keras.Model.export` returns.
+        """
+        from zoo import export
+
+        try:
+            write = export.exporter(self)
+        except ValueError:
+            write = None
+        if format != "tf_saved_model" or write is None:
+            return super().export(filepath, format=format, verbose=verbose, **options)
+        write(self, filepath, **options)
+        return export.read_metadata(filepath)
+
     @classmethod
     def from_preset(cls, preset, load_weights=True, **overrides):
         """Loads a shipped preset by name, or a preset directory.
@@ -529,14 +642,12 @@ class Task(keras.Model):
 
         Example:
         >>> import tempfile
-        >>> words = keras.layers.StringLookup(vocabulary=["in", "the"])
-        >>> ids = keras.Input((), dtype="int64", name="ids")
-        >>> model = Task(ids, keras.layers.Embedding(3, 2)(ids),
-        ...              preprocessor=inputs.FeaturePreprocessor(words))
+        >>> features = keras.Input((2,), name="features")
+        >>> model = Task(features, keras.layers.Dense(1)(features))
         >>> directory = tempfile.mkdtemp()
         >>> _ = model.save_to_preset(directory)
         >>> loaded = Task.from_preset(directory)
-        >>> bool((loaded.predict(["the"], verbose=0) == model.predict(["the"], verbose=0)).all())
+        >>> all((a == b).all() for a, b in zip(loaded.get_weights(), model.get_weights()))
         True
         """
         directory = resolve_preset(preset)

@@ -123,8 +123,12 @@ def test_directory_contents_and_metadata(tmp_path):
 def test_round_trip_is_exact(tmp_path):
     model, _ = _save(tmp_path)
     x = _inputs()
+
+    def configure(config, preprocessor):  # How `Tiny` takes its preprocessor.
+        config["preprocessor"] = preprocessor
+
     loaded, vocab, meta = presets.load_preset(
-        str(tmp_path), expected_class=Tiny, preprocessor_key="preprocessor"
+        str(tmp_path), expected_class=Tiny, configure=configure
     )
     assert isinstance(loaded, Tiny) and isinstance(vocab, Vocab)
     assert vocab.tokens == ["[PAD]", "hello", "wörld"]  # From the asset.
@@ -137,6 +141,15 @@ def test_round_trip_is_exact(tmp_path):
     np.testing.assert_array_equal(
         keras.ops.convert_to_numpy(model(x)), keras.ops.convert_to_numpy(loaded(x))
     )
+
+
+def test_the_deprecated_preprocessor_key_still_works_with_a_warning(tmp_path):
+    _save(tmp_path)
+    with pytest.warns(DeprecationWarning, match="configure"):
+        loaded, vocab, _ = presets.load_preset(
+            str(tmp_path), preprocessor_key="preprocessor"
+        )
+    assert loaded.preprocessor is vocab and vocab.tokens[1] == "hello"
 
 
 def test_overrides_and_load_weights_false(tmp_path):

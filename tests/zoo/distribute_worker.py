@@ -1,16 +1,16 @@
-"""One training step of a tiny zoo model on one device and mirrored.
+"""One training step of tiny zoo models on one device and mirrored.
 
 Splits the CPU into `--replicas` logical devices (which must happen before
-TensorFlow initialises, hence a process of its own), then runs one
-`model.fit` step with plain SGD on the same global batch twice: under the
-default strategy (one device) and under `MirroredStrategy` over all the
-logical CPUs. SGD makes the step's gradient readable from the weights:
-`g = (w_before - w_after) / learning_rate`. Prints one JSON line with both
-losses and gradients' differences.
+TensorFlow initialises, hence a process of its own), then, for each model
+named, runs one `model.fit` step with plain SGD on the same global batch
+twice: under the default strategy (one device) and under `MirroredStrategy`
+over all the logical CPUs. SGD makes the step's gradient readable from the
+weights: `g = (w_before - w_after) / learning_rate`. Prints one JSON line
+per model with both losses and gradients' differences.
 
 Usage (from the repository root):
 
-    python tests/zoo/distribute_worker.py seq2seq --replicas 2
+    python tests/zoo/distribute_worker.py seq2seq ram --replicas 2
 """
 
 import argparse
@@ -27,7 +27,7 @@ LEARNING_RATE = 1.0
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("case", choices=sorted(tiny_models.CASES))
+    p.add_argument("cases", nargs="+", choices=sorted(tiny_models.CASES))
     p.add_argument("--replicas", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     return p.parse_args(argv)
@@ -72,6 +72,37 @@ def tokens_per_replica(model, case, replicas):
     return [float(w.sum()) for w in np.array_split(weights, replicas)]
 
 
+def compare(case, mirrored, replicas, seed):
+    """The report of one model: one device against `mirrored`."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    keras.utils.clear_session(free_memory=False)  # Names as in a new process.
+    one_loss, one_init, one_grads, model = train_step(
+        tf.distribute.get_strategy(), case, seed
+    )
+    loss, init, grads, _ = train_step(mirrored, case, seed)
+    same_init = all(np.array_equal(one_init[k], init[k]) for k in one_init)
+    differences = {
+        k: float(np.abs(grads[k] - one_grads[k]).max()) for k in sorted(one_grads)
+    }
+    worst = sorted(differences, key=differences.get, reverse=True)[:3]
+    return {
+        "case": case,
+        "replicas": mirrored.num_replicas_in_sync,
+        "devices": list(mirrored.extended.worker_devices),
+        "same_initial_weights": same_init,
+        "tokens_per_replica": tokens_per_replica(model, case, replicas),
+        "loss_one_device": one_loss,
+        "loss_mirrored": loss,
+        "gradient_max_abs": max(float(np.abs(g).max()) for g in one_grads.values()),
+        "gradient_max_abs_difference": max(differences.values()),
+        "worst_variables": {k: differences[k] for k in worst},
+        "variables": len(one_grads),
+    }
+
+
 def main(argv=None):
     args = parse_args(argv)
     import tensorflow as tf
@@ -80,41 +111,12 @@ def main(argv=None):
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * args.replicas
     )
-    import numpy as np
-
-    one_loss, one_init, one_grads, model = train_step(
-        tf.distribute.get_strategy(), args.case, args.seed
-    )
     mirrored = tf.distribute.MirroredStrategy(
         [d.name for d in tf.config.list_logical_devices("CPU")]
     )
-    loss, init, grads, _ = train_step(mirrored, args.case, args.seed)
-    same_init = all(np.array_equal(one_init[k], init[k]) for k in one_init)
-    differences = {
-        k: float(np.abs(grads[k] - one_grads[k]).max()) for k in sorted(one_grads)
-    }
-    worst = sorted(differences, key=differences.get, reverse=True)[:3]
-    print(
-        json.dumps(
-            {
-                "case": args.case,
-                "replicas": mirrored.num_replicas_in_sync,
-                "devices": list(mirrored.extended.worker_devices),
-                "same_initial_weights": same_init,
-                "tokens_per_replica": tokens_per_replica(
-                    model, args.case, args.replicas
-                ),
-                "loss_one_device": one_loss,
-                "loss_mirrored": loss,
-                "gradient_max_abs": max(
-                    float(np.abs(g).max()) for g in one_grads.values()
-                ),
-                "gradient_max_abs_difference": max(differences.values()),
-                "worst_variables": {k: differences[k] for k in worst},
-                "variables": len(one_grads),
-            }
-        )
-    )
+    for case in args.cases:
+        report = compare(case, mirrored, args.replicas, args.seed)
+        print(json.dumps(report), flush=True)
 
 
 if __name__ == "__main__":

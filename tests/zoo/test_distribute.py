@@ -19,7 +19,6 @@ Each batch splits unevenly over the two replicas (different token counts,
 or 5 and 4 images), so a per-replica average shows.
 """
 
-import concurrent.futures
 import importlib.util
 import json
 import os
@@ -72,25 +71,12 @@ def expected_failures(bugs):
     ]
 
 
-def run_worker(case):
-    env = dict(os.environ, KERAS_BACKEND="tensorflow", CUDA_VISIBLE_DEVICES="")
-    env.pop("TF_CONFIG", None)
-    return subprocess.run(
-        [sys.executable, os.path.join(HERE, "distribute_worker.py"), case],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=300,
-    )
-
-
 @pytest.fixture(scope="module")
 def reports(request):
-    """Runs the worker of every selected case, two processes at a time.
+    """Runs the worker once for every selected case.
 
-    Each worker spends most of its time tracing on one core, so two at a
-    time halve the wall time on a two-core machine.
+    One process for all the models: TensorFlow starts (and the CPU is split
+    into logical devices) once, not once a model.
     """
     cases = sorted(
         {
@@ -99,14 +85,26 @@ def reports(request):
             if item.parent is request.node and hasattr(item, "callspec")
         }
     )
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        return dict(zip(cases, pool.map(run_worker, cases)))
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", CUDA_VISIBLE_DEVICES="")
+    env.pop("TF_CONFIG", None)
+    result = subprocess.run(
+        [sys.executable, os.path.join(HERE, "distribute_worker.py"), *cases],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=1200,
+    )
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    return {
+        "cases": {report["case"]: report for report in map(json.loads, lines)},
+        "error": f"exit {result.returncode}: {result.stderr[-3000:]}",
+    }
 
 
 def report_of(reports, case):
-    result = reports[case]
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    assert case in reports["cases"], reports["error"]
+    return reports["cases"][case]
 
 
 @pytest.mark.parametrize("case", sorted(tiny_models.CASES))

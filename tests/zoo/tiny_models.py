@@ -54,7 +54,8 @@ def seq2seq(seed=0):
     """A GRU `zoo.Seq2Seq`, 12 units, no dropout, with its preprocessor."""
     import keras
 
-    from zoo.seq2seq import Seq2Seq, TranslationPreprocessor
+    from zoo.seq2seq import Seq2Seq
+    from zoo.translation import TranslationPreprocessor
 
     source_vocab, target_vocab = _seq2seq_vocabularies()
     keras.utils.set_random_seed(seed)
@@ -80,8 +81,8 @@ def transformer(seed=0):
     """A 1-layer, d_model 16 `zoo.Transformer`, shared vocabulary, no dropout."""
     import keras
 
-    from zoo.seq2seq import TranslationPreprocessor
     from zoo.transformer import Transformer
+    from zoo.translation import TranslationPreprocessor
 
     vocab = _joint_vocabulary()
     keras.utils.set_random_seed(seed)
@@ -129,7 +130,7 @@ def fashion_mnist_batch(size=9):
 def ram(seed=0):
     """A 3-glimpse `zoo.RecurrentAttentionModel` in a deterministic setting.
 
-    Sampling differs per replica by design (`zoo.ram.model.replica_normal`;
+    Sampling differs per replica by design (`zoo.ram.layers.replica_normal`;
     tests/zoo/ram/test_distributed.py checks that the replicas draw
     different noise), so one device and two replicas never see the same
     glimpse path. Two settings make the step comparable without changing

@@ -38,6 +38,14 @@ import numpy as np
 
 from zoo.data import fashion_mnist
 
+#: The Fashion-MNIST images each split's scenes are built from (the full
+#: data set), as a preset's metadata records them.
+SOURCE_IMAGES = {
+    "train": "Fashion-MNIST train images 0-54,999",
+    "validation": "Fashion-MNIST train images 55,000-59,999",
+    "test": "Fashion-MNIST test images",
+}
+
 #: One caption word per Fashion-MNIST class (`fashion_mnist.CLASS_NAMES`
 #: order); single words, none a part of another ("t-shirt" would split
 #: into "t - shirt" and name a shirt).

@@ -66,6 +66,48 @@ def train_wordpiece(
     )
 
 
+def learned_wordpiece(texts, vocabulary_size, folder=None, name="vocabulary", **kwargs):
+    """`train_wordpiece(texts, ...)`, kept in `folder` and reused from it.
+
+    Learning a vocabulary on a whole corpus takes minutes; a training
+    script given a folder (`--vocabulary-dir`) keeps each vocabulary there
+    as `<name>_<vocabulary_size>.txt` and reads it back on the next run
+    instead of learning it again. The file is reused as it is: use one
+    folder per corpus.
+
+    Args:
+        texts: iterable of str (read only when the vocabulary is learned).
+        vocabulary_size: int. As in `train_wordpiece`.
+        folder: optional str. The folder that keeps the vocabulary (created
+            if missing). Defaults to `None` (learn it, keep nothing).
+        name: str. The file's name before the size, e.g. `"source"`.
+            Defaults to `"vocabulary"`.
+        **kwargs: other `train_wordpiece` arguments (`lowercase`, ...).
+
+    Returns:
+        A list of tokens, as `train_wordpiece` returns it.
+
+    Example:
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> vocab = learned_wordpiece(["Y lloró Jesús."], 100, folder, name="es")
+    >>> sorted(os.listdir(folder))
+    ['es_100.txt']
+    >>> learned_wordpiece([], 100, folder, name="es") == vocab  # read back
+    True
+    """
+    path = None
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, f"{name}_{vocabulary_size}.txt")
+        if os.path.isfile(path):
+            return load_vocabulary(path)
+    tokens = train_wordpiece(texts, vocabulary_size, **kwargs)
+    if path:
+        save_vocabulary(tokens, path)
+    return tokens
+
+
 def tokenizer(vocabulary, lowercase=True, sequence_length=None, **kwargs):
     """Builds the matching `keras_hub.tokenizers.WordPieceTokenizer`.
 
@@ -102,6 +144,106 @@ def tokenizer(vocabulary, lowercase=True, sequence_length=None, **kwargs):
         sequence_length=sequence_length,
         **kwargs,
     )
+
+
+def as_tokenizer(value, lowercase=True, name=None):
+    """A keras-hub tokenizer from any form a preprocessor takes one in.
+
+    Args:
+        value: a `keras_hub.tokenizers.Tokenizer` (returned as it is), its
+            serialized config (a dict, from a preprocessor's config), a
+            vocabulary (list of tokens or the path of a file, see
+            `tokenizer`), or `None`: a `WordPieceTokenizer` without
+            vocabulary yet, which a preset's assets fill in
+            (`load_tokenizer_assets`).
+        lowercase: bool. For a new tokenizer. Defaults to `True`.
+        name: optional str. The new tokenizer's name (its assets folder).
+
+    Returns:
+        A `keras_hub.tokenizers.Tokenizer`.
+
+    Example:
+    >>> tok = as_tokenizer(["[PAD]", "[UNK]", "a", "bag"], name="words")
+    >>> tok.name, tok.vocabulary_size()
+    ('words', 4)
+    >>> as_tokenizer(None, name="later").vocabulary is None
+    True
+    >>> import keras
+    >>> config = keras.saving.serialize_keras_object(tok)  # no vocabulary
+    >>> as_tokenizer(config).name, as_tokenizer(config).vocabulary is None
+    ('words', True)
+    """
+    import keras
+    import keras_hub
+
+    if isinstance(value, dict):
+        value = keras.saving.deserialize_keras_object(value)
+    if isinstance(value, keras_hub.tokenizers.Tokenizer):
+        return value
+    if value is None:
+        return keras_hub.tokenizers.WordPieceTokenizer(
+            lowercase=lowercase, strip_accents=False, name=name
+        )
+    return tokenizer(value, lowercase=lowercase, name=name)
+
+
+def row_lengths(tokens):
+    """Tokens per row of a tokenizer's output, before packing cuts them.
+
+    Args:
+        tokens: what a keras-hub tokenizer returns for a batch: a
+            `tf.RaggedTensor` (inside `tf.data`), a list of lists (eagerly)
+            or a dense tensor (a tokenizer with its own `sequence_length`).
+
+    Returns:
+        int64 tensor `(batch,)`, or `None` for dense output (its rows are
+        cut already, so no length is known).
+
+    Example:
+    >>> tok = tokenizer(["[PAD]", "[UNK]", "a", "bag"])
+    >>> row_lengths(tok(["a bag bag", "a"])).numpy().tolist()
+    [3, 1]
+    """
+    import tensorflow as tf
+
+    if isinstance(tokens, tf.RaggedTensor):
+        return tokens.row_lengths()
+    if isinstance(tokens, (list, tuple)):  # keras-hub's eager ragged output
+        return tf.constant([len(row) for row in tokens], "int64")
+    return None
+
+
+def decode(tokenizer, token_ids, end_id, reserved_tokens=DEFAULT_RESERVED_TOKENS):
+    """Detokenizes rows of ids, each up to its first `end_id`, without specials.
+
+    Args:
+        tokenizer: a keras-hub tokenizer.
+        token_ids: int array `(batch, length)`.
+        end_id: int. Each row is cut before its first `end_id`.
+        reserved_tokens: sequence of str. Tokens dropped from the rows.
+            Defaults to `("[PAD]", "[UNK]", "[START]", "[END]")`.
+
+    Returns:
+        A list of Python str, one per row.
+
+    Example:
+    >>> tok = tokenizer(["[PAD]", "[UNK]", "[START]", "[END]", "a", "bag"])
+    >>> decode(tok, [[2, 4, 5, 3, 4], [4, 0, 0, 0, 0]], end_id=3)
+    ['a bag', 'a']
+    """
+    import keras
+    import tensorflow as tf
+
+    specials = {tokenizer.token_to_id(t) for t in reserved_tokens}
+    texts = []
+    for row in keras.ops.convert_to_numpy(token_ids).tolist():
+        if end_id in row:
+            row = row[: row.index(end_id)]
+        row = [t for t in row if t not in specials]
+        text = tokenizer.detokenize(tf.constant([row], "int32"))
+        text = keras.ops.convert_to_numpy(text)[0]
+        texts.append(text.decode("utf-8") if isinstance(text, bytes) else str(text))
+    return texts
 
 
 def save_vocabulary(tokens, path):

@@ -13,15 +13,10 @@ import keras
 from keras import ops
 
 from keras_attention.layers import GlimpseNetwork
+from zoo.backbone import positive_int
 from zoo.ram.preprocessor import to_model_pixels
 
 CELLS = ("rnn", "lstm")
-
-
-def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
-    return value
 
 
 def replica_normal(shape, seed_generator, dtype="float32"):
@@ -78,6 +73,14 @@ class LocationPolicy(keras.layers.Layer):
         seed: optional int seeding the sampler.
         stop_hidden_gradient: bool. Keep the REINFORCE gradient out of
             `hidden`. Defaults to `True`.
+        learning_rate_scale: float > 0. Multiplies the step an optimizer
+            that normalises gradients (Adam, RMSprop) takes on the policy's
+            weights, relative to the rest of the model: the mean is
+            `tanh(s * (h V + c))` with `V` initialised to `W / s`, so the
+            function at initialisation is the same for every `s` while an
+            update of size `lr` to `V` moves `s V` by `s * lr`. With Adam,
+            scaling the REINFORCE loss does not slow the policy down; this
+            does. Defaults to `1.0`.
         **kwargs: base layer arguments.
 
     Call arguments:
@@ -98,18 +101,42 @@ class LocationPolicy(keras.layers.Layer):
         Mnih et al., 2014, "Recurrent Models of Visual Attention", sec. 3.2.
     """
 
-    def __init__(self, std=0.1, seed=None, stop_hidden_gradient=True, **kwargs):
+    def __init__(
+        self,
+        std=0.1,
+        seed=None,
+        stop_hidden_gradient=True,
+        learning_rate_scale=1.0,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if not isinstance(std, (int, float)) or std <= 0:
             raise ValueError(f"`std` must be a positive float. Received: std={std!r}")
+        if (
+            isinstance(learning_rate_scale, bool)
+            or not isinstance(learning_rate_scale, (int, float))
+            or learning_rate_scale <= 0
+        ):
+            raise ValueError(
+                "`learning_rate_scale` must be a positive float. Received: "
+                f"learning_rate_scale={learning_rate_scale!r}"
+            )
+        self.learning_rate_scale = float(learning_rate_scale)
         self.std = float(std)
         self.seed = seed
         self.stop_hidden_gradient = bool(stop_hidden_gradient)
         self.seed_generator = keras.random.SeedGenerator(seed, name="sampler")
 
     def build(self, hidden_shape):
+        scale = self.learning_rate_scale
         self.mean_dense = keras.layers.Dense(
-            2, activation="tanh", dtype=self.dtype_policy, name="mean"
+            2,
+            # Glorot uniform divided by the scale: `s V` starts as `W` would.
+            kernel_initializer=keras.initializers.VarianceScaling(
+                1.0 / scale**2, mode="fan_avg", distribution="uniform"
+            ),
+            dtype=self.dtype_policy,
+            name="mean",
         )
         self.mean_dense.build(hidden_shape)
 
@@ -117,6 +144,7 @@ class LocationPolicy(keras.layers.Layer):
         if self.stop_hidden_gradient:
             hidden = ops.stop_gradient(hidden)
         mean = ops.cast(self.mean_dense(hidden), "float32")
+        mean = ops.tanh(mean * self.learning_rate_scale)
         location = mean
         if training:
             noise = replica_normal(ops.shape(mean), self.seed_generator)
@@ -142,6 +170,7 @@ class LocationPolicy(keras.layers.Layer):
             std=self.std,
             seed=self.seed,
             stop_hidden_gradient=self.stop_hidden_gradient,
+            learning_rate_scale=self.learning_rate_scale,
         )
         return config
 
@@ -160,7 +189,7 @@ class RecurrentAttention(keras.layers.Layer):
     ```
 
     Args:
-        num_classes: int. Classes of the action network.
+        num_classes: int. Classes of the action network. Defaults to `10`.
         num_glimpses: int. Glimpses `T`. Defaults to `6`.
         patch_size, num_scales, scale_factor: the retina
             (`GlimpseSensor`). Default to `8`, `1`, `2`.
@@ -179,6 +208,9 @@ class RecurrentAttention(keras.layers.Layer):
             network (and the glimpse network) through the policy's input,
             as in the paper; by default only the classification loss trains
             them. Defaults to `False`.
+        policy_learning_rate_scale: float > 0. Relative step size of the
+            location policy under Adam (`LocationPolicy`'s
+            `learning_rate_scale`). Defaults to `1.0`.
         **kwargs: base layer arguments.
 
     Call arguments:
@@ -208,7 +240,7 @@ class RecurrentAttention(keras.layers.Layer):
 
     def __init__(
         self,
-        num_classes,
+        num_classes=10,
         num_glimpses=6,
         patch_size=8,
         num_scales=1,
@@ -222,6 +254,7 @@ class RecurrentAttention(keras.layers.Layer):
         test_samples=1,
         seed=None,
         reinforce_core=False,
+        policy_learning_rate_scale=1.0,
         **kwargs,
     ):
         # Images are not cast on the way in (under mixed precision either):
@@ -234,7 +267,7 @@ class RecurrentAttention(keras.layers.Layer):
             ("units", units),
             ("test_samples", test_samples),
         ):
-            _positive_int(name, value)
+            positive_int(name, value)
         if cell not in CELLS:
             raise ValueError(f"`cell` must be one of {CELLS}. Received: cell={cell!r}")
         self.num_classes = num_classes
@@ -251,11 +284,13 @@ class RecurrentAttention(keras.layers.Layer):
         self.test_samples = test_samples
         self.seed = seed
         self.reinforce_core = bool(reinforce_core)
+        self.policy_learning_rate_scale = policy_learning_rate_scale
         # Created here (not in build) so a bad std fails at construction.
         self.location_policy = LocationPolicy(
             location_std,
             seed=seed,
             stop_hidden_gradient=not self.reinforce_core,
+            learning_rate_scale=policy_learning_rate_scale,
             dtype=self.dtype_policy,
             name="location_policy",
         )
@@ -375,5 +410,6 @@ class RecurrentAttention(keras.layers.Layer):
             test_samples=self.test_samples,
             seed=self.seed,
             reinforce_core=self.reinforce_core,
+            policy_learning_rate_scale=self.policy_learning_rate_scale,
         )
         return config

@@ -12,6 +12,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from zoo.backbone_arguments import ArgumentsOf
 from zoo.data import fashion_mnist
 from zoo.distributed_loss import global_batch_mean
 from zoo.ram.backbone import RecurrentAttentionBackbone
@@ -58,33 +59,27 @@ class RecurrentAttentionModel(Task):
     probabilities, `glimpses(images)` where the agent looked.
 
     Args:
-        num_classes: int. Defaults to `10`.
-        channels: int. Image channels of the model, 1 or 3. Defaults to `1`.
-        num_glimpses: int. Defaults to `6`.
-        patch_size: int. Retina patch side in pixels. Defaults to `8`.
-        num_scales: int. Retina resolutions. Defaults to `1`.
-        scale_factor: int. Side ratio of successive patches. Defaults to `2`.
-        glimpse_units: int. Size of `h_g`. Defaults to `128`.
-        location_units: int. Size of `h_l`. Defaults to `128`.
-        glimpse_output_units: int. Size of `g`. Defaults to `256`.
-        units: int. Core state size. Defaults to `256`.
-        cell: str. `"rnn"` (ReLU) or `"lstm"`. Defaults to `"rnn"`.
-        location_std: float. Policy standard deviation, in units of half
-            the image side. Defaults to `0.1`.
-        test_samples: int. Monte-Carlo glimpse paths averaged at inference
-            (1: follow the policy mean). Defaults to `1`.
+        *args, **kwargs: the `RecurrentAttentionBackbone` arguments: those
+            of its `RecurrentAttention` layer (`num_classes`,
+            `num_glimpses`, `patch_size`, `num_scales`, `scale_factor`,
+            `glimpse_units`, `location_units`, `glimpse_output_units`,
+            `units`, `cell`, `location_std`, `test_samples`, `seed`,
+            `reinforce_core`, `policy_learning_rate_scale`), in its order
+            and with its defaults, and `channels` (1 or 3, default 1). They
+            build the backbone and are read back as attributes
+            (`model.num_glimpses`). Left out, or agreeing with it, when
+            `backbone` is given. Also `keras.Model`'s `name` and `trainable`;
+            any other name raises a `TypeError`.
+        backbone: optional `RecurrentAttentionBackbone` to build on.
+            Defaults to `None`.
         discount: float in (0, 1]. Reward discount per step. Defaults to `1`.
         reinforce_weight: float. Weight of the REINFORCE term. Defaults to `1`.
-        seed: optional int seeding the location sampler.
-        reinforce_core: bool. Let the REINFORCE gradient also train the core
-            and glimpse networks (as in the paper); by default they learn
-            from the cross-entropy only. Defaults to `False`.
         class_names: optional sequence of `num_classes` str, the name of
             each class (what `classify` returns). Defaults to `None`.
         preprocessor: optional `ImagePreprocessor`; defaults to one for
             `channels`.
-        dtype: optional dtype policy (e.g. `"mixed_bfloat16"`).
-        **kwargs: `keras.Model` arguments (e.g. `name`).
+        dtype: optional dtype policy (e.g. `"mixed_bfloat16"`). Defaults to
+            the backbone's (the global policy).
 
     Example:
     >>> import keras
@@ -112,25 +107,14 @@ class RecurrentAttentionModel(Task):
         Visual Attention" (NIPS).
     """
 
+    backbone_arguments = ArgumentsOf(RecurrentAttentionBackbone)
+
     def __init__(
         self,
-        num_classes=10,
-        channels=1,
-        num_glimpses=6,
-        patch_size=8,
-        num_scales=1,
-        scale_factor=2,
-        glimpse_units=128,
-        location_units=128,
-        glimpse_output_units=256,
-        units=256,
-        cell="rnn",
-        location_std=0.1,
-        test_samples=1,
+        *args,
+        backbone=None,
         discount=1.0,
         reinforce_weight=1.0,
-        seed=None,
-        reinforce_core=False,
         class_names=None,
         preprocessor=None,
         dtype=None,
@@ -140,58 +124,29 @@ class RecurrentAttentionModel(Task):
             raise ValueError(
                 f"`discount` must be in (0, 1]. Received: discount={discount!r}"
             )
-        class_names = _checked_class_names(class_names, num_classes)
         # === Layers ===
-        backbone = RecurrentAttentionBackbone(
-            num_classes=num_classes,
-            channels=channels,
-            num_glimpses=num_glimpses,
-            patch_size=patch_size,
-            num_scales=num_scales,
-            scale_factor=scale_factor,
-            glimpse_units=glimpse_units,
-            location_units=location_units,
-            glimpse_output_units=glimpse_output_units,
-            units=units,
-            cell=cell,
-            location_std=location_std,
-            test_samples=test_samples,
-            seed=seed,
-            reinforce_core=reinforce_core,
-            dtype=dtype,
-            name="backbone",
-        )
+        backbone = self.build_backbone(args, backbone, kwargs, dtype, name="backbone")
+        class_names = _checked_class_names(class_names, backbone.num_classes)
         # === Functional graph ===
-        images = keras.Input((None, None, channels), name="images")
+        images = keras.Input((None, None, backbone.channels), name="images")
         outputs = backbone(images)
-        super().__init__(inputs=images, outputs=outputs, **kwargs)
-        if dtype is not None:
-            # A functional model drops `dtype`: set its policy as layers do.
-            self.dtype_policy = dtype
+        if preprocessor is None:
+            preprocessor = ImagePreprocessor(
+                backbone.channels, name="image_preprocessor"
+            )
+        super().__init__(
+            inputs=images,
+            outputs=outputs,
+            backbone=backbone,
+            preprocessor=preprocessor,
+            dtype=dtype,
+            **kwargs,
+        )
 
         # === Config ===
-        self.backbone = backbone
-        self.num_classes = num_classes
-        self.channels = channels
-        self.num_glimpses = num_glimpses
-        self.patch_size = patch_size
-        self.num_scales = num_scales
-        self.scale_factor = scale_factor
-        self.glimpse_units = glimpse_units
-        self.location_units = location_units
-        self.glimpse_output_units = glimpse_output_units
-        self.units = units
-        self.cell = cell
-        self.location_std = location_std
-        self.test_samples = test_samples
         self.discount = float(discount)
         self.reinforce_weight = float(reinforce_weight)
-        self.seed = seed
-        self.reinforce_core = bool(reinforce_core)
         self._class_names = class_names
-        self.preprocessor = preprocessor or ImagePreprocessor(
-            channels, name="image_preprocessor"
-        )
         self.reward_tracker = keras.metrics.Mean(name="reward")
         self.reinforce_tracker = keras.metrics.Mean(name="reinforce_loss")
         self.baseline_tracker = keras.metrics.Mean(name="baseline_loss")
@@ -387,46 +342,10 @@ class RecurrentAttentionModel(Task):
             return super().load_weights(moved, skip_mismatch=skip_mismatch, **kwargs)
 
     def get_config(self):
-        names = self.class_names
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            "num_classes": self.num_classes,
-            "channels": self.channels,
-            "num_glimpses": self.num_glimpses,
-            "patch_size": self.patch_size,
-            "num_scales": self.num_scales,
-            "scale_factor": self.scale_factor,
-            "glimpse_units": self.glimpse_units,
-            "location_units": self.location_units,
-            "glimpse_output_units": self.glimpse_output_units,
-            "units": self.units,
-            "cell": self.cell,
-            "location_std": self.location_std,
-            "test_samples": self.test_samples,
-            "discount": self.discount,
-            "reinforce_weight": self.reinforce_weight,
-            "seed": self.seed,
-            "reinforce_core": self.reinforce_core,
-            "class_names": None if names is None else list(names),
-            "preprocessor": keras.saving.serialize_keras_object(self.preprocessor),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        """Rebuilds the model from `get_config()`, old presets' configs too.
-
-        Example:
-        >>> model = RecurrentAttentionModel(
-        ...     num_classes=2, num_glimpses=1, dtype="mixed_bfloat16")
-        >>> RecurrentAttentionModel.from_config(model.get_config()).dtype_policy.name
-        'mixed_bfloat16'
-        """
-        config = dict(config)
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return super().from_config(config)
+        config = super().get_config()
+        names = config["class_names"]
+        config["class_names"] = None if names is None else list(names)
+        return config
 
 
 def _checked_class_names(class_names, num_classes):

@@ -28,7 +28,7 @@ import time
 import keras
 import numpy as np
 
-from zoo.arguments import positive_float, training_parser
+from zoo.arguments import pick_options, positive_float, training_parser
 from zoo.data import fashion_mnist
 from zoo.ram import RecurrentAttentionModel
 from zoo.ram.plotting import plot_glimpses
@@ -53,6 +53,11 @@ ROWS = {
     "fc_cluttered": ("cluttered", "fc", {}),
     "conv_cluttered": ("cluttered", "conv", {}),
 }
+#: The options `RecurrentAttentionModel` takes as arguments of the same name.
+MODEL_OPTIONS = (
+    "units cell location_std test_samples seed reinforce_core reinforce_weight "
+    "policy_learning_rate_scale"
+).split()
 TASKS = {
     "centered": "centred 28x28",
     "translated": "translated 60x60",
@@ -87,6 +92,13 @@ def parse_args(argv=None):
         type=positive_float,
         default=1.0,
         help="weight of the REINFORCE term of the hybrid loss",
+    )
+    p.add_argument(
+        "--policy-learning-rate-scale",
+        type=positive_float,
+        default=1.0,
+        help="step size of the location policy relative to the rest of the "
+        "model under Adam (LocationPolicy learning_rate_scale)",
     )
     p.add_argument("--plot", help="PNG of glimpse paths of the preset row")
     return p.parse_args(argv)
@@ -134,15 +146,9 @@ def build_model(kind, options, image_size, args):
     if kind == "conv":
         return small_convnet()
     return RecurrentAttentionModel(
-        units=args.units,
         glimpse_output_units=args.units,
-        cell=args.cell,
-        location_std=args.location_std,
-        test_samples=args.test_samples,
-        seed=args.seed,
-        reinforce_core=args.reinforce_core,
-        reinforce_weight=args.reinforce_weight,
         class_names=fashion_mnist.CLASS_NAMES,
+        **pick_options(args, *MODEL_OPTIONS),
         **options,
     )
 

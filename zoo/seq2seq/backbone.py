@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_attention.layers import AttentionDecoder, AttentionDecoderCell
+from zoo.backbone import Backbone, positive_int
 
 RNN_LAYERS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
 
@@ -65,13 +66,8 @@ class Maxout(keras.layers.Layer):
         return config
 
 
-def check_positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
-
-
 @keras.saving.register_keras_serializable(package="zoo")
-class Seq2SeqBackbone(keras.Model):
+class Seq2SeqBackbone(Backbone):
     """Bahdanau/Luong RNN encoder-decoder: token ids in, decoder features out.
 
     The encoder embeds the source and runs `encoder_layers` (bi)LSTM/GRU
@@ -152,7 +148,7 @@ class Seq2SeqBackbone(keras.Model):
             ("units", units),
             ("encoder_layers", encoder_layers),
         ):
-            check_positive_int(name, value)
+            positive_int(name, value)
         if cell not in RNN_LAYERS:
             raise ValueError(f"`cell` must be 'lstm' or 'gru'. Received: cell={cell!r}")
         if (
@@ -240,10 +236,6 @@ class Seq2SeqBackbone(keras.Model):
             **kwargs,
         )
 
-        if dtype is not None:
-            # A functional `keras.Model` ignores `dtype`; the config keeps it.
-            self.dtype_policy = keras.dtype_policies.get(dtype)
-
         # === Config ===
         self.source_vocabulary_size = source_vocabulary_size
         self.target_vocabulary_size = target_vocabulary_size
@@ -301,25 +293,3 @@ class Seq2SeqBackbone(keras.Model):
         hidden, cache = self.decoder_cell(x, list(cache))
         readout = self.deep_output(ops.concatenate([hidden, x], axis=-1))
         return readout, self.decoder_cell.attention_weights(cache), cache
-
-    def get_config(self):
-        config = {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-        }
-        config.update(
-            source_vocabulary_size=self.source_vocabulary_size,
-            target_vocabulary_size=self.target_vocabulary_size,
-            embedding_dim=self.embedding_dim,
-            units=self.units,
-            encoder_layers=self.encoder_layers,
-            bidirectional=self.bidirectional,
-            cell=self.cell,
-            style=self.style,
-            score=self.score,
-            window=self.window,
-            local=self.local,
-            dropout=self.dropout,
-        )
-        return config

@@ -3,24 +3,10 @@
 import keras
 from keras import ops
 
+from zoo.backbone_arguments import ArgumentsOf
 from zoo.seq2seq import legacy
 from zoo.seq2seq.backbone import Seq2SeqBackbone
 from zoo.translation import TranslationTask
-
-BACKBONE_ARGUMENTS = (
-    "source_vocabulary_size",
-    "target_vocabulary_size",
-    "embedding_dim",
-    "units",
-    "encoder_layers",
-    "bidirectional",
-    "cell",
-    "style",
-    "score",
-    "window",
-    "local",
-    "dropout",
-)
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -36,28 +22,19 @@ class Seq2Seq(TranslationTask):
     with GNMT length and coverage penalties, and attention alignments.
 
     Args:
-        source_vocabulary_size: int. Source vocabulary size.
-        target_vocabulary_size: int. Target vocabulary size.
-        embedding_dim: int. Defaults to `256`.
-        units: int. RNN units (per direction in the encoder). Defaults to
-            `256`.
-        encoder_layers: int. Defaults to `1`.
-        bidirectional: bool. Bidirectional encoder. Defaults to `True`.
-        cell: str. `"lstm"` or `"gru"`. Defaults to `"lstm"`.
-        style: str. `"bahdanau"` or `"luong"`. Defaults to `"bahdanau"`.
-        score: alignment function (name, config or layer). Defaults to
-            `"additive"`.
-        window: int or None. Local attention half-width. Defaults to `None`.
-        local: str. `"monotonic"` or `"predictive"`. Defaults to
-            `"monotonic"`.
-        dropout: float. Dropout on embeddings and the deep output. Defaults
-            to `0.2`.
+        *args, **kwargs: the `Seq2SeqBackbone` arguments
+            (`source_vocabulary_size`, `target_vocabulary_size`,
+            `embedding_dim`, `units`, `encoder_layers`, `bidirectional`,
+            `cell`, `style`, `score`, `window`, `local`, `dropout`, here also
+            the dropout before the projection), in its order and with its
+            defaults; they build the backbone and are read back as attributes
+            (`model.units`). Left out, or agreeing with it, when `backbone`
+            is given. Also `keras.Model`'s `name` and `trainable`; any other
+            name raises a `TypeError`.
+        backbone: optional `Seq2SeqBackbone` to build on. Defaults to `None`.
         preprocessor: optional `zoo.translation.TranslationPreprocessor`.
-        backbone: optional `Seq2SeqBackbone`; when given, the arguments
-            above are read from it (leave them out). Defaults to `None`.
         dtype: optional dtype policy (e.g. `"mixed_bfloat16"`). Defaults to
-            `None` (the global policy).
-        **kwargs: `keras.Model` arguments (e.g. `name`).
+            the backbone's (the global policy).
 
     Call arguments:
         inputs: dict of int tensors `encoder_token_ids` `(batch, S)` and
@@ -80,48 +57,10 @@ class Seq2Seq(TranslationTask):
         Approaches to Attention-based Neural Machine Translation".
     """
 
-    def __init__(
-        self,
-        source_vocabulary_size=None,
-        target_vocabulary_size=None,
-        embedding_dim=256,
-        units=256,
-        encoder_layers=1,
-        bidirectional=True,
-        cell="lstm",
-        style="bahdanau",
-        score="additive",
-        window=None,
-        local="monotonic",
-        dropout=0.2,
-        preprocessor=None,
-        backbone=None,
-        dtype=None,
-        **kwargs,
-    ):
-        if backbone is None:
-            backbone = Seq2SeqBackbone(
-                source_vocabulary_size,
-                target_vocabulary_size,
-                embedding_dim=embedding_dim,
-                units=units,
-                encoder_layers=encoder_layers,
-                bidirectional=bidirectional,
-                cell=cell,
-                style=style,
-                score=score,
-                window=window,
-                local=local,
-                dropout=dropout,
-                dtype=dtype,
-            )
-        elif not isinstance(backbone, Seq2SeqBackbone):
-            raise TypeError(
-                "`backbone` must be a Seq2SeqBackbone. "
-                f"Received: backbone={backbone!r:.80}"
-            )
-        if dtype is None:
-            dtype = backbone.dtype_policy
+    backbone_arguments = ArgumentsOf(Seq2SeqBackbone)
+
+    def __init__(self, *args, backbone=None, preprocessor=None, dtype=None, **kwargs):
+        backbone = self.build_backbone(args, backbone, kwargs, dtype)
 
         # === Layers ===
         self.backbone = backbone
@@ -129,7 +68,7 @@ class Seq2Seq(TranslationTask):
             backbone.dropout, name="output_dropout"
         )
         self.projection = keras.layers.Dense(
-            backbone.target_vocabulary_size, dtype=dtype, name="logits"
+            backbone.target_vocabulary_size, dtype=backbone.dtype_policy, name="logits"
         )
 
         # === Functional graph ===
@@ -139,15 +78,14 @@ class Seq2Seq(TranslationTask):
         }
         features = backbone(inputs)["decoder_sequence_output"]
         logits = self.projection(self.output_dropout(features))
-        super().__init__(inputs=inputs, outputs=logits, dtype=dtype, **kwargs)
-        if dtype is not None:
-            # A functional `keras.Model` ignores `dtype`; the config keeps it.
-            self.dtype_policy = keras.dtype_policies.get(dtype)
-
-        # === Config ===
-        for name in BACKBONE_ARGUMENTS:
-            setattr(self, name, getattr(backbone, name))
-        self.preprocessor = preprocessor
+        super().__init__(
+            inputs=inputs,
+            outputs=logits,
+            backbone=backbone,
+            preprocessor=preprocessor,
+            dtype=dtype,
+            **kwargs,
+        )
 
     def encode(self, inputs, max_length=None):
         """The decoder's initial cache for source ids `(batch, S)`.
@@ -183,17 +121,3 @@ class Seq2Seq(TranslationTask):
         if legacy.is_legacy_weights(filepath):
             return legacy.load_legacy_weights(self, filepath)
         return super().load_weights(filepath, skip_mismatch=skip_mismatch, **kwargs)
-
-    def get_config(self):
-        config = {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-        }
-        config.update({name: getattr(self, name) for name in BACKBONE_ARGUMENTS})
-        config["preprocessor"] = (
-            None
-            if self.preprocessor is None
-            else keras.saving.serialize_keras_object(self.preprocessor)
-        )
-        return config

@@ -14,31 +14,32 @@ that resumes a killed run) are those of every training script
 """
 
 import argparse
-import os
 import time
 
 import keras
 import tensorflow as tf
 
-from zoo.arguments import training_parser
+from zoo.arguments import pick_options, training_parser
 from zoo.data import vocabulary
-from zoo.seq2seq import Seq2Seq, TranslationPreprocessor
-from zoo.training import TrainingRun, compile_classifier
-from zoo.translation import (
-    add_data_arguments,
-    evaluate_translations,
-    fixed_batches,
-    load_splits,
-    translation_metadata,
+from zoo.seq2seq import Seq2Seq
+from zoo.training import compile_classifier
+from zoo.translation import TranslationPreprocessor, fixed_batches
+from zoo.translation.training import (
+    add_translation_arguments,
+    finish_translation_run,
+    open_translation_run,
 )
+
+#: The options `Seq2Seq` takes as constructor arguments of the same name.
+MODEL_OPTIONS = (
+    "embedding_dim units encoder_layers bidirectional cell style score window "
+    "local dropout"
+).split()
 
 
 def parse_args(argv=None):
     p = training_parser(__doc__, epochs=20, batch_size=64, learning_rate=1e-3)
-    add_data_arguments(p)
-    p.add_argument("--vocabulary-size", type=int, default=8000)
-    p.add_argument("--vocabulary-dir", help="reuse/keep learned vocabularies here")
-    p.add_argument("--max-length", type=int, default=64, help="subwords per side")
+    add_translation_arguments(p, 8000, "reuse/keep learned vocabularies here")
     p.add_argument("--embedding-dim", type=int, default=256)
     p.add_argument("--units", type=int, default=256)
     p.add_argument("--encoder-layers", type=int, default=1)
@@ -55,13 +56,6 @@ def parse_args(argv=None):
     p.add_argument("--local", default="monotonic", choices=["monotonic", "predictive"])
     p.add_argument("--dropout", type=float, default=0.2)
     p.add_argument("--patience", type=int, default=2)
-    p.add_argument("--beam-width", type=int, default=4)
-    p.add_argument(
-        "--eval-limit",
-        type=int,
-        default=None,
-        help="translate only the first N test pairs",
-    )
     return p.parse_args(argv)
 
 
@@ -69,27 +63,25 @@ def vocabularies(train, args):
     """WordPiece vocabularies learned on the training pairs (keras-hub).
 
     With `--vocabulary-dir`, vocabularies saved there by an earlier run with
-    the same data and size are reused (learning them takes minutes).
+    the same data and size are reused (learning them takes minutes). Prints
+    their sizes and the time taken.
     """
-    paths = None
-    if args.vocabulary_dir:
-        os.makedirs(args.vocabulary_dir, exist_ok=True)
-        paths = [
-            os.path.join(args.vocabulary_dir, f"{side}_{args.vocabulary_size}.txt")
-            for side in ("source", "target")
-        ]
-        if all(os.path.isfile(p) for p in paths):
-            return [vocabulary.load_vocabulary(p) for p in paths]
-    vocabs = [
-        vocabulary.train_wordpiece(
-            [p[i] for p in train], args.vocabulary_size, lowercase=False
+    start = time.time()
+    source, target = (
+        vocabulary.learned_wordpiece(
+            [p[i] for p in train],
+            args.vocabulary_size,
+            args.vocabulary_dir,
+            name=side,
+            lowercase=False,
         )
-        for i in (0, 1)
-    ]
-    if paths:
-        for tokens, path in zip(vocabs, paths):
-            vocabulary.save_vocabulary(tokens, path)
-    return vocabs
+        for i, side in enumerate(("source", "target"))
+    )
+    print(
+        f"vocabularies: {len(source)} EN, {len(target)} ES subwords "
+        f"({time.time() - start:.0f} s)"
+    )
+    return source, target
 
 
 def bucketed(pairs, batch_size, seed, shuffle=True):
@@ -115,17 +107,8 @@ def build_model(args, source_vocab, target_vocab):
     model = Seq2Seq(
         len(source_vocab),
         len(target_vocab),
-        embedding_dim=args.embedding_dim,
-        units=args.units,
-        encoder_layers=args.encoder_layers,
-        bidirectional=args.bidirectional,
-        cell=args.cell,
-        style=args.style,
-        score=args.score,
-        window=args.window,
-        local=args.local,
-        dropout=args.dropout,
         preprocessor=preprocessor,
+        **pick_options(args, *MODEL_OPTIONS),
     )
     compile_classifier(model, args.learning_rate, clipnorm=1.0, weighted=True)
     return model
@@ -133,22 +116,9 @@ def build_model(args, source_vocab, target_vocab):
 
 def main(argv=None):
     args = parse_args(argv)
-    run = TrainingRun(
-        "zoo.seq2seq.train",
-        args,
-        argv,
-        folders=[("--vocabulary-dir", args.vocabulary_dir)],
-    )
-    train, validation, test = load_splits(args)
-    print(
-        f"data: {len(train)} train, {len(validation)} validation, {len(test)} test pairs"
-    )
-    start = time.time()
+    run, splits = open_translation_run("zoo.seq2seq.train", args, argv)
+    train, validation, _ = splits
     source_vocab, target_vocab = vocabularies(train, args)
-    print(
-        f"vocabularies: {len(source_vocab)} EN, {len(target_vocab)} ES subwords "
-        f"({time.time() - start:.0f} s)"
-    )
     with run.strategy.scope():
         model = build_model(args, source_vocab, target_vocab)
     print(f"model: {model.count_params():,} parameters; {run.describe_strategy()}")
@@ -166,13 +136,7 @@ def main(argv=None):
             )
         ],
     )
-    metrics = fit.metrics()
-    if test:
-        metrics["test"] = evaluate_translations(
-            model, test, args.beam_width, args.eval_limit
-        )
-    data = translation_metadata(args, run.command, (train, validation, test), {})
-    return model, run.save_and_finish(model, data["task"], data["data"], metrics)
+    return model, finish_translation_run(run, model, splits, fit.metrics())
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from zoo.backbone import Backbone, positive_int
 from zoo.show_attend_tell import encoder as encoders
 from zoo.show_attend_tell.decoder import (
     EXTRA_STATES,
@@ -14,14 +15,8 @@ from zoo.show_attend_tell.decoder import (
 STATE_NAMES = ("h", "c", *EXTRA_STATES)
 
 
-def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
-    return value
-
-
 @keras.saving.register_keras_serializable(package="zoo")
-class ShowAttendTellBackbone(keras.Model):
+class ShowAttendTellBackbone(Backbone):
     """Show, Attend and Tell's network up to the deep output layer.
 
     The encoder (the built-in small CNN, or any `keras.applications` model
@@ -117,7 +112,7 @@ class ShowAttendTellBackbone(keras.Model):
             ("embedding_dim", embedding_dim),
             ("units", units),
         ):
-            _positive_int(name, value)
+            positive_int(name, value)
         image_shape = tuple(int(s) for s in image_shape)
         if len(image_shape) != 3:
             raise ValueError(
@@ -188,15 +183,15 @@ class ShowAttendTellBackbone(keras.Model):
                 "log_prob": log_prob,
                 "entropy": entropy,
             },
+            dtype=dtype,
             **kwargs,
         )
-        if dtype is not None:  # functional models drop the `dtype` argument
-            self.dtype_policy = dtype
 
         # === Config ===
         self.vocabulary_size = vocabulary_size
         self.image_shape = image_shape
         self.encoder = encoder
+        self.encoder_weights = encoder_weights
         self.encoder_preprocessing = encoder_preprocessing
         self.freeze_encoder = freeze_encoder
         self.annotation_dim = annotation_dim
@@ -287,26 +282,10 @@ class ShowAttendTellBackbone(keras.Model):
         return words, hidden, context, dict(zip(STATE_NAMES, states))
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            "vocabulary_size": self.vocabulary_size,
-            "image_shape": list(self.image_shape),
-            "encoder": self.encoder,
-            # A preset stores every weight: a config never names a file.
-            "encoder_weights": None,
-            "encoder_preprocessing": self.encoder_preprocessing,
-            "freeze_encoder": self.freeze_encoder,
-            "annotation_dim": self.annotation_dim,
-            "embedding_dim": self.embedding_dim,
-            "units": self.units,
-            "score": self.score,
-            "attention": self.attention,
-            "gating": self.gating,
-            "feedback": self.feedback,
-            "seed": self.seed,
-        }
+        # A preset stores every weight: a config never names a weights file.
+        config = super().get_config()
+        config.update(image_shape=list(self.image_shape), encoder_weights=None)
+        return config
 
     @classmethod
     def from_config(cls, config):
@@ -318,4 +297,4 @@ class ShowAttendTellBackbone(keras.Model):
                 "A ShowAttendTellBackbone config may not name encoder weights (a "
                 f"preset stores all weights). Received: encoder_weights={weights!r:.80}"
             )
-        return cls(**config)
+        return super().from_config(config)

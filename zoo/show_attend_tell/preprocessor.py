@@ -169,12 +169,25 @@ class CaptionPreprocessor(keras.layers.Layer):
         self.sequence_length = sequence_length
         self.image_size = image_size
         self.channels = channels
-        self.tokenizer = self._tokenizer(tokenizer)
+        self.tokenizer = vocabularies.as_tokenizer(
+            tokenizer, lowercase, name="tokenizer"
+        )
         self._warned_truncation = False
 
     @property
     def sequence_length(self):
-        """int >= 2: the decoder input length (settable)."""
+        """int >= 2: the decoder input length (settable).
+
+        Example:
+        >>> pre = CaptionPreprocessor(sequence_length=16)
+        >>> pre.sequence_length = 32
+        >>> pre.sequence_length
+        32
+        >>> pre.sequence_length = 1
+        Traceback (most recent call last):
+        ...
+        ValueError: `sequence_length` must be an int >= 2. Received: sequence_length=1
+        """
         return self._sequence_length
 
     @sequence_length.setter
@@ -187,7 +200,17 @@ class CaptionPreprocessor(keras.layers.Layer):
 
     @property
     def image_size(self):
-        """`(height, width)` of the prepared images, or `None` (settable)."""
+        """`(height, width)` of the prepared images, or `None` (settable).
+
+        Example:
+        >>> pre = CaptionPreprocessor(image_size=[84, 84])
+        >>> pre.image_size
+        (84, 84)
+        >>> pre.image_size = 84
+        Traceback (most recent call last):
+        ...
+        ValueError: `image_size` must be None or (height, width). Received: image_size=84
+        """
         return self._image_size
 
     @image_size.setter
@@ -206,7 +229,14 @@ class CaptionPreprocessor(keras.layers.Layer):
 
     @property
     def channels(self):
-        """1, 3 or `None`: the channels of the prepared images (settable)."""
+        """1, 3 or `None`: the channels of the prepared images (settable).
+
+        Example:
+        >>> pre = CaptionPreprocessor(channels=3)
+        >>> pre.channels = 1
+        >>> tuple(pre.images(np.zeros((1, 8, 8, 3), "uint8")).shape)
+        (1, 8, 8, 1)
+        """
         return self._channels
 
     @channels.setter
@@ -216,17 +246,6 @@ class CaptionPreprocessor(keras.layers.Layer):
                 f"`channels` must be None, 1 or 3. Received: channels={value!r}"
             )
         self._channels = value
-
-    def _tokenizer(self, value):
-        if isinstance(value, dict):
-            value = keras.saving.deserialize_keras_object(value)
-        if isinstance(value, keras_hub.tokenizers.Tokenizer):
-            return value
-        if value is None:
-            return keras_hub.tokenizers.WordPieceTokenizer(
-                lowercase=self.lowercase, strip_accents=False, name="tokenizer"
-            )
-        return vocabularies.tokenizer(value, lowercase=self.lowercase, name="tokenizer")
 
     def build(self, *args, **kwargs):
         self.built = True
@@ -241,18 +260,50 @@ class CaptionPreprocessor(keras.layers.Layer):
 
     @property
     def start_id(self):
+        """int. The `[START]` id (the first decoder input).
+
+        Example:
+        >>> pre = CaptionPreprocessor(["[PAD]", "[UNK]", "[START]", "[END]", "a", "bag"])
+        >>> pre.start_id
+        2
+        """
         return self._id("[START]")
 
     @property
     def end_id(self):
+        """int. The `[END]` id (the last label; generation stops at it).
+
+        Example:
+        >>> pre = CaptionPreprocessor(["[PAD]", "[UNK]", "[START]", "[END]", "a", "bag"])
+        >>> pre.end_id
+        3
+        """
         return self._id("[END]")
 
     @property
     def pad_id(self):
+        """int. The `[PAD]` id (weight 0 in the loss).
+
+        Example:
+        >>> pre = CaptionPreprocessor(["[PAD]", "[UNK]", "[START]", "[END]", "a", "bag"])
+        >>> pre.pad_id
+        0
+        >>> CaptionPreprocessor().pad_id  # the vocabulary comes later
+        Traceback (most recent call last):
+        ...
+        ValueError: The tokenizer has no vocabulary yet: pass one, or load the preprocessor from a preset.
+        """
         return self._id("[PAD]")
 
     @property
     def vocabulary_size(self):
+        """int. The number of tokens, reserved ones included.
+
+        Example:
+        >>> pre = CaptionPreprocessor(["[PAD]", "[UNK]", "[START]", "[END]", "a", "bag"])
+        >>> pre.vocabulary_size
+        6
+        """
         return self.tokenizer.vocabulary_size()
 
     def images(self, x):
@@ -333,11 +384,8 @@ class CaptionPreprocessor(keras.layers.Layer):
         """Warns (once) when captions hold more subwords than fit."""
         if self._warned_truncation:
             return
-        if isinstance(tokens, tf.RaggedTensor):
-            lengths = tokens.row_lengths()
-        elif isinstance(tokens, (list, tuple)):  # keras-hub's eager output
-            lengths = tf.constant([len(row) for row in tokens], "int64")
-        else:  # a dense tensor: a tokenizer with its own fixed length
+        lengths = vocabularies.row_lengths(tokens)
+        if lengths is None:  # a tokenizer with its own fixed length
             return
         fit = self.sequence_length - 1
         count = tf.reduce_sum(tf.cast(lengths > fit, "int32"))
@@ -359,21 +407,25 @@ class CaptionPreprocessor(keras.layers.Layer):
             )
 
     def detokenize(self, token_ids):
-        """Maps ids `(batch, length)` (no `[START]`) to strings, up to `[END]`."""
-        end = self.end_id
-        specials = {self.tokenizer.token_to_id(t) for t in RESERVED_TOKENS}
-        texts = []
-        for row in keras.ops.convert_to_numpy(token_ids).tolist():
-            if end in row:
-                row = row[: row.index(end)]
-            row = [t for t in row if t not in specials]
-            text = self.tokenizer.detokenize(tf.constant([row], "int32"))
-            text = keras.ops.convert_to_numpy(text)[0]
-            texts.append(text.decode("utf-8") if isinstance(text, bytes) else str(text))
-        return texts
+        """Maps ids `(batch, length)` (no `[START]`) to strings, up to `[END]`.
+
+        Example:
+        >>> pre = CaptionPreprocessor(["[PAD]", "[UNK]", "[START]", "[END]", "a", "bag"])
+        >>> pre.detokenize([[4, 5, 3, 0], [5, 3, 4, 4]])
+        ['a bag', 'bag']
+        """
+        return vocabularies.decode(
+            self.tokenizer, token_ids, self.end_id, RESERVED_TOKENS
+        )
 
     def tokens(self, token_ids):
-        """Maps ids to their subword strings (plot labels, noun lookup)."""
+        """Maps ids to their subword strings (plot labels, noun lookup).
+
+        Example:
+        >>> pre = CaptionPreprocessor(["[PAD]", "[UNK]", "[START]", "[END]", "a", "bag"])
+        >>> pre.tokens([2, 4, 5, 3])
+        ['[START]', 'a', 'bag', '[END]']
+        """
         return [self.tokenizer.id_to_token(int(i)) for i in token_ids]
 
     def save_assets(self, dir_path):

@@ -1,10 +1,9 @@
 """`ShowAttendTell`: the image captioner (training, captions, attention maps)."""
 
-import inspect
-
 import keras
 from keras import ops
 
+from zoo.backbone_arguments import ArgumentsOf
 from zoo.distributed_loss import global_batch_mean
 from zoo.generation import GenerativeTask, decoding_options
 from zoo.show_attend_tell.backbone import ShowAttendTellBackbone
@@ -14,24 +13,6 @@ from zoo.show_attend_tell.losses import (
     doubly_stochastic_terms,
 )
 from zoo.show_attend_tell.preprocessor import image_batch
-
-#: `ShowAttendTell` argument -> `ShowAttendTellBackbone` argument.
-BACKBONE_ARGUMENTS = {
-    "vocabulary_size": "vocabulary_size",
-    "image_shape": "image_shape",
-    "backbone": "encoder",
-    "backbone_weights": "encoder_weights",
-    "backbone_preprocessing": "encoder_preprocessing",
-    "freeze_backbone": "freeze_encoder",
-    "annotation_dim": "annotation_dim",
-    "embedding_dim": "embedding_dim",
-    "units": "units",
-    "score": "score",
-    "attention": "attention",
-    "gating": "gating",
-    "feedback": "feedback",
-    "seed": "seed",
-}
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -57,32 +38,20 @@ class ShowAttendTell(GenerativeTask):
     `predict` returns the logits.
 
     Args:
-        vocabulary_size: int. Caption vocabulary size (may be `None` when
-            `backbone` is a `ShowAttendTellBackbone`).
-        image_shape: tuple `(H, W, C)`. Defaults to `(84, 84, 1)`.
-        backbone: str or `ShowAttendTellBackbone`. The encoder CNN:
-            `"small"` (built-in) or a `keras.applications` name such as
-            `"MobileNetV2"`; or a whole backbone, whose settings then replace
-            the backbone arguments here (those must be left at their
-            defaults or agree). Defaults to `"small"`.
-        backbone_weights: `None`, `"imagenet"` or a local weights file for
-            the encoder, read when the model is first built (a preset stores
-            all weights, so the config saves `None`). Defaults to `None`.
-        backbone_preprocessing: str. Input scaling of an application
-            encoder (see `BackbonePreprocessing`). Defaults to `"tf"`.
-        freeze_backbone: bool. Do not train the encoder CNN. Defaults to
-            `False`.
-        annotation_dim: int. Size `D` of the annotation vectors. Defaults to
-            `128`.
-        embedding_dim: int. Word embedding size `m`. Defaults to `64`.
-        units: int. LSTM size `n`. Defaults to `256`.
-        score: alignment function (name, config or score layer). Defaults to
-            `"additive"`.
-        attention: str. `"soft"` or `"hard"`. Defaults to `"soft"`.
-        gating: bool. Gating scalar `beta`. Defaults to `True`.
-        feedback: str. What the LSTM reads besides the previous word:
-            `"context"` (`z_t`, the paper) or `"weights"` (`alpha_t`, where it
-            looked; see `ShowAttendTellCell`). Defaults to `"context"`.
+        *args, **kwargs: the `ShowAttendTellBackbone` arguments, in its order
+            and with its defaults, its `encoder*` ones named `backbone*`
+            here: `vocabulary_size`, `image_shape`, `backbone` (its
+            `encoder`: `"small"` or a `keras.applications` name),
+            `backbone_weights`, `backbone_preprocessing`, `freeze_backbone`,
+            `annotation_dim`, `embedding_dim`, `units`, `score`, `attention`,
+            `gating`, `feedback`, `seed`. They build the backbone and are read
+            back as attributes (`model.units`); a config saves
+            `backbone_weights=None` (a preset stores every weight). Left
+            out, or agreeing with it, when `backbone` is a
+            `ShowAttendTellBackbone`. Also `keras.Model`'s `name` and
+            `trainable`; any other name raises a `TypeError`.
+        backbone: a `ShowAttendTellBackbone` to build on, or the encoder's
+            name (see above). Defaults to `None` (the `"small"` encoder).
         attention_regularization: float. `lambda` of the doubly stochastic
             penalty (soft attention). Defaults to `1.0`.
         reinforce_weight: float. `lambda_r` (hard attention). Defaults to
@@ -94,13 +63,10 @@ class ShowAttendTell(GenerativeTask):
         dropout: float. Dropout in the deep output. Defaults to `0.2`.
         end_token_id: int. `[END]` id (hard attention's reward). Defaults to
             `3`.
-        seed: int or None. Seed of hard-attention sampling. Defaults to
-            `None`.
         preprocessor: optional `CaptionPreprocessor`; an `image_size` or
             `channels` it leaves `None` is set from `image_shape`.
         dtype: optional dtype policy (e.g. `"mixed_bfloat16"`). Defaults to
-            `None` (the global policy).
-        **kwargs: `keras.Model` arguments (e.g. `name`).
+            the backbone's (the global policy).
 
     Example:
     >>> from zoo.data import scenes
@@ -124,28 +90,26 @@ class ShowAttendTell(GenerativeTask):
         https://arxiv.org/abs/1502.03044
     """
 
+    backbone_arguments = ArgumentsOf(
+        ShowAttendTellBackbone,
+        renamed={
+            "backbone": "encoder",
+            "backbone_weights": "encoder_weights",
+            "backbone_preprocessing": "encoder_preprocessing",
+            "freeze_backbone": "freeze_encoder",
+        },
+    )
+
     def __init__(
         self,
-        vocabulary_size=None,
-        image_shape=(84, 84, 1),
-        backbone="small",
-        backbone_weights=None,
-        backbone_preprocessing="tf",
-        freeze_backbone=False,
-        annotation_dim=128,
-        embedding_dim=64,
-        units=256,
-        score="additive",
-        attention="soft",
-        gating=True,
-        feedback="context",
+        *args,
+        backbone=None,
         attention_regularization=1.0,
         reinforce_weight=1.0,
         entropy_weight=0.01,
         baseline_decay=0.9,
         dropout=0.2,
         end_token_id=3,
-        seed=None,
         preprocessor=None,
         dtype=None,
         **kwargs,
@@ -154,27 +118,22 @@ class ShowAttendTell(GenerativeTask):
             raise ValueError(
                 f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}"
             )
-        arguments = {k: v for k, v in locals().items() if k in BACKBONE_ARGUMENTS}
+        backbone = self.build_backbone(
+            args, backbone, kwargs, dtype, name="show_attend_tell_backbone"
+        )
+        dtype_policy = backbone.dtype_policy
 
         # === Layers ===
-        if isinstance(backbone, ShowAttendTellBackbone):
-            _check_agrees(arguments, backbone)
-        else:
-            backbone = ShowAttendTellBackbone(
-                **{BACKBONE_ARGUMENTS[k]: v for k, v in arguments.items()},
-                dtype=dtype,
-                name="show_attend_tell_backbone",
-            )
         self.backbone = backbone
         self.output_h = keras.layers.Dense(
-            backbone.embedding_dim, dtype=dtype, name="output_h"
+            backbone.embedding_dim, dtype=dtype_policy, name="output_h"
         )
         self.output_z = keras.layers.Dense(
-            backbone.embedding_dim, dtype=dtype, name="output_z"
+            backbone.embedding_dim, dtype=dtype_policy, name="output_z"
         )
         self.output_dropout = keras.layers.Dropout(dropout, name="output_dropout")
         self.projection = keras.layers.Dense(
-            backbone.vocabulary_size, dtype=dtype, name="logits"
+            backbone.vocabulary_size, dtype=dtype_policy, name="logits"
         )
         self.reinforce = None
         if backbone.attention == "hard":
@@ -182,7 +141,7 @@ class ShowAttendTell(GenerativeTask):
                 reinforce_weight,
                 entropy_weight,
                 baseline_decay,
-                dtype=dtype,
+                dtype=dtype_policy,
                 name="reinforce",
             )
             self.reinforce.build()
@@ -209,31 +168,19 @@ class ShowAttendTell(GenerativeTask):
                 "log_prob": features["log_prob"],
                 "entropy": features["entropy"],
             },
+            backbone=backbone,
+            preprocessor=_fitted(preprocessor, backbone.image_shape),
+            dtype=dtype,
             **kwargs,
         )
-        if dtype is not None:  # functional models drop the `dtype` argument
-            self.dtype_policy = dtype
 
         # === Config ===
-        self.vocabulary_size = backbone.vocabulary_size
-        self.image_shape = backbone.image_shape
-        self.backbone_preprocessing = backbone.encoder_preprocessing
-        self.freeze_backbone = backbone.freeze_encoder
-        self.annotation_dim = backbone.annotation_dim
-        self.embedding_dim = backbone.embedding_dim
-        self.units = backbone.units
-        self.score = backbone.score
-        self.attention = backbone.attention
-        self.gating = backbone.gating
-        self.feedback = backbone.feedback
-        self.seed = backbone.seed
         self.attention_regularization = attention_regularization
         self.reinforce_weight = reinforce_weight
         self.entropy_weight = entropy_weight
         self.baseline_decay = baseline_decay
         self.dropout = dropout
         self.end_token_id = end_token_id
-        self.preprocessor = _fitted(preprocessor, self.image_shape)
         self.grid_shape = backbone.grid_shape
 
     @property
@@ -443,36 +390,6 @@ class ShowAttendTell(GenerativeTask):
 
     # Config ------------------------------------------------------------------
 
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            "vocabulary_size": self.vocabulary_size,
-            "image_shape": list(self.image_shape),
-            "backbone": self.backbone.encoder,
-            "backbone_weights": None,
-            "backbone_preprocessing": self.backbone_preprocessing,
-            "freeze_backbone": self.freeze_backbone,
-            "annotation_dim": self.annotation_dim,
-            "embedding_dim": self.embedding_dim,
-            "units": self.units,
-            "score": self.score,
-            "attention": self.attention,
-            "gating": self.gating,
-            "feedback": self.feedback,
-            "attention_regularization": self.attention_regularization,
-            "reinforce_weight": self.reinforce_weight,
-            "entropy_weight": self.entropy_weight,
-            "baseline_decay": self.baseline_decay,
-            "dropout": self.dropout,
-            "end_token_id": self.end_token_id,
-            "seed": self.seed,
-            "preprocessor": None
-            if self.preprocessor is None
-            else keras.saving.serialize_keras_object(self.preprocessor),
-        }
-
     @classmethod
     def from_config(cls, config):
         """Rebuilds the model from `get_config()` (today's or an older one).
@@ -489,25 +406,6 @@ class ShowAttendTell(GenerativeTask):
                 f"backbone_weights={weights!r:.80}"
             )
         return super().from_config(config)
-
-
-def _check_agrees(arguments, backbone):
-    """Refuses task arguments that contradict a given backbone."""
-    defaults = inspect.signature(ShowAttendTell.__init__).parameters
-    config = backbone.get_config()
-    for name, value in arguments.items():
-        if name in ("backbone", "backbone_weights"):
-            continue
-        theirs = config[BACKBONE_ARGUMENTS[name]]
-        if name == "image_shape":
-            value, theirs = tuple(value), tuple(theirs)
-        if value is None or value == defaults[name].default:
-            continue
-        if value != theirs:
-            raise ValueError(
-                f"`{name}` disagrees with the given backbone's "
-                f"{BACKBONE_ARGUMENTS[name]}={theirs!r}. Received: {name}={value!r}"
-            )
 
 
 def _fitted(preprocessor, image_shape):

@@ -31,7 +31,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from zoo.arguments import training_parser
+from zoo.arguments import pick_options, training_parser
 from zoo.callbacks import TimeBudget
 from zoo.data import captions as caption_data
 from zoo.data import fashion_mnist, vocabulary
@@ -40,11 +40,12 @@ from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
 from zoo.show_attend_tell.evaluation import bleu_scores, evaluate_scenes
 from zoo.training import TrainingRun, compile_classifier
 
-SCENE_SPLIT = {
-    "train": "Fashion-MNIST train images 0-54,999",
-    "validation": "Fashion-MNIST train images 55,000-59,999",
-    "test": "Fashion-MNIST test images",
-}
+#: The options `ShowAttendTell` takes as constructor arguments of the same name.
+MODEL_OPTIONS = (
+    "backbone backbone_weights freeze_backbone annotation_dim embedding_dim "
+    "units score attention feedback attention_regularization reinforce_weight "
+    "entropy_weight dropout seed"
+).split()
 
 
 def parse_args(argv=None):
@@ -200,28 +201,15 @@ def build_model(args, vocab, image_shape):
     model = ShowAttendTell(
         len(vocab),
         image_shape=image_shape,
-        backbone=args.backbone,
-        backbone_weights=args.backbone_weights,
-        freeze_backbone=args.freeze_backbone,
-        annotation_dim=args.annotation_dim,
-        embedding_dim=args.embedding_dim,
-        units=args.units,
-        score=args.score,
-        attention=args.attention,
-        feedback=args.feedback,
-        attention_regularization=args.attention_regularization,
-        reinforce_weight=args.reinforce_weight,
-        entropy_weight=args.entropy_weight,
-        dropout=args.dropout,
         end_token_id=preprocessor.end_id,
-        seed=args.seed,
         preprocessor=preprocessor,
+        **pick_options(args, *MODEL_OPTIONS),
     )
     compile_classifier(model, args.learning_rate, clipnorm=5.0, weighted=True)
     return model
 
 
-def test_metrics(model, test, beam_widths):
+def evaluate_test_split(model, test, beam_widths):
     """BLEU (and, on scenes, attention correctness) on the test split."""
     if "labels" in test:
         return evaluate_scenes(model, test, beam_widths)
@@ -244,7 +232,7 @@ def data_metadata(args, splits):
     }
     if "labels" in test:
         data["canvas_size"] = args.canvas_size
-        data["split"] = dict(SCENE_SPLIT)
+        data["split"] = dict(scene_data.SOURCE_IMAGES)
     else:
         data["split"] = "karpathy"
         data["images_dir"] = args.images_dir
@@ -296,7 +284,7 @@ def main(argv=None):
     )
     metrics = {"encoder_pretraining": pretraining, **fit.metrics()}
     widths = [int(w) for w in args.beam_widths.split(",")]
-    metrics["test"] = test_metrics(model, test, widths)
+    metrics["test"] = evaluate_test_split(model, test, widths)
     data = data_metadata(args, splits)
     return model, run.save_and_finish(model, "image captioning", data, metrics)
 

@@ -10,12 +10,13 @@ from keras_attention.layers import (
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
+from zoo.backbone import Backbone, positive_int
 
 PAD_ID = 0
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class TransformerBackbone(keras.Model):
+class TransformerBackbone(Backbone):
     """Encoder-decoder Transformer stacks, from token ids to hidden states.
 
     Token ids are embedded (one table shared by source and target when the
@@ -112,8 +113,6 @@ class TransformerBackbone(keras.Model):
         )
         if isinstance(score, keras.layers.Layer):
             score = keras.saving.serialize_keras_object(score)
-        if isinstance(dtype, dict):
-            dtype = keras.dtype_policies.deserialize(dtype)
         shared = target_vocabulary_size is None
 
         # === Layers ===
@@ -192,11 +191,9 @@ class TransformerBackbone(keras.Model):
                 "encoder_sequence_output": encoder_output,
                 "decoder_sequence_output": decoder_output,
             },
+            dtype=dtype,
             **kwargs,
         )
-        if dtype is not None:
-            # A functional model does not take `dtype`: set it afterwards.
-            self.dtype_policy = dtype
 
         # === Config ===
         self.vocabulary_size = vocabulary_size
@@ -316,29 +313,6 @@ class TransformerBackbone(keras.Model):
             x = self.decoder_norm(x)
         return (x, weights) if return_attention_scores else x
 
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            "vocabulary_size": self.vocabulary_size,
-            "num_layers": self.num_layers,
-            "hidden_dim": self.hidden_dim,
-            "intermediate_dim": self.intermediate_dim,
-            "num_heads": self.num_heads,
-            "dropout": self.dropout,
-            "normalize_first": self.normalize_first,
-            "score": self.score,
-            "tie_embeddings": self.tie_embeddings,
-            "target_vocabulary_size": self.target_vocabulary_size,
-            "max_wavelength": self.max_wavelength,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
-
 
 def _check_arguments(
     vocabulary_size,
@@ -357,9 +331,9 @@ def _check_arguments(
         ("intermediate_dim", intermediate_dim),
         ("num_heads", num_heads),
     ):
-        _check_positive_int(name, value)
+        positive_int(name, value)
     if target_vocabulary_size is not None:
-        _check_positive_int("target_vocabulary_size", target_vocabulary_size)
+        positive_int("target_vocabulary_size", target_vocabulary_size)
     if hidden_dim % num_heads:
         raise ValueError(
             "`hidden_dim` must be divisible by `num_heads`. Received: "
@@ -373,8 +347,3 @@ def _check_arguments(
         raise ValueError(
             f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}"
         )
-
-
-def _check_positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")

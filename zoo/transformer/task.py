@@ -6,26 +6,10 @@ import numpy as np
 from keras import ops
 from keras.src.backend import set_keras_mask
 
+from zoo.backbone_arguments import ArgumentsOf
 from zoo.transformer import configs
 from zoo.transformer.backbone import PAD_ID, TransformerBackbone
 from zoo.translation import TranslationTask
-
-# The constructor arguments that describe the backbone (and the config keys
-# of presets written before the backbone existed).
-ARCHITECTURE = (
-    "vocabulary_size",
-    "num_layers",
-    "hidden_dim",
-    "intermediate_dim",
-    "num_heads",
-    "dropout",
-    "normalize_first",
-    "score",
-    "tie_embeddings",
-    "target_vocabulary_size",
-    "max_wavelength",
-    "layer_norm_epsilon",
-)
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -44,21 +28,21 @@ class Transformer(TranslationTask):
     new token only, against self-attention key/value caches.
 
     Args:
-        vocabulary_size: int. Size of the shared vocabulary, or of the
-            source vocabulary when `target_vocabulary_size` is given.
-            May be omitted when `backbone` is given.
-        num_layers, hidden_dim, intermediate_dim, num_heads, dropout,
-            normalize_first, score, tie_embeddings, target_vocabulary_size,
-            max_wavelength, layer_norm_epsilon: the `TransformerBackbone`
-            arguments, with its defaults (`6`, `512`, `2048`, `8`, `0.1`,
-            `False`, `"scaled_dot"`, `True`, `None`, `10000`, `1e-6`).
-            Ignored when `backbone` is given: they are read from it.
+        *args, **kwargs: the `TransformerBackbone` arguments
+            (`vocabulary_size`, `num_layers`, `hidden_dim`,
+            `intermediate_dim`, `num_heads`, `dropout`, `normalize_first`,
+            `score`, `tie_embeddings`, `target_vocabulary_size`,
+            `max_wavelength`, `layer_norm_epsilon`), in its order and with
+            its defaults; they build the backbone and are read back as
+            attributes (`model.hidden_dim`). Left out, or agreeing with it,
+            when `backbone` is given. Also `keras.Model`'s `name` and
+            `trainable`; any other name raises a `TypeError`.
+        backbone: optional `TransformerBackbone` to build on. Defaults to
+            `None`.
         preprocessor: optional `zoo.TranslationPreprocessor`.
-        backbone: optional `TransformerBackbone` to use instead of building
-            one from the arguments above.
         dtype: optional dtype or `keras.DTypePolicy` (e.g.
-            `"mixed_bfloat16"`). Defaults to the global policy.
-        **kwargs: `keras.Model` arguments (e.g. `name`).
+            `"mixed_bfloat16"`). Defaults to the backbone's (the global
+            policy).
 
     Example:
     >>> import numpy as np
@@ -71,74 +55,27 @@ class Transformer(TranslationTask):
         Vaswani et al., 2017, "Attention Is All You Need".
     """
 
-    def __init__(
-        self,
-        vocabulary_size=None,
-        num_layers=6,
-        hidden_dim=512,
-        intermediate_dim=2048,
-        num_heads=8,
-        dropout=0.1,
-        normalize_first=False,
-        score="scaled_dot",
-        tie_embeddings=True,
-        target_vocabulary_size=None,
-        max_wavelength=10000,
-        layer_norm_epsilon=1e-6,
-        preprocessor=None,
-        backbone=None,
-        dtype=None,
-        **kwargs,
-    ):
+    backbone_arguments = ArgumentsOf(TransformerBackbone)
+
+    def __init__(self, *args, backbone=None, preprocessor=None, dtype=None, **kwargs):
         # === Layers ===
-        if backbone is None:
-            if vocabulary_size is None:
-                raise ValueError(
-                    "Pass `vocabulary_size` (or a `backbone`). "
-                    "Received: vocabulary_size=None"
-                )
-            backbone = TransformerBackbone(
-                vocabulary_size,
-                num_layers=num_layers,
-                hidden_dim=hidden_dim,
-                intermediate_dim=intermediate_dim,
-                num_heads=num_heads,
-                dropout=dropout,
-                normalize_first=normalize_first,
-                score=score,
-                tie_embeddings=tie_embeddings,
-                target_vocabulary_size=target_vocabulary_size,
-                max_wavelength=max_wavelength,
-                layer_norm_epsilon=layer_norm_epsilon,
-                dtype=dtype,
-                name="transformer_backbone",
-            )
-        elif not isinstance(backbone, TransformerBackbone):
-            raise TypeError(
-                "`backbone` must be a `TransformerBackbone`. Received: "
-                f"backbone={backbone!r}"
-            )
-        elif vocabulary_size not in (None, backbone.vocabulary_size):
-            raise ValueError(
-                "`vocabulary_size` disagrees with the backbone's. Received: "
-                f"vocabulary_size={vocabulary_size}, backbone.vocabulary_size="
-                f"{backbone.vocabulary_size}"
-            )
+        backbone = self.build_backbone(
+            args, backbone, kwargs, dtype, name="transformer_backbone"
+        )
         self.backbone = backbone
 
         # === Functional graph ===
         inputs = backbone.input
         hidden = backbone(inputs)["decoder_sequence_output"]
         logits = backbone.target_embedding(hidden, reverse=True)
-        super().__init__(inputs=inputs, outputs=logits, **kwargs)
-        if dtype is not None:
-            # A functional model does not take `dtype`: set it afterwards.
-            self.dtype_policy = dtype
-
-        # === Config (read from the backbone) ===
-        self.preprocessor = preprocessor
-        for name in ARCHITECTURE:
-            setattr(self, name, getattr(backbone, name))
+        super().__init__(
+            inputs=inputs,
+            outputs=logits,
+            backbone=backbone,
+            preprocessor=preprocessor,
+            dtype=dtype,
+            **kwargs,
+        )
 
     @classmethod
     def from_name(cls, name, vocabulary_size, **overrides):
@@ -331,7 +268,7 @@ class Transformer(TranslationTask):
             alignment["head_weights"] = heads[b, :, :target, :source]
         return found
 
-    # === Weights and config ===
+    # === Weights ===
 
     def load_weights(self, filepath, *args, **kwargs):
         """Loads weights, also from a file written before the backbone existed.
@@ -344,20 +281,6 @@ class Transformer(TranslationTask):
         if _is_pre_backbone_file(filepath):
             return self.backbone.load_weights(filepath, *args, **kwargs)
         return super().load_weights(filepath, *args, **kwargs)
-
-    def get_config(self):
-        config = {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-        }
-        config.update({name: getattr(self, name) for name in ARCHITECTURE})
-        config["preprocessor"] = (
-            None
-            if self.preprocessor is None
-            else keras.saving.serialize_keras_object(self.preprocessor)
-        )
-        return config
 
 
 def _is_pre_backbone_file(filepath):

@@ -30,25 +30,27 @@ import numpy as np
 import tensorflow as tf
 
 from keras_attention.training.schedules import InverseSqrtSchedule
-from zoo.arguments import positive_float, positive_int, training_parser
+from zoo.arguments import (
+    pick_options,
+    positive_float,
+    positive_int,
+    training_parser,
+)
 from zoo.data import vocabulary
-from zoo.training import TrainingRun
 from zoo.transformer import Transformer, configs
 from zoo.transformer.averaging import Checkpoints, average_checkpoints
 from zoo.transformer.losses import MaskedLabelSmoothingCrossEntropy, TargetTokens
-from zoo.translation import (
-    TranslationPreprocessor,
-    add_data_arguments,
-    evaluate_translations,
-    fixed_batches,
-    load_splits,
-    translation_metadata,
+from zoo.translation import TranslationPreprocessor, fixed_batches
+from zoo.translation.training import (
+    add_translation_arguments,
+    finish_translation_run,
+    open_translation_run,
 )
 
 
 def parse_args(argv=None):
     p = training_parser(__doc__, epochs=100)
-    add_data_arguments(p)
+    add_translation_arguments(p, 16000, "reuse/keep the learned vocabulary here")
     p.add_argument("--config", default="small", choices=sorted(configs.CONFIGS))
     p.add_argument("--num-layers", type=int, help="override the config")
     p.add_argument("--hidden-dim", type=int, help="override the config")
@@ -64,9 +66,6 @@ def parse_args(argv=None):
         help="subwords per batch (source or target side, padding included); "
         "with --static-shapes, batches of batch-tokens // max-length pairs",
     )
-    p.add_argument("--vocabulary-size", type=int, default=16000)
-    p.add_argument("--vocabulary-dir", help="reuse/keep the learned vocabulary here")
-    p.add_argument("--max-length", type=int, default=64, help="subwords per side")
     p.add_argument("--warmup-steps", type=int, default=4000)
     p.add_argument("--lr-scale", type=float, default=1.0, help="schedule factor")
     p.add_argument("--label-smoothing", type=float, default=0.1)
@@ -79,8 +78,6 @@ def parse_args(argv=None):
     )
     p.add_argument("--checkpoint-minutes", type=positive_float, default=10.0)
     p.add_argument("--jit-compile", action="store_true", help="XLA training step")
-    p.add_argument("--beam-width", type=int, default=4)
-    p.add_argument("--eval-limit", type=int, help="translate only the first N")
     return p.parse_args(argv)
 
 
@@ -88,18 +85,19 @@ def shared_vocabulary(train, args):
     """One WordPiece vocabulary learned on both sides of the training pairs.
 
     With `--vocabulary-dir`, a vocabulary saved there by an earlier run with
-    the same data and size is reused.
+    the same data and size is reused. Prints its size and the time taken.
     """
-    path = None
-    if args.vocabulary_dir:
-        os.makedirs(args.vocabulary_dir, exist_ok=True)
-        path = os.path.join(args.vocabulary_dir, f"joint_{args.vocabulary_size}.txt")
-        if os.path.isfile(path):
-            return vocabulary.load_vocabulary(path)
-    texts = [p[0] for p in train] + [p[1] for p in train]
-    tokens = vocabulary.train_wordpiece(texts, args.vocabulary_size, lowercase=False)
-    if path:
-        vocabulary.save_vocabulary(tokens, path)
+    start = time.time()
+    tokens = vocabulary.learned_wordpiece(
+        [p[0] for p in train] + [p[1] for p in train],
+        args.vocabulary_size,
+        args.vocabulary_dir,
+        name="joint",
+        lowercase=False,
+    )
+    print(
+        f"vocabulary: {len(tokens)} joint EN+ES subwords ({time.time() - start:.0f} s)"
+    )
     return tokens
 
 
@@ -193,13 +191,15 @@ class Throughput(keras.callbacks.Callback):
 
 
 def build_model(args, vocabulary_size, preprocessor):
-    overrides = {
-        key: getattr(args, key)
-        for key in ("num_layers", "hidden_dim", "intermediate_dim", "num_heads")
-        if getattr(args, key) is not None
-    }
-    if args.dropout is not None:
-        overrides["dropout"] = args.dropout
+    overrides = pick_options(
+        args,
+        "num_layers",
+        "hidden_dim",
+        "intermediate_dim",
+        "num_heads",
+        "dropout",
+        drop_none=True,
+    )
     model = Transformer.from_name(
         args.config,
         vocabulary_size=vocabulary_size,
@@ -255,21 +255,9 @@ def average(model, checkpoints, validation, count):
 
 def main(argv=None):
     args = parse_args(argv)
-    run = TrainingRun(
-        "zoo.transformer.train",
-        args,
-        argv,
-        folders=[("--vocabulary-dir", args.vocabulary_dir)],
-    )
-    train, validation, test = load_splits(args)
-    print(
-        f"data: {len(train)} train, {len(validation)} validation, {len(test)} test pairs"
-    )
-    start = time.time()
+    run, splits = open_translation_run("zoo.transformer.train", args, argv)
+    train, validation, _ = splits
     vocab = shared_vocabulary(train, args)
-    print(
-        f"vocabulary: {len(vocab)} joint EN+ES subwords ({time.time() - start:.0f} s)"
-    )
     with run.strategy.scope():
         preprocessor = TranslationPreprocessor(
             vocab, vocab, args.max_length, args.max_length
@@ -312,12 +300,7 @@ def main(argv=None):
         metrics["checkpoint_average"] = average(
             model, checkpoints, val_ds, args.average_last
         )
-    if test:
-        metrics["test"] = evaluate_translations(
-            model, test, args.beam_width, args.eval_limit
-        )
-    data = translation_metadata(args, run.command, (train, validation, test), {})
-    return model, run.save_and_finish(model, data["task"], data["data"], metrics)
+    return model, finish_translation_run(run, model, splits, metrics)
 
 
 if __name__ == "__main__":

@@ -136,14 +136,28 @@ class TranslationPreprocessor(keras.layers.Layer):
             source_sequence_length = target_sequence_length = sequence_length
         self.lowercase = lowercase
         self.trim_padding = trim_padding
-        self.source_tokenizer = self._tokenizer(source_tokenizer, "source_tokenizer")
-        self.target_tokenizer = self._tokenizer(target_tokenizer, "target_tokenizer")
+        self.source_tokenizer = vocabularies.as_tokenizer(
+            source_tokenizer, lowercase, name="source_tokenizer"
+        )
+        self.target_tokenizer = vocabularies.as_tokenizer(
+            target_tokenizer, lowercase, name="target_tokenizer"
+        )
         self.source_sequence_length = source_sequence_length
         self.target_sequence_length = target_sequence_length
 
     @property
     def source_sequence_length(self):
-        """int. Longest encoder input in subwords (`[END]` included)."""
+        """int. Longest encoder input in subwords (`[END]` included); settable.
+
+        Example:
+        >>> pre = TranslationPreprocessor(source_sequence_length=32)
+        >>> pre.source_sequence_length, pre.target_sequence_length
+        (32, 64)
+        >>> pre.source_sequence_length = 1
+        Traceback (most recent call last):
+        ...
+        ValueError: `source_sequence_length` must be an int >= 2. Received: source_sequence_length=1
+        """
         return self._source_sequence_length
 
     @source_sequence_length.setter
@@ -152,7 +166,14 @@ class TranslationPreprocessor(keras.layers.Layer):
 
     @property
     def target_sequence_length(self):
-        """int. Longest decoder input in subwords (`[START]` included)."""
+        """int. Longest decoder input in subwords (`[START]` included); settable.
+
+        Example:
+        >>> pre = TranslationPreprocessor(target_sequence_length=32)
+        >>> pre.target_sequence_length = 48
+        >>> pre.target_sequence_length, pre.source_sequence_length
+        (48, 64)
+        """
         return self._target_sequence_length
 
     @target_sequence_length.setter
@@ -161,24 +182,20 @@ class TranslationPreprocessor(keras.layers.Layer):
 
     @property
     def sequence_length(self):
-        """int. The target length (decoding steps); setting it sets both."""
+        """int. The target length (decoding steps); setting it sets both.
+
+        Example:
+        >>> pre = TranslationPreprocessor(source_sequence_length=16)
+        >>> pre.sequence_length = 128
+        >>> pre.source_sequence_length, pre.target_sequence_length
+        (128, 128)
+        """
         return self.target_sequence_length
 
     @sequence_length.setter
     def sequence_length(self, value):
         _check_length("sequence_length", value)
         self.source_sequence_length = self.target_sequence_length = value
-
-    def _tokenizer(self, value, name):
-        if isinstance(value, dict):
-            value = keras.saving.deserialize_keras_object(value)
-        if isinstance(value, keras_hub.tokenizers.Tokenizer):
-            return value
-        if value is None:
-            return keras_hub.tokenizers.WordPieceTokenizer(
-                lowercase=self.lowercase, strip_accents=False, name=name
-            )
-        return vocabularies.tokenizer(value, lowercase=self.lowercase, name=name)
 
     def _ids(self, tokenizer):
         if tokenizer.vocabulary is None:
@@ -191,8 +208,20 @@ class TranslationPreprocessor(keras.layers.Layer):
     def packers(self):
         """keras-hub `StartEndPacker`s for the source and the target.
 
-        Made on demand (they hold only token ids) because the vocabularies
-        may arrive after construction, from preset assets.
+            Made on demand (they hold only token ids) because the vocabularies
+            may arrive after construction, from preset assets.
+
+            Returns:
+                `(source_packer, target_packer)`: the source packer appends
+                `[END]`; the target packer, one position longer, adds `[START]`
+                and `[END]` (for the decoder inputs and the shifted labels).
+
+            Example:
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "in", "the", "beginning",
+        ...          "en", "el", "principio"]
+            >>> source, target = TranslationPreprocessor(vocab, vocab, 4, 4).packers()
+            >>> source([[4, 5]]).numpy().tolist(), target([[7, 8]]).numpy().tolist()
+            ([[4, 5, 3, 0]], [[2, 7, 8, 3, 0]])
         """
         pad, _, _, end = self._ids(self.source_tokenizer)
         t_pad, _, t_start, t_end = self._ids(self.target_tokenizer)
@@ -212,18 +241,51 @@ class TranslationPreprocessor(keras.layers.Layer):
 
     @property
     def target_start_id(self):
+        """int. The target `[START]` id (also `start_id`).
+
+            Example:
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "in", "the", "beginning",
+        ...          "en", "el", "principio"]
+            >>> pre = TranslationPreprocessor(vocab, vocab)
+            >>> pre.target_start_id, pre.start_id
+            (2, 2)
+        """
         return self.target_tokenizer.token_to_id("[START]")
 
     @property
     def target_end_id(self):
+        """int. The target `[END]` id (also `end_id`).
+
+            Example:
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "in", "the", "beginning",
+        ...          "en", "el", "principio"]
+            >>> pre = TranslationPreprocessor(vocab, vocab)
+            >>> pre.target_end_id, pre.end_id
+            (3, 3)
+        """
         return self.target_tokenizer.token_to_id("[END]")
 
     @property
     def target_pad_id(self):
+        """int. The target `[PAD]` id (also `pad_id`).
+
+            Example:
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "in", "the", "beginning",
+        ...          "en", "el", "principio"]
+            >>> pre = TranslationPreprocessor(vocab, vocab)
+            >>> pre.target_pad_id, pre.pad_id
+            (0, 0)
+        """
         return self.target_tokenizer.token_to_id("[PAD]")
 
     @property
     def source_pad_id(self):
+        """int. The source `[PAD]` id (what encoder masks leave out).
+
+        Example:
+        >>> TranslationPreprocessor(["[PAD]", "[UNK]", "[START]", "[END]"]).source_pad_id
+        0
+        """
         return self.source_tokenizer.token_to_id("[PAD]")
 
     # The names `zoo.generation.GenerativeTask` reads (the target side).
@@ -275,12 +337,10 @@ class TranslationPreprocessor(keras.layers.Layer):
         """Warns (eagerly only) when packing will cut sentences of `side`."""
         if not tf.executing_eagerly():
             return
-        if isinstance(tokens, tf.RaggedTensor):
-            lengths = tokens.row_lengths().numpy() + specials
-        elif isinstance(tokens, list):  # keras-hub's eager ragged output
-            lengths = np.array([len(row) for row in tokens], "int64") + specials
-        else:  # dense: the tokenizer cut the rows already
+        lengths = vocabularies.row_lengths(tokens)
+        if lengths is None:  # dense: the tokenizer cut the rows already
             return
+        lengths = lengths.numpy() + specials
         count = int((lengths > room).sum())
         if count:
             name = f"{side}_sequence_length"
@@ -297,47 +357,69 @@ class TranslationPreprocessor(keras.layers.Layer):
     def detokenize(self, token_ids):
         """Maps target ids to strings, stopping at `[END]`, dropping specials.
 
-        Args:
-            token_ids: int array `(batch, length)` (without `[START]`).
+            Args:
+                token_ids: int array `(batch, length)` (without `[START]`).
 
-        Returns:
-            A list of Python strings.
+            Returns:
+                A list of Python strings, punctuation glued back
+                (`glue_punctuation`).
+
+            Example:
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "in", "the", "beginning",
+        ...          "en", "el", "principio"]
+            >>> pre = TranslationPreprocessor(vocab, vocab)
+            >>> pre.detokenize([[7, 8, 9, 3, 0], [8, 3, 9, 9, 0]])
+            ['en el principio', 'el']
         """
-        end, specials = (
-            self.target_end_id,
-            {self.target_tokenizer.token_to_id(t) for t in RESERVED_TOKENS},
+        texts = vocabularies.decode(
+            self.target_tokenizer, token_ids, self.target_end_id, RESERVED_TOKENS
         )
-        texts = []
-        for row in keras.ops.convert_to_numpy(token_ids).tolist():
-            if end in row:
-                row = row[: row.index(end)]
-            row = [t for t in row if t not in specials]
-            text = self.target_tokenizer.detokenize(tf.constant([row], "int32"))
-            text = _to_str(keras.ops.convert_to_numpy(text)[0])
-            texts.append(glue_punctuation(text))
-        return texts
+        return [glue_punctuation(text) for text in texts]
 
     def target_tokens(self, token_ids):
-        """Maps target ids to their subword strings (for plot labels)."""
+        """Maps target ids to their subword strings (for plot labels).
+
+            Example:
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "in", "the", "beginning",
+        ...          "en", "el", "principio"]
+            >>> TranslationPreprocessor(vocab, vocab).target_tokens([2, 9, 3])
+            ['[START]', 'principio', '[END]']
+        """
         return [self.target_tokenizer.id_to_token(int(i)) for i in token_ids]
 
     def source_tokens(self, token_ids):
-        """Maps source ids to their subword strings (for plot labels)."""
+        """Maps source ids to their subword strings (for plot labels).
+
+            Example:
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "in", "the", "beginning",
+        ...          "en", "el", "principio"]
+            >>> TranslationPreprocessor(vocab, vocab).source_tokens([4, 6, 3])
+            ['in', 'beginning', '[END]']
+        """
         return [self.source_tokenizer.id_to_token(int(i)) for i in token_ids]
 
     def alignment(self, source_ids, generated_ids, weights):
         """Crops attention weights to one sentence's real tokens and labels them.
 
-        Args:
-            source_ids: int array `(source_length,)`, the encoder ids (padded
-                with the source `[PAD]`).
-            generated_ids: int array `(target_length,)`, the generated ids
-                after `[START]`; they are cut after the first `[END]`.
-            weights: array `(..., target_length, source_length)`.
+            Args:
+                source_ids: int array `(source_length,)`, the encoder ids (padded
+                    with the source `[PAD]`).
+                generated_ids: int array `(target_length,)`, the generated ids
+                    after `[START]`; they are cut after the first `[END]`.
+                weights: array `(..., target_length, source_length)`.
 
-        Returns:
-            A dict: `weights` cropped to `(..., target, source)` and the
-            `source_tokens` / `target_tokens` subword labels.
+            Returns:
+                A dict: `weights` cropped to `(..., target, source)` and the
+                `source_tokens` / `target_tokens` subword labels.
+
+            Example:
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "in", "the", "beginning",
+        ...          "en", "el", "principio"]
+            >>> pre = TranslationPreprocessor(vocab, vocab)
+            >>> weights = np.ones((5, 4)) / 4  # 5 decoding steps, 4 source ids
+            >>> crop = pre.alignment(np.array([4, 6, 3, 0]), [7, 9, 3, 0, 0], weights)
+            >>> crop["weights"].shape, crop["source_tokens"], crop["target_tokens"]
+            ((3, 3), ['in', 'beginning', '[END]'], ['en', 'principio', '[END]'])
         """
         generated = [int(i) for i in generated_ids]
         end = self.target_end_id
@@ -383,7 +465,3 @@ def _trim(ids):
     """Drops the padding columns that no row of the batch uses (pad id 0)."""
     used = tf.reduce_max(tf.reduce_sum(tf.cast(ids != 0, "int32"), axis=-1))
     return ids[:, : tf.maximum(used, 1)]
-
-
-def _to_str(value):
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)

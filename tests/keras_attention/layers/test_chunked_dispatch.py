@@ -6,6 +6,9 @@ gradients with respect to the inputs and every trainable weight, under jit.
 A spy on `chunked_attention` checks which path ran.
 """
 
+import importlib.util
+import os
+
 import keras
 import numpy as np
 import pytest
@@ -16,24 +19,23 @@ from keras_attention.layers.attention import Attention
 from keras_attention.layers.chunked import chunked_attention
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 
+_spec = importlib.util.spec_from_file_location(
+    "attention_cases", os.path.join(os.path.dirname(__file__), "attention_cases.py")
+)
+cases = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cases)
+
 # Above the threshold, several chunks and a partial last one (query chunks
 # 7 + 5, key chunks 7 + 7 + 2): each chunk costs compile time under jit.
-B, TQ, TV, DIM, HEADS = 2, 12, 16, 8, 2
+B, DIM, HEADS = cases.B, cases.DIM, cases.HEADS
+TQ, TV = 12, 16
 THRESHOLD, CHUNK = 8, 7
 
 
 @pytest.fixture
 def calls(monkeypatch):
     """Counts the calls of `chunked_attention` from both layer modules."""
-    count = {"n": 0}
-
-    def spy(*args, **kwargs):
-        count["n"] += 1
-        return chunked_attention(*args, **kwargs)
-
-    monkeypatch.setattr(mha_module, "chunked_attention", spy)
-    monkeypatch.setattr(attention_module, "chunked_attention", spy)
-    return count
+    return cases.spy(monkeypatch, chunked_attention, mha_module, attention_module)
 
 
 def _data(q_len=TQ, v_len=TV, seed=0):
@@ -43,69 +45,15 @@ def _data(q_len=TQ, v_len=TV, seed=0):
     return query, value
 
 
-# Compiling every case costs minutes per backend; these run under jit, the
-# others eagerly (same functions, same comparisons).
-JIT_CASES = {"causal_padding", "empty_rows", "mask_4d"}
-
-
 def _value_and_grads(layer, query, value, kwargs, jit=False):
-    """Output and gradients of `sum(output * probe)`, jitted if `jit`.
-
-    Gradients with respect to the query, the value and each trainable
-    weight, as NumPy arrays.
-    """
-    probe = np.random.default_rng(5).normal(size=(B, query.shape[1], DIM))
-    probe = probe.astype("float32")
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        def run(query, value):
-            with tf.GradientTape() as tape:
-                tape.watch([query, value])
-                output = layer(query, value, **kwargs)
-                loss = tf.reduce_sum(output * probe)
-            grads = tape.gradient(loss, [query, value, *layer.trainable_variables])
-            return output, grads
-
-        if jit:
-            run = tf.function(run, jit_compile=True)
-        output, grads = run(tf.constant(query), tf.constant(value))
-    elif backend == "jax":
-        import jax
-
-        non_trainable = [v.value for v in layer.non_trainable_variables]
-
-        def loss(trainable, query, value):
-            output, _ = layer.stateless_call(
-                trainable, non_trainable, query, value, **kwargs
-            )
-            return (output * probe).sum(), output
-
-        run = jax.value_and_grad(loss, (0, 1, 2), has_aux=True)
-        if jit:
-            run = jax.jit(run)
-        trainable = [v.value for v in layer.trainable_variables]
-        (_, output), (weight_grads, query_grad, value_grad) = run(
-            trainable, query, value
-        )
-        grads = [query_grad, value_grad, *weight_grads]
-    else:
-        pytest.skip(f"gradients are checked on TF and JAX, not {backend}")
-    return keras.ops.convert_to_numpy(output), [
-        keras.ops.convert_to_numpy(g) for g in grads
-    ]
+    return cases.value_and_grads(layer, (query, value), kwargs, jit)
 
 
 def _assert_same(chunked, explicit, query, value, kwargs, jit=False):
-    out, grads = _value_and_grads(chunked, query, value, kwargs, jit)
-    ref_out, ref_grads = _value_and_grads(explicit, query, value, kwargs, jit)
-    assert np.all(np.isfinite(out))
-    np.testing.assert_allclose(out, ref_out, atol=2e-5, rtol=1e-4)
-    assert len(grads) == len(ref_grads)
-    for grad, ref in zip(grads, ref_grads, strict=True):
-        assert np.all(np.isfinite(grad))
-        np.testing.assert_allclose(grad, ref, atol=5e-5, rtol=1e-4)
+    cases.assert_same(
+        _value_and_grads(chunked, query, value, kwargs, jit),
+        _value_and_grads(explicit, query, value, kwargs, jit),
+    )
 
 
 def _pair(cls, query, value, **config):
@@ -119,58 +67,34 @@ def _pair(cls, query, value, **config):
 
 
 def _mha_masks(kind, q_len=TQ, v_len=TV):
-    rng = np.random.default_rng(3)
-    padding = np.ones((B, v_len), bool)
-    padding[0, v_len - 9 :] = False
-    padding[1, :4] = False
-    queries = np.ones((B, q_len), bool)
-    queries[1, q_len - 5 :] = False
-    if kind == "none":
-        return {}
-    if kind == "padding":
-        return {"query_mask": queries, "value_mask": padding}
-    if kind == "key_mask":
-        return {"key_mask": padding, "value_mask": np.roll(padding, 1, axis=1)}
-    if kind == "mask_2d":
-        return {"attention_mask": rng.random((q_len, v_len)) < 0.6}
-    if kind == "mask_3d":
-        return {"attention_mask": rng.random((B, q_len, v_len)) < 0.6}
-    if kind == "mask_4d":
-        return {
-            "attention_mask": rng.random((B, HEADS, q_len, v_len)) < 0.6,
-            "value_mask": padding,
-        }
-    if kind == "causal":
-        return {"use_causal_mask": True}
-    if kind == "causal_padding":
-        return {"use_causal_mask": True, "value_mask": padding}
+    if kind != "empty_rows":
+        return cases.masks(kind, q_len, v_len)
     # Rows with nothing to attend to: an example with no key, an all-False
     # attention row, a masked query, and one head emptied for one row.
-    empty = padding.copy()
+    empty = cases.padding(v_len)
     empty[1] = False
-    mask = rng.random((B, HEADS, q_len, v_len)) < 0.6
+    mask = np.random.default_rng(3).random((B, HEADS, q_len, v_len)) < 0.6
     mask[0, :, 2] = False
     mask[0, 1, 6] = False
-    return {"value_mask": empty, "attention_mask": mask, "query_mask": queries}
+    return {
+        "value_mask": empty,
+        "attention_mask": mask,
+        "query_mask": cases.query_padding(q_len),
+    }
 
 
-MHA_MASKS = [
-    "none",
-    "padding",
-    "key_mask",
-    "mask_2d",
-    "mask_3d",
-    "mask_4d",
-    "causal",
-    "causal_padding",
-    "empty_rows",
-]
+MHA_MASKS = [*cases.MASKS, "empty_rows"]
+# Compiling every case costs minutes: these run under XLA (TF) or `jax.jit`,
+# the others op by op (same functions, same comparisons).
+JIT_CASES = {"causal_padding", "empty_rows", "mask_4d"}
 
 
 # Every mask with the fused dot product; a parametrised score (chunks
-# rematerialised, gradients through its weights) on a few.
+# rematerialised, gradients through its weights) with the causal mask, and
+# with every other mask at once ("empty_rows": value and query padding, a
+# rank-4 mask, rows with nothing to attend to).
 MHA_CASES = [("scaled_dot", kind) for kind in MHA_MASKS] + [
-    ("general", kind) for kind in ("padding", "mask_4d", "causal", "empty_rows")
+    ("general", kind) for kind in ("causal", "empty_rows")
 ]
 
 

@@ -7,6 +7,9 @@ inputs and every trainable weight. Spies on `chunked_attention` and
 `windowed_attention` check which path ran.
 """
 
+import importlib.util
+import os
+
 import keras
 import numpy as np
 import pytest
@@ -19,7 +22,14 @@ from keras_attention.layers.transformer import (
 )
 from keras_attention.layers.windowed import windowed_attention
 
-B, T, S, DIM, HEADS, FFN = 2, 13, 17, 8, 2, 16
+_spec = importlib.util.spec_from_file_location(
+    "attention_cases", os.path.join(os.path.dirname(__file__), "attention_cases.py")
+)
+cases = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cases)
+
+B, DIM, HEADS = cases.B, cases.DIM, cases.HEADS
+T, S, FFN = 13, 17, 16
 THRESHOLD, CHUNK, RADIUS = 8, 5, 3
 
 
@@ -73,48 +83,11 @@ def _twins(cls, inputs, **config):
 
 def _value_and_grads(block, inputs, kwargs):
     """Output and gradients of `sum(output * probe)` (inputs and weights)."""
-    probe = np.random.default_rng(7).normal(size=(B, T, DIM)).astype("float32")
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        inputs = [tf.constant(x) for x in inputs]
-        with tf.GradientTape() as tape:
-            tape.watch(inputs)
-            output = block(*inputs, **kwargs)
-            loss = tf.reduce_sum(output * probe)
-        grads = tape.gradient(loss, [*inputs, *block.trainable_variables])
-    elif backend == "jax":
-        import jax
-
-        non_trainable = [v.value for v in block.non_trainable_variables]
-
-        def loss(trainable, *inputs):
-            output, _ = block.stateless_call(
-                trainable, non_trainable, *inputs, **kwargs
-            )
-            return (output * probe).sum(), output
-
-        argnums = tuple(range(len(inputs) + 1))
-        trainable = [v.value for v in block.trainable_variables]
-        # Compiled: faster than JAX op by op.
-        run = jax.jit(jax.value_and_grad(loss, argnums, has_aux=True))
-        (_, output), grads = run(trainable, *inputs)
-        grads = [*grads[1:], *grads[0]]
-    else:
-        pytest.skip(f"gradients are checked on TF and JAX, not {backend}")
-    to_np = keras.ops.convert_to_numpy
-    return to_np(output), [to_np(g) for g in grads]
+    return cases.value_and_grads(block, inputs, kwargs)
 
 
 def _assert_same(got, expected):
-    (out, grads), (ref_out, ref_grads) = got, expected
-    assert np.all(np.isfinite(out))
-    np.testing.assert_allclose(out, ref_out, atol=3e-5, rtol=1e-4)
-    assert len(grads) == len(ref_grads)
-    for grad, ref in zip(grads, ref_grads, strict=True):
-        assert np.all(np.isfinite(grad))
-        np.testing.assert_allclose(grad, ref, atol=1e-4, rtol=1e-4)
+    cases.assert_same(got, expected, atol=3e-5, grad_atol=1e-4)
 
 
 def test_encoder_chunked_equals_explicit(calls):

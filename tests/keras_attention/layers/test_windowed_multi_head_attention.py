@@ -8,6 +8,9 @@ which path ran; a shape-level walk of the traced graph checks that no
 `(T, T)` tensor is formed, forward or backward.
 """
 
+import importlib.util
+import os
+
 import keras
 import numpy as np
 import pytest
@@ -16,25 +19,24 @@ from keras_attention.layers import multi_head_attention as mha_module
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.windowed import windowed_attention
 
-B, T, DIM, HEADS, KEY_DIM, RADIUS = 2, 23, 8, 2, 4, 4
+_spec = importlib.util.spec_from_file_location(
+    "attention_cases", os.path.join(os.path.dirname(__file__), "attention_cases.py")
+)
+cases = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cases)
+
+B, DIM, HEADS = cases.B, cases.DIM, cases.HEADS
+T, KEY_DIM, RADIUS = 23, 4, 4
 
 
 @pytest.fixture
 def calls(monkeypatch):
     """Counts the calls of `windowed_attention` from the layer's module."""
-    count = {"n": 0}
-
-    def spy(*args, **kwargs):
-        count["n"] += 1
-        return windowed_attention(*args, **kwargs)
-
-    monkeypatch.setattr(mha_module, "windowed_attention", spy)
-    return count
+    return cases.spy(monkeypatch, windowed_attention, mha_module)
 
 
 def _data(length=T, seed=0, scale=1.0):
-    rng = np.random.default_rng(seed)
-    return (scale * rng.normal(size=(B, length, DIM))).astype("float32")
+    return cases.data(length, seed, scale)
 
 
 def _band(length, radius):
@@ -69,112 +71,42 @@ def _with_band(kwargs, length, radius):
 
 
 def _value_and_grads(layer, x, kwargs, jit=False):
-    """Output and gradients of `sum(output * probe)` w.r.t. x and the weights."""
-    probe = np.random.default_rng(5).normal(size=(B, x.shape[1], DIM))
-    probe = probe.astype("float32")
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        def run(x):
-            with tf.GradientTape() as tape:
-                tape.watch(x)
-                output = layer(x, x, **kwargs)
-                loss = tf.reduce_sum(tf.cast(output, "float32") * probe)
-            return output, tape.gradient(loss, [x, *layer.trainable_variables])
-
-        if jit:
-            run = tf.function(run, jit_compile=True)
-        output, grads = run(tf.constant(x))
-    elif backend == "jax":
-        import jax
-
-        non_trainable = [v.value for v in layer.non_trainable_variables]
-
-        def loss(trainable, x):
-            output, _ = layer.stateless_call(trainable, non_trainable, x, x, **kwargs)
-            return (output.astype("float32") * probe).sum(), output
-
-        # Always jitted: one compilation is faster than JAX op by op.
-        run = jax.jit(jax.value_and_grad(loss, (0, 1), has_aux=True))
-        trainable = [v.value for v in layer.trainable_variables]
-        (_, output), (weight_grads, x_grad) = run(trainable, x)
-        grads = [x_grad, *weight_grads]
-    else:
-        pytest.skip(f"gradients are checked on TF and JAX, not {backend}")
-    to_np = keras.ops.convert_to_numpy
-    return to_np(output).astype("float32"), [to_np(g).astype("float32") for g in grads]
+    """Output and gradients (query, value, weights) of self-attention on x."""
+    return cases.value_and_grads(layer, (x, x), kwargs, jit)
 
 
 def _assert_same(got, expected, atol=2e-5):
-    (out, grads), (ref_out, ref_grads) = got, expected
-    assert np.all(np.isfinite(out))
-    np.testing.assert_allclose(out, ref_out, atol=atol, rtol=1e-4)
-    assert len(grads) == len(ref_grads)
-    for grad, ref in zip(grads, ref_grads, strict=True):
-        assert np.all(np.isfinite(grad))
-        np.testing.assert_allclose(grad, ref, atol=5 * atol, rtol=1e-4)
+    cases.assert_same(got, expected, atol, grad_atol=5 * atol)
 
 
 def _masks(kind, length=T):
-    rng = np.random.default_rng(3)
-    padding = np.ones((B, length), bool)
-    padding[0, length - 9 :] = False
-    padding[1, :4] = False
-    queries = np.ones((B, length), bool)
-    queries[1, length - 5 :] = False
-    if kind == "none":
-        return {}
-    if kind == "padding":
-        return {"query_mask": queries, "value_mask": padding}
-    if kind == "key_mask":
-        return {"key_mask": padding, "value_mask": np.roll(padding, 1, axis=1)}
-    if kind == "mask_2d":
-        return {"attention_mask": rng.random((length, length)) < 0.6}
-    if kind == "mask_3d":
-        return {"attention_mask": rng.random((B, length, length)) < 0.6}
-    if kind == "mask_4d":
-        return {
-            "attention_mask": rng.random((B, HEADS, length, length)) < 0.6,
-            "value_mask": padding,
-        }
-    if kind == "causal":
-        return {"use_causal_mask": True}
-    if kind == "causal_padding":
-        return {"use_causal_mask": True, "value_mask": padding}
+    if kind != "empty_rows":
+        return cases.masks(kind, length, length)
     # Rows with nothing to attend to: an example with no key, an all-False
     # attention row, a masked query, one head emptied for one row, and (with
     # the causal band) the first rows of example 0, whose keys are padded.
-    empty = padding.copy()
+    empty = cases.padding(length)
     empty[1] = False
     empty[0, :6] = False
-    mask = rng.random((B, HEADS, length, length)) < 0.6
+    mask = np.random.default_rng(3).random((B, HEADS, length, length)) < 0.6
     mask[0, :, 8] = False
     mask[0, 1, 12] = False
     return {
         "value_mask": empty,
         "attention_mask": mask,
-        "query_mask": queries,
+        "query_mask": cases.query_padding(length),
         "use_causal_mask": True,
     }
 
 
-MASKS = [
-    "none",
-    "padding",
-    "key_mask",
-    "mask_2d",
-    "mask_3d",
-    "mask_4d",
-    "causal",
-    "causal_padding",
-    "empty_rows",
-]
+MASKS = [*cases.MASKS, "empty_rows"]
 # Every mask with the dot product; a parametrised score (gradients through
-# its weights) on a few. On TF compiling every case costs minutes: these run
-# under XLA, the others eagerly (JAX always compiles: faster than op by op).
+# its weights) on the two-sided band with padding, and on the causal band
+# with every other mask at once ("empty_rows": value and query padding, a
+# rank-4 mask, rows with nothing to attend to). Compiling every case costs
+# minutes: these run under XLA (TF) or `jax.jit`, the others op by op.
 CASES = [("scaled_dot", kind) for kind in MASKS] + [
-    ("general", kind) for kind in ("padding", "mask_4d", "causal", "empty_rows")
+    ("general", kind) for kind in ("padding", "empty_rows")
 ]
 JIT_CASES = {"causal_padding", "empty_rows"}
 
@@ -216,8 +148,10 @@ def test_empty_rows_give_the_bias_and_finite_gradients(calls):
     np.testing.assert_allclose(out[0, :6], np.broadcast_to(bias, (6, DIM)), atol=1e-6)
     for grad in grads:
         assert np.all(np.isfinite(grad))
-    # Example 1 reaches the output only through the (empty) attention.
+    # Example 1 reaches the output only through the (empty) attention: its
+    # query and value get no gradient.
     np.testing.assert_array_equal(grads[0][1], 0.0)
+    np.testing.assert_array_equal(grads[1][1], 0.0)
 
 
 def test_return_attention_scores_gives_the_banded_full_weights(calls):

@@ -1,10 +1,7 @@
-"""RecurrentAttentionBackbone: a functional graph that runs on any backend."""
+"""RecurrentAttentionBackbone: a functional graph that runs on any backend.
 
-import json
-import os
-import subprocess
-import sys
-import textwrap
+(Its forward on JAX: `tests/zoo/test_backbones_on_jax.py`.)
+"""
 
 import keras
 import numpy as np
@@ -73,47 +70,16 @@ def test_bad_channels():
         RecurrentAttentionBackbone(channels=2)
 
 
-JAX_FORWARD = textwrap.dedent(
-    """
-    import json, sys
-    import numpy as np
-    import keras
-    assert keras.backend.backend() == "jax", keras.backend.backend()
-    from zoo.ram import RecurrentAttentionBackbone
-    options, weights, images, out = json.loads(sys.argv[1])
-    backbone = RecurrentAttentionBackbone(**options)
-    backbone.load_weights(weights)
-    images = np.load(images)
-    result = backbone({"images": images})
-    np.savez(out, **{k: np.asarray(v) for k, v in result.items()})
-    sampled = backbone(images, training=True)["locations"]
-    assert np.isfinite(np.asarray(sampled)).all()
-    """
-)
+# The forward pass on JAX (`tests/zoo/test_backbones_on_jax.py`, one JAX
+# process for every zoo backbone): name -> () -> (backbone with weights no
+# fresh one has, inputs, output to sample with `training=True` or None,
+# tolerance of `assert_allclose`).
 
 
-@pytest.mark.tensorflow_only
-@pytest.mark.slow
-def test_forward_on_jax_matches_tensorflow(tmp_path):
-    """The same weights give the same outputs on the JAX backend."""
+def _jax_case():
     backbone = RecurrentAttentionBackbone(**TINY)
-    images = RNG.integers(0, 256, (3, 21, 17, 1), dtype="uint8")
-    expected = backbone(images)
-    weights = str(tmp_path / "backbone.weights.h5")
-    backbone.save_weights(weights)
-    np.save(tmp_path / "images.npy", images)
-    out = str(tmp_path / "jax.npz")
-    arguments = json.dumps([TINY, weights, str(tmp_path / "images.npy"), out])
-    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
-    done = subprocess.run(
-        [sys.executable, "-c", JAX_FORWARD, arguments],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = np.load(out)
-    assert sorted(found) == sorted(expected)
-    for key, value in expected.items():
-        np.testing.assert_allclose(found[key], np.asarray(value), atol=1e-5)
+    images = np.random.default_rng(0).integers(0, 256, (3, 21, 17, 1), dtype="uint8")
+    return backbone, {"images": images}, "locations", {"atol": 1e-5}
+
+
+JAX_CASES = {"ram": _jax_case}

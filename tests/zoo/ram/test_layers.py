@@ -39,3 +39,40 @@ def test_layer_config_round_trip():
     agent = RecurrentAttention(3, num_glimpses=2, patch_size=4, cell="lstm", seed=3)
     clone = RecurrentAttention.from_config(agent.get_config())
     assert clone.get_config() == agent.get_config()
+
+
+def _policy_step(scale, hidden):
+    """The policy's mean at initialisation and after one Adam step."""
+    import keras
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(4)
+    policy = LocationPolicy(std=0.2, seed=1, learning_rate_scale=scale)
+    policy(hidden)
+    before = policy(hidden)[0].numpy()
+    optimizer = keras.optimizers.Adam(1e-2)
+    with tf.GradientTape() as tape:
+        _, log_prob = policy(hidden, training=True)
+        loss = -tf.reduce_mean(log_prob)
+    variables = policy.trainable_variables
+    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+    kernel, bias = (scale * w.numpy() for w in policy.mean_dense.weights)
+    return before, kernel, bias
+
+
+def test_learning_rate_scale_keeps_the_initial_policy_and_scales_adam_steps():
+    hidden = RNG.normal(size=(8, 5)).astype("float32")
+    mean_1, kernel_1, bias_1 = _policy_step(1.0, hidden)
+    mean_s, kernel_s, bias_s = _policy_step(0.1, hidden)
+    # The same function at initialisation ...
+    np.testing.assert_allclose(mean_s, mean_1, atol=1e-5)
+    # ... but Adam's first step moves the effective weights `s V` a tenth
+    # as far: its step is lr * sign(gradient) whatever the gradient's scale.
+    np.testing.assert_allclose(np.abs(bias_s), 0.1 * np.abs(bias_1), rtol=1e-3)
+    assert np.all(np.abs(bias_1) > 5e-3)
+    with pytest.raises(ValueError, match="learning_rate_scale"):
+        LocationPolicy(learning_rate_scale=0)
+    with pytest.raises(ValueError, match="learning_rate_scale"):
+        LocationPolicy(learning_rate_scale=True)
+    config = LocationPolicy(learning_rate_scale=0.25).get_config()
+    assert LocationPolicy.from_config(config).learning_rate_scale == 0.25

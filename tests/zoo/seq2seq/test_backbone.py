@@ -1,9 +1,9 @@
-"""`Seq2SeqBackbone`: named inputs and outputs, config, masks, JAX, `Maxout`."""
+"""`Seq2SeqBackbone`: named inputs and outputs, config, masks, `Maxout`.
+
+(Its forward on JAX: `tests/zoo/test_backbones_on_jax.py`.)
+"""
 
 import json
-import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -83,54 +83,6 @@ def test_runs_forward_on_the_current_backend():
     assert np.isfinite(result["decoder_sequence_output"]).all()
 
 
-JAX_SCRIPT = """
-import os, sys
-os.environ["KERAS_BACKEND"] = "jax"
-import keras, numpy as np
-from zoo.seq2seq import Seq2SeqBackbone
-assert keras.backend.backend() == "jax"
-data = np.load(sys.argv[1])
-model = Seq2SeqBackbone(**{config})
-model.set_weights([data[f"w{{i}}"] for i in range(len(model.weights))])
-out = model({{"encoder_token_ids": data["enc"], "decoder_token_ids": data["dec"]}})
-np.savez(sys.argv[2], **{{k: keras.ops.convert_to_numpy(v) for k, v in out.items()}})
-"""
-
-
-@pytest.mark.tensorflow_only
-@pytest.mark.slow
-def test_jax_forward_equals_tensorflow(tmp_path):
-    model = backbone()
-    rng = np.random.default_rng(0)
-    weights = [rng.normal(0, 0.5, w.shape).astype("float32") for w in model.weights]
-    model.set_weights(weights)
-    expected = outputs(model)
-    np.savez(
-        tmp_path / "in.npz",
-        enc=ENCODER_IDS,
-        dec=DECODER_IDS,
-        **{f"w{i}": w for i, w in enumerate(weights)},
-    )
-    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
-    subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            JAX_SCRIPT.format(config=repr(CONFIG)),
-            str(tmp_path / "in.npz"),
-            str(tmp_path / "out.npz"),
-        ],
-        check=True,
-        env=env,
-        cwd=root,
-        timeout=600,
-    )
-    got = np.load(tmp_path / "out.npz")
-    for name, value in expected.items():
-        np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-5)
-
-
 @pytest.mark.parametrize(
     "kwargs, name",
     [
@@ -163,3 +115,20 @@ def test_maxout_deep_output_matches_numpy_and_passes_gradients():
     assert float(tf.reduce_sum(tf.abs(tape.gradient(y, big)))) > 0.0
     clone = Maxout.from_config(layer.get_config())
     assert clone.units == 3 and clone.pool_size == 2
+
+
+# The forward pass on JAX (`tests/zoo/test_backbones_on_jax.py`, one JAX
+# process for every zoo backbone): name -> () -> (backbone with weights no
+# fresh one has, inputs, output to sample with `training=True` or None,
+# tolerance of `assert_allclose`).
+
+
+def _jax_case():
+    model = backbone()
+    rng = np.random.default_rng(0)
+    model.set_weights([rng.normal(0, 0.5, w.shape) for w in model.weights])
+    x = {"encoder_token_ids": ENCODER_IDS, "decoder_token_ids": DECODER_IDS}
+    return model, x, None, {"rtol": 1e-4, "atol": 1e-5}
+
+
+JAX_CASES = {"seq2seq": _jax_case}

@@ -1,9 +1,7 @@
-"""`ShowAttendTellBackbone`: named graph, config, and the same forward on JAX."""
+"""`ShowAttendTellBackbone`: named graph, step by step, config.
 
-import json
-import os
-import subprocess
-import sys
+(Its forward on JAX: `tests/zoo/test_backbones_on_jax.py`.)
+"""
 
 import keras
 import numpy as np
@@ -12,7 +10,6 @@ import pytest
 from zoo.show_attend_tell import ShowAttendTellBackbone
 from zoo.show_attend_tell.backbone import STATE_NAMES
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
 CONFIG = dict(vocabulary_size=12, annotation_dim=8, embedding_dim=4, units=6, seed=0)
 
 
@@ -91,61 +88,22 @@ def test_invalid_arguments(kwargs, message):
         ShowAttendTellBackbone(**{**CONFIG, **kwargs})
 
 
-JAX_SCRIPT = """
-import json
-import sys
-import numpy as np
-import keras
-assert keras.backend.backend() == "jax", keras.backend.backend()
-from zoo.show_attend_tell import ShowAttendTellBackbone
-data = np.load(sys.argv[1])
-backbone = ShowAttendTellBackbone(**json.loads(sys.argv[4]))
-backbone.load_weights(sys.argv[2])
-x = {"images": data["images"], "decoder_token_ids": data["ids"]}
-outputs = backbone(x)
-np.savez(sys.argv[3], **{k: np.asarray(v) for k, v in outputs.items()})
-if backbone.attention == "hard":  # sampling runs too
-    sampled = backbone(x, training=True)
-    assert np.isfinite(np.asarray(sampled["log_prob"])).all()
-"""
+# The forward pass on JAX (`tests/zoo/test_backbones_on_jax.py`, one JAX
+# process for every zoo backbone): name -> () -> (backbone with weights no
+# fresh one has, inputs, output to sample with `training=True` or None,
+# tolerance of `assert_allclose`).
 
 
-@pytest.mark.parametrize(
-    "options", [{"feedback": "weights"}, {"attention": "hard"}], ids=str
-)
-def test_forward_on_jax_equals_this_backend(tmp_path, options):
-    """The backbone's math is `keras.ops` only: JAX gives the same outputs,
-    padded steps included (they repeat the last real output on both)."""
-    config = {**CONFIG, **options}
-    backbone = ShowAttendTellBackbone(**config)
-    x = inputs(2)
+def _jax_case(**options):
+    backbone = ShowAttendTellBackbone(**CONFIG, **options)
     rng = np.random.default_rng(3)
     for variable in backbone.trainable_weights:  # weights no fresh model has
         variable.assign(rng.normal(0, 0.3, variable.shape).astype("float32"))
-    expected = {k: np.asarray(v) for k, v in backbone(x).items()}
-    backbone.save_weights(str(tmp_path / "backbone.weights.h5"))
-    np.savez(tmp_path / "inputs.npz", images=x["images"], ids=x["decoder_token_ids"])
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            JAX_SCRIPT,
-            str(tmp_path / "inputs.npz"),
-            str(tmp_path / "backbone.weights.h5"),
-            str(tmp_path / "jax.npz"),
-            json.dumps(config),
-        ],
-        env={**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    got = np.load(tmp_path / "jax.npz")
-    assert set(got) == set(expected)
-    for name, value in expected.items():
-        np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-5, err_msg=name)
-    # The padded steps of row 1 repeat its last real step.
-    for name in ("hidden_states", "contexts"):
-        np.testing.assert_array_equal(got[name][1, 3:], got[name][1, 2:3].repeat(2, 0))
+    sampled = "log_prob" if options.get("attention") == "hard" else None
+    return backbone, inputs(2), sampled, {"rtol": 1e-4, "atol": 1e-5}
+
+
+JAX_CASES = {
+    "show_attend_tell_soft": lambda: _jax_case(feedback="weights"),
+    "show_attend_tell_hard": lambda: _jax_case(attention="hard"),
+}

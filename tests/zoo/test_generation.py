@@ -1,0 +1,228 @@
+"""`zoo.generation.GenerativeTask`: the one search front end, on a fake model.
+
+The fake model is a table: the logits of the next token depend only on the
+token read (`index - 1`), and so does the step's attention over the two
+source positions. Every expected output is worked out from the table in
+the test (by hand or by a NumPy loop), independently of the search code.
+"""
+
+import math
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_attention.decoding import BeamSearch
+from zoo.generation import GenerativeTask
+
+PAD, START, END, A, B = range(5)
+TINY = 1e-9  # The probability of tokens a model should never write.
+
+
+def log_table(rows):
+    """Log-probabilities of a `{previous: {next: probability}}` table."""
+    table = np.full((5, 5), TINY)
+    for previous, row in rows.items():
+        for token, probability in row.items():
+            table[previous, token] = probability
+    table /= table.sum(axis=1, keepdims=True)
+    return np.log(table).astype("float32")
+
+
+class Ids:
+    """The preprocessor attributes `generate` reads."""
+
+    start_id, end_id, pad_id, sequence_length = START, END, PAD, 6
+
+
+class TableModel(GenerativeTask):
+    """`next` reads token `index - 1` and looks up its logits and attention."""
+
+    def __init__(self, logits, attention, **kwargs):
+        ids = keras.Input((None,), dtype="int32", name="token_ids")
+        super().__init__(ids, keras.layers.Embedding(5, 2)(ids), **kwargs)
+        self.table = np.asarray(logits, "float32")
+        self.attention_table = np.asarray(attention, "float32")
+        self.preprocessor = Ids()
+
+    def encode(self, inputs, max_length):
+        return {"source": ops.convert_to_tensor(inputs)}
+
+    def next(self, prompt, cache, index):
+        token = ops.take(prompt, index - 1, axis=1)
+        logits = ops.take(ops.convert_to_tensor(self.table), token, axis=0)
+        attention = ops.take(ops.convert_to_tensor(self.attention_table), token, 0)
+        return logits, attention, cache
+
+
+# Attention over two source positions: reading START looks at position 0,
+# reading anything else looks at position 1.
+ATTENTION = np.array([[0, 1], [1, 0], [0, 1], [0, 1], [0, 1]], "float32")
+# From START the one-token answer [END] is the most likely; after A the
+# end is almost certain, so [A, END] is the best two-token answer.
+SHORT_OR_LONG = log_table(
+    {
+        PAD: {END: 1.0},
+        START: {END: 0.5, A: 0.45, B: 0.05},
+        END: {END: 1.0},
+        A: {END: 0.98, A: 0.01, B: 0.01},
+        B: {END: 0.3, A: 0.1, B: 0.6},
+    }
+)
+SOURCE = np.ones((1, 2), "int32")
+
+
+def gnmt_score(table, tokens, alpha):
+    """`log P(Y) / ((5 + |Y|) / 6) ** alpha` of `tokens` after START."""
+    log_p = sum(float(table[a, b]) for a, b in zip([START, *tokens], tokens))
+    return log_p / ((5 + len(tokens)) / 6) ** alpha
+
+
+def numpy_greedy(table, batch, max_length):
+    """Greedy decoding of the table model, one step at a time in NumPy."""
+    tokens = np.full((batch, max_length + 1), PAD, "int32")
+    tokens[:, 0] = START
+    done = np.zeros(batch, bool)
+    for t in range(1, max_length + 1):
+        best = table[tokens[:, t - 1]].argmax(-1)
+        tokens[:, t] = np.where(done, PAD, best)
+        done |= best == END
+    return tokens
+
+
+def random_model(seed, no_end=False):
+    logits = np.random.default_rng(seed).normal(size=(5, 5)).astype("float32")
+    logits[:, [PAD, START]] = -1e9
+    if no_end:
+        logits[:, END] = -1e9
+    attention = np.random.default_rng(seed + 1).dirichlet([1, 1, 1], 5)
+    return TableModel(logits, attention.astype("float32"))
+
+
+def test_greedy_is_the_argmax_loop_and_beam_width_one():
+    model = random_model(seed=3)
+    source = np.ones((2, 3), "int32")
+    greedy = model.generate(source, beam_width=1, max_length=5)
+    np.testing.assert_array_equal(greedy, numpy_greedy(model.table, 2, 5))
+    none = model.generate(source, beam_width=None, max_length=5)
+    np.testing.assert_array_equal(none, greedy)
+    # A beam of one, run directly on the model's encode/next, agrees.
+    prompt = np.full((2, 6), PAD, "int32")
+    prompt[:, 0] = START
+    beam = BeamSearch(beam_width=1, length_penalty=0.0)(
+        model.next,
+        prompt,
+        cache=model.encode(source, 5),
+        index=1,
+        stop_token_ids=[END],
+        pad_token_id=PAD,
+    )
+    np.testing.assert_array_equal(ops.convert_to_numpy(beam), greedy)
+
+
+@pytest.mark.parametrize("beam_width", [1, 3])
+@pytest.mark.parametrize("max_length", [1, 4])
+def test_max_length_is_the_number_of_steps(beam_width, max_length):
+    model = random_model(seed=5, no_end=True)  # It never stops by itself.
+    tokens = model.generate(
+        np.ones((2, 3), "int32"), beam_width=beam_width, max_length=max_length
+    )
+    assert tokens.shape == (2, max_length + 1) and tokens.dtype == np.int32
+    assert (tokens[:, 0] == START).all()
+    assert np.isin(tokens[:, 1:], [A, B]).all()  # Every step wrote a token.
+
+
+def test_the_default_length_is_the_preprocessor_sequence_length():
+    model = random_model(seed=5, no_end=True)
+    assert model.generate(SOURCE).shape == (1, Ids.sequence_length + 1)
+
+
+@pytest.mark.parametrize("beam_width", [1, 2])
+def test_the_end_token_stops_a_sequence_and_pads_after_it(beam_width):
+    rows = {token: {A: 1.0} for token in (PAD, END, A, B)}
+    rows[START] = {A: 1.0}
+    rows[A] = {B: 1.0}
+    rows[B] = {END: 1.0}
+    model = TableModel(log_table(rows), ATTENTION)
+    tokens = model.generate(SOURCE, beam_width=beam_width, max_length=6)
+    np.testing.assert_array_equal(tokens, [[START, A, B, END, PAD, PAD, PAD]])
+
+
+def test_length_penalty_prefers_longer_answers_as_documented():
+    short, long = [END], [A, END]
+    # The ranking the documented GNMT score gives, worked out here.
+    assert gnmt_score(SHORT_OR_LONG, short, 0.0) > gnmt_score(SHORT_OR_LONG, long, 0.0)
+    assert gnmt_score(SHORT_OR_LONG, long, 2.0) > gnmt_score(SHORT_OR_LONG, short, 2.0)
+    model = TableModel(SHORT_OR_LONG, ATTENTION)
+    plain = model.generate(SOURCE, beam_width=3, max_length=4)
+    penalised = model.generate(SOURCE, beam_width=3, max_length=4, length_penalty=2.0)
+    np.testing.assert_array_equal(plain, [[START, END, PAD, PAD, PAD]])
+    np.testing.assert_array_equal(penalised, [[START, A, END, PAD, PAD]])
+    # Greedy decoding has no penalties: the same answer either way.
+    greedy = model.generate(SOURCE, max_length=4, length_penalty=2.0)
+    np.testing.assert_array_equal(greedy, plain)
+
+
+def test_coverage_penalty_prefers_answers_that_attend_everywhere():
+    # [END] reads START only: it attends position 0 and never position 1,
+    # which costs beta * log(1e-7); [A, END] attends both, costing nothing.
+    uncovered = math.log(1e-7)
+    assert gnmt_score(SHORT_OR_LONG, [END], 0.0) + 0.5 * uncovered < gnmt_score(
+        SHORT_OR_LONG, [A, END], 0.0
+    )
+    model = TableModel(SHORT_OR_LONG, ATTENTION)
+    tokens = model.generate(SOURCE, beam_width=3, max_length=4, coverage_penalty=0.5)
+    np.testing.assert_array_equal(tokens, [[START, A, END, PAD, PAD]])
+    # Attending everywhere from the start leaves nothing to penalise.
+    everywhere = TableModel(SHORT_OR_LONG, np.ones((5, 2), "float32"))
+    tokens = everywhere.generate(
+        SOURCE, beam_width=3, max_length=4, coverage_penalty=0.5
+    )
+    np.testing.assert_array_equal(tokens, [[START, END, PAD, PAD, PAD]])
+
+
+def test_token_attention_has_one_row_per_generated_token():
+    model = random_model(seed=7)
+    source = np.ones((2, 3), "int32")
+    tokens, attention = model.generate(
+        source, beam_width=2, max_length=4, return_attention=True
+    )
+    assert attention.shape == (2, 4, 3) and attention.dtype == np.float32
+    # Row t is the attention of the step that read tokens[:, t].
+    np.testing.assert_allclose(attention, model.attention_table[tokens[:, :-1]])
+    np.testing.assert_allclose(model.token_attention(source, tokens), attention)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, name",
+    [
+        ({"beam_width": 0}, ValueError, "beam_width=0"),
+        ({"beam_width": -2}, ValueError, "beam_width=-2"),
+        ({"max_length": 0}, ValueError, "max_length=0"),
+        ({"max_length": -1}, ValueError, "max_length=-1"),
+        ({"beam_width": 2.5}, TypeError, "beam_width=2.5"),
+        ({"beam_width": True}, TypeError, "beam_width=True"),
+        ({"max_length": "4"}, TypeError, "max_length='4'"),
+    ],
+)
+def test_bad_decoding_arguments_name_the_argument(kwargs, error, name):
+    model = random_model(seed=1)
+    with pytest.raises(error, match=name):
+        model.generate(SOURCE, **kwargs)
+
+
+def test_a_model_without_preprocessor_says_what_is_missing():
+    model = random_model(seed=1)
+    model.preprocessor = None
+    with pytest.raises(ValueError, match="preprocessor=None"):
+        model.generate(SOURCE)
+
+
+def test_a_model_must_implement_encode_and_next():
+    ids = keras.Input((None,), dtype="int32")
+    model = GenerativeTask(ids, keras.layers.Embedding(5, 2)(ids))
+    with pytest.raises(NotImplementedError, match="encode"):
+        model.encode(SOURCE, 3)
+    with pytest.raises(NotImplementedError, match="next"):
+        model.next(SOURCE, {}, 1)
