@@ -9,6 +9,9 @@ Commands:
   translate PRESET TEXT... [--beam 4] [--sequence-length N] [--plot out.png]
   caption PRESET IMAGE... [--beam 3] [--plot out.png]
   classify PRESET IMAGE... [--plot out.png]
+  export PRESET DIR [--beam N]     write a serving SavedModel (raw inputs in,
+                                   finished outputs out; no zoo needed to load)
+  serve DIR [--port 8501]          HTTP JSON endpoint and page over an export
 """
 
 import argparse
@@ -328,6 +331,41 @@ def _evaluate_classifier(model, args):
     return 0
 
 
+def _export(args):
+    from zoo.export import export_preset
+
+    metadata = export_preset(args.preset, args.directory, beam_width=args.beam)
+    signatures = ", ".join(sorted(metadata.get("signatures", {})))
+    print(f"Exported {args.preset} to {args.directory} (signatures: {signatures})")
+    return 0
+
+
+def _serve(args):
+    from zoo.serve import serve
+
+    if not os.path.isdir(args.directory):
+        raise FileNotFoundError(f"No export directory {args.directory!r}")
+    serve(
+        args.directory,
+        args.host,
+        args.port,
+        max_request_bytes=args.max_request_bytes,
+        batch_delay=args.batch_delay_ms / 1000.0,
+        max_batch=args.max_batch,
+    )
+    return 0
+
+
+def _non_negative_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, received {text!r}")
+    return value
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="keras-attention", description=__doc__.splitlines()[0]
@@ -371,6 +409,32 @@ def build_parser():
     classify.add_argument("preset")
     classify.add_argument("image", nargs="+", help="PNG/JPEG files, any size")
     classify.add_argument("--plot", help="save the glimpse path(s) to this PNG")
+    export = sub.add_parser("export", help="write a preset as a serving SavedModel")
+    export.add_argument("preset")
+    export.add_argument("directory", help="SavedModel directory to write")
+    export.add_argument(
+        "--beam",
+        type=positive_int,
+        default=None,
+        help="beam width of the default signature (translation, captioning)",
+    )
+    serve = sub.add_parser("serve", help="serve an export over HTTP (JSON and a page)")
+    serve.add_argument("directory", help="a directory written by `export`")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=positive_int, default=8501)
+    serve.add_argument(
+        "--max-request-bytes",
+        type=positive_int,
+        default=10 * 2**20,
+        help="larger request bodies get 413",
+    )
+    serve.add_argument(
+        "--batch-delay-ms",
+        type=_non_negative_float,
+        default=5.0,
+        help="how long a request waits for others to batch with",
+    )
+    serve.add_argument("--max-batch", type=positive_int, default=64)
     return parser
 
 
@@ -390,6 +454,8 @@ def main(argv=None):
             "evaluate": _evaluate,
             "caption": _caption,
             "classify": _classify,
+            "export": _export,
+            "serve": _serve,
         }[args.command](args)
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)

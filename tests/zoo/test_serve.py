@@ -1,0 +1,216 @@
+"""`zoo.serve`: the HTTP endpoint over a tiny RAM export, with real requests.
+
+The server runs on 127.0.0.1 on a free port in a thread of this process;
+requests go through `http.client` / `urllib` as any client's would. The
+answers are compared with the SavedModel called directly; bad requests must
+get a 4xx with a JSON error naming the field; 20 concurrent requests must
+all be answered right, in fewer model calls than requests (the batcher).
+"""
+
+import base64
+import concurrent.futures
+import http.client
+import json
+import re
+import threading
+import urllib.error
+import urllib.request
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from zoo.ram import RecurrentAttentionModel
+from zoo.ram.export import export_classifier
+from zoo.serve import make_server
+
+pytestmark = pytest.mark.tensorflow_only
+
+NAMES = ["cat", "dog", "owl", "yak"]
+LIMIT = 64 * 1024
+TOLERANCE = dict(rtol=1e-5, atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A served tiny RAM export: `(base_url, server, serving signature)`."""
+    keras.utils.set_random_seed(0)
+    model = RecurrentAttentionModel(
+        num_classes=4,
+        channels=3,
+        num_glimpses=3,
+        patch_size=4,
+        num_scales=2,
+        glimpse_units=8,
+        location_units=8,
+        glimpse_output_units=16,
+        units=16,
+        cell="lstm",
+        seed=0,
+        class_names=NAMES,
+    )
+    model(np.zeros((1, 8, 8, 3), "uint8"))
+    rng = np.random.default_rng(1)
+    for variable in model.trainable_weights:
+        variable.assign(rng.normal(0, 0.5, variable.shape).astype("float32"))
+    path = export_classifier(model, tmp_path_factory.mktemp("serve") / "ram")
+    # A long batching window, so that concurrent requests surely meet.
+    running = make_server(
+        path, "127.0.0.1", 0, max_request_bytes=LIMIT, batch_delay=0.05
+    )
+    thread = threading.Thread(target=running.serve_forever, daemon=True)
+    thread.start()
+    host, port = running.server_address[:2]
+    signatures = tf.saved_model.load(path).signatures
+    yield f"http://{host}:{port}", running, signatures
+    running.shutdown()
+    running.server_close()
+    thread.join(10)
+    assert not thread.is_alive()
+
+
+def post(url, body, raw=None):
+    """`(status, decoded JSON)` of a POST to `url + /v1/predict`."""
+    data = raw if raw is not None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        url + "/v1/predict", data=data, headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def direct(signatures, name, **inputs):
+    outputs = signatures[name](**{k: tf.constant(v) for k, v in inputs.items()})
+    return {k: v.numpy() for k, v in outputs.items()}
+
+
+def assert_predictions(predictions, wanted):
+    assert [p["class_name"] for p in predictions] == [
+        n.decode() for n in wanted["class_name"]
+    ]
+    assert [p["class_id"] for p in predictions] == wanted["class_id"].tolist()
+    # Batches of other sizes than `wanted`'s round differently.
+    np.testing.assert_allclose(
+        [p["probabilities"] for p in predictions], wanted["probabilities"], **TOLERANCE
+    )
+    np.testing.assert_allclose(
+        [p["glimpse_path"] for p in predictions], wanted["glimpse_path"], **TOLERANCE
+    )
+
+
+def images(count, seed, size=(12, 10)):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 256, (count, *size, 3), dtype="uint8")
+
+
+def test_page_and_metadata(server):
+    url, _, _ = server
+    with urllib.request.urlopen(url + "/", timeout=60) as response:
+        page = response.read().decode()
+        assert response.headers["Content-Type"].startswith("text/html")
+    assert "/v1/predict" in page and "zoo classifier" in page
+    with urllib.request.urlopen(url + "/v1/metadata", timeout=60) as response:
+        metadata = json.loads(response.read())
+    assert metadata["metadata"]["class_names"] == NAMES
+    assert metadata["signatures"]["serve"]["inputs"] == {
+        "image": {"dtype": "uint8", "shape": [None, None, None, None]}
+    }
+    assert set(metadata["signatures"]["serve_bytes"]["outputs"]) == {
+        "class_id",
+        "class_name",
+        "probabilities",
+        "glimpse_path",
+    }
+
+
+def test_images_and_encoded_images_answer_as_the_savedmodel(server):
+    url, _, signatures = server
+    batch = images(3, seed=0)
+    status, answer = post(url, {"image": batch.tolist()})
+    assert status == 200 and answer["signature"] == "serving_default"
+    assert_predictions(answer["predictions"], direct(signatures, "serve", image=batch))
+    # Gray images without a channel axis get one.
+    gray = batch[..., 0]
+    status, answer = post(url, {"image": gray.tolist()})
+    assert status == 200
+    wanted = direct(signatures, "serve", image=gray[..., None])
+    assert_predictions(answer["predictions"], wanted)
+    files = [tf.io.encode_png(image).numpy() for image in batch]
+    status, answer = post(
+        url, {"image_bytes": [base64.b64encode(f).decode() for f in files]}
+    )
+    assert status == 200 and answer["signature"] == "serve_bytes"
+    wanted = direct(signatures, "serve_bytes", image_bytes=np.array(files, object))
+    assert_predictions(answer["predictions"], wanted)
+
+
+@pytest.mark.parametrize(
+    "body, field, message",
+    [
+        ({}, None, "JSON object"),
+        ([1, 2], None, "JSON object"),
+        ({"picture": [[[1]]]}, "picture", "match no signature"),
+        ({"image": "cat.png"}, "image", "must be a list"),
+        ({"image": [[["a", "b"]]]}, "image", "numbers"),
+        ({"image": [[[300, 0]]]}, "image", r"\[0, 255\]"),
+        ({"image": [[[1.5, 0]]]}, "image", "integers"),
+        ({"image": [[[1, 2]], [[1, 2], [3, 4]]]}, "image", "one shape"),
+        ({"image": [1, 2, 3]}, "image", "rank 3"),
+        ({"image": []}, "image", "rank 3"),
+        ({"image_bytes": ["***"]}, "image_bytes", "base64"),
+        ({"image_bytes": [7]}, "image_bytes", "base64"),
+        ({"image_bytes": []}, None, "no rows"),
+        ({"image": [[[[1, 2]]]]}, None, "1 or 3 channels"),
+        ({"image_bytes": [base64.b64encode(b"not a png").decode()]}, None, "refused"),
+    ],
+)
+def test_bad_requests_get_a_400_naming_the_field(server, body, field, message):
+    url, _, _ = server
+    status, answer = post(url, body)
+    assert status == 400, answer
+    assert answer["field"] == field
+    assert re.search(message, answer["error"]), answer
+
+
+def test_bad_json_too_large_bodies_and_unknown_paths(server):
+    url, _, _ = server
+    status, answer = post(url, None, raw=b"{not json")
+    assert status == 400 and "not JSON" in answer["error"]
+    status, answer = post(url, None, raw=b" " * (LIMIT + 1))
+    assert status == 413 and str(LIMIT) in answer["error"]
+    host, port = url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    connection.putrequest("POST", "/v1/predict")
+    connection.putheader("Content-Length", str(10**9))  # claimed, never sent
+    connection.endheaders()
+    response = connection.getresponse()
+    assert response.status == 413
+    connection.close()
+    status, answer = post(url + "/v2", {"image": [[[1]]]})
+    assert status == 404
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(url + "/nothing", timeout=60)
+    assert caught.value.code == 404
+
+
+def test_twenty_concurrent_requests_are_batched_and_answered_right(server):
+    url, running, signatures = server
+    batch = images(20, seed=3)
+    wanted = direct(signatures, "serve", image=batch)
+    calls = running.batcher.calls
+    start = threading.Barrier(20)
+
+    def ask(i):
+        start.wait()
+        return post(url, {"image": batch[i : i + 1].tolist()})
+
+    with concurrent.futures.ThreadPoolExecutor(20) as pool:
+        answers = list(pool.map(ask, range(20)))
+    assert [status for status, _ in answers] == [200] * 20
+    predictions = [answer["predictions"][0] for _, answer in answers]
+    assert_predictions(predictions, wanted)
+    assert running.batcher.calls - calls < 20

@@ -1,0 +1,281 @@
+"""`export_translator`: a translation SavedModel that runs without the zoo.
+
+Tiny `Seq2Seq` and `Transformer` models (random weights, so that they stop
+at different lengths) and the shipped Transformer preset are exported; a
+fresh process where `zoo`, `keras_attention`, keras-hub and Keras cannot be
+imported (`zoo.export.run_without_zoo`) loads each export and calls its
+signatures. The translations must equal `translate`'s exactly, for greedy
+and beam search, on a batch with an empty sentence and one longer than the
+preprocessor's source length (cut the same way); the scores must equal
+those of the same search run eagerly in this process, to float rounding.
+"""
+
+import inspect
+import json
+import os
+import sys
+import warnings
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from zoo import export as zoo_export
+from zoo.data import bible, parallel_text
+from zoo.generation import make_search
+from zoo.translation import glue_punctuation
+from zoo.translation.export import export_translator, glue_punctuation_graph
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import tiny_models  # noqa: E402
+
+pytestmark = pytest.mark.tensorflow_only
+
+SOURCE_LENGTH = 16
+MAX_LENGTH = 12
+WIDTHS = (1, 3)
+PRESET = "transformer_bible_en_es"
+
+# Loads exports in the zoo-less process, calls their signatures and prints
+# one JSON line: `{name: {label: {"translation": [...], "score": [...]}}}`.
+CHILD = """
+import json
+import sys
+
+import tensorflow as tf
+
+{register_text_ops}
+
+register_text_ops()
+paths, texts, widths, max_length = json.loads({arguments!r})
+hidden = []
+for name in ("zoo", "keras_attention", "keras_hub", "keras"):
+    try:
+        __import__(name)
+    except ImportError:
+        hidden.append(name)
+
+
+def plain(outputs):
+    return {{
+        "translation": [t.decode("utf-8") for t in outputs["translation"].numpy()],
+        "score": outputs["score"].numpy().tolist(),
+    }}
+
+
+answers = {{"hidden": hidden}}
+for name, path in paths.items():
+    model = tf.saved_model.load(path)
+    text = tf.constant(texts)
+    answer = {{"signatures": sorted(model.signatures)}}
+    answer["serving_default"] = plain(model.signatures["serving_default"](text=text))
+    for width in widths:
+        answer[f"beam{{width}}"] = plain(
+            model.signatures["translate"](
+                text=text,
+                beam_width=tf.constant(width),
+                max_length=tf.constant(max_length),
+            )
+        )
+    answer["empty"] = plain(
+        model.signatures["serving_default"](text=tf.constant([], tf.string))
+    )
+    answers[name] = answer
+loaded = sorted(
+    n for n in sys.modules if n.split(".")[0] in ("zoo", "keras_attention", "keras_hub", "keras")
+)
+answers["loaded"] = loaded
+print(json.dumps(answers))
+"""
+
+
+def run_exports(paths, texts, widths=(), max_length=MAX_LENGTH):
+    """The answers of the exports at `paths` ({name: dir}), from a zoo-less process."""
+    arguments = json.dumps(
+        [{k: os.fspath(v) for k, v in paths.items()}, texts, list(widths), max_length]
+    )
+    code = CHILD.format(
+        arguments=arguments,
+        register_text_ops=inspect.getsource(zoo_export.register_text_ops),
+    )
+    out = zoo_export.run_without_zoo(code)
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def texts():
+    """Four real verses, an empty sentence and one longer than SOURCE_LENGTH."""
+    sources = [pair[0] for pair in tiny_models.bible_pairs()]
+    return sources[:4] + ["", " ".join(sources[4:8])]
+
+
+def randomize(task, seed=1, scale=0.3, end_scale=3.0):
+    """Random weights far from initialization: varied translations.
+
+    Layer norms keep their initialization; the `[END]` slices of the
+    weights with a target-vocabulary axis are scaled by `end_scale`, so
+    that sentences stop at different lengths (the tiny `Seq2Seq` does; the
+    tiny `Transformer`, whose output embedding is also its input one, still
+    writes up to `MAX_LENGTH`).
+    """
+    pre = task.preprocessor
+    vocabulary_size, end = pre.target_tokenizer.vocabulary_size(), pre.end_id
+    rng = np.random.default_rng(seed)
+    for variable in task.weights:
+        if "norm" in variable.path:
+            continue
+        value = rng.normal(0, scale, variable.shape).astype("float32")
+        for axis, size in enumerate(variable.shape):
+            if size == vocabulary_size:
+                index = [slice(None)] * len(variable.shape)
+                index[axis] = end
+                value[tuple(index)] *= end_scale
+        variable.assign(value)
+
+
+def tiny(name):
+    task = {"seq2seq": tiny_models.seq2seq, "transformer": tiny_models.transformer}[
+        name
+    ](seed=0)
+    task.preprocessor.source_sequence_length = SOURCE_LENGTH
+    randomize(task)
+    return task
+
+
+def translate(task, sentences, beam_width):
+    """`task.translate`, which must warn that the long sentence was cut."""
+    with pytest.warns(UserWarning, match="longer than source_sequence_length"):
+        return task.translate(sentences, beam_width=beam_width, max_length=MAX_LENGTH)
+
+
+def search(task, sentences, beam_width):
+    """Tokens and scores of `translate`'s search, run eagerly on the same ids."""
+    pre = task.preprocessor
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        source = pre(tf.constant(sentences))["encoder_token_ids"]
+    prompt = np.full((len(sentences), MAX_LENGTH + 1), pre.pad_id, "int32")
+    prompt[:, 0] = pre.start_id
+    search = make_search(beam_width, length_penalty=0.6, coverage_penalty=0.0)
+    tokens, scores = search(
+        task.next,
+        prompt,
+        cache=task.encode(source, MAX_LENGTH),
+        index=1,
+        stop_token_ids=[pre.end_id],
+        pad_token_id=pre.pad_id,
+        return_scores=True,
+    )
+    return keras.ops.convert_to_numpy(tokens), keras.ops.convert_to_numpy(scores)
+
+
+@pytest.fixture(scope="module")
+def tiny_exports(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("translators")
+    tasks = {name: tiny(name) for name in ("seq2seq", "transformer")}
+    paths = {}
+    for name, task in tasks.items():
+        paths[name] = export_translator(
+            task, folder / name, beam_width=3, max_length=MAX_LENGTH
+        )
+    return tasks, paths, run_exports(paths, texts(), WIDTHS)
+
+
+def test_the_zoo_keras_and_keras_hub_are_hidden_from_the_export(tiny_exports):
+    _, _, answers = tiny_exports
+    assert answers["hidden"] == ["zoo", "keras_attention", "keras_hub", "keras"]
+    assert answers["loaded"] == []
+    for name in ("seq2seq", "transformer"):
+        assert answers[name]["signatures"] == [
+            "serve",
+            "serving_default",
+            "translate",
+        ]
+
+
+@pytest.mark.parametrize("name", ["seq2seq", "transformer"])
+@pytest.mark.parametrize("beam_width", WIDTHS)
+def test_translations_equal_translate_and_scores_the_search(
+    tiny_exports, name, beam_width
+):
+    tasks, _, answers = tiny_exports
+    task, answer = tasks[name], answers[name][f"beam{beam_width}"]
+    wanted = translate(task, texts(), beam_width)
+    assert answer["translation"] == wanted
+    # Random weights still write something, and not one sentence for all.
+    assert len(set(wanted)) > 2
+    tokens, scores = search(task, texts(), beam_width)
+    np.testing.assert_allclose(answer["score"], scores, rtol=1e-5)
+    if name == "seq2seq":  # Sentences that stop, at different lengths.
+        end = task.preprocessor.end_id
+        stops = {row.tolist().index(end) if end in row else -1 for row in tokens}
+        assert len(stops) > 2
+
+
+@pytest.mark.parametrize("name", ["seq2seq", "transformer"])
+def test_serving_default_is_the_exported_beam(tiny_exports, name):
+    tasks, paths, answers = tiny_exports
+    answer = answers[name]
+    assert answer["serving_default"] == answer["beam3"]
+    assert answer["empty"] == {"translation": [], "score": []}
+    description = zoo_export.read_metadata(paths[name])
+    assert description["kind"] == "translator"
+    assert description["model"] == type(tasks[name]).__name__
+    assert (description["beam_width"], description["max_length"]) == (3, MAX_LENGTH)
+
+
+def test_exported_search_settings_are_checked_when_called(tiny_exports):
+    _, paths, _ = tiny_exports
+    exported = zoo_export.load(paths["seq2seq"])
+    out = exported("translate", text=["light"], beam_width=2, max_length=3)
+    assert out["translation"].shape == out["score"].shape == (1,)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="beam_width"):
+        exported("translate", text=["light"], beam_width=0, max_length=3)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="max_length"):
+        exported("translate", text=["light"], beam_width=2, max_length=0)
+    with pytest.raises(ValueError, match="takes"):
+        exported("translate", text=["light"])
+    with pytest.raises(ValueError, match="signature"):
+        exported("caption", text=["light"])
+
+
+def test_export_refuses_bad_settings(tmp_path):
+    task = tiny_models.seq2seq()
+    with pytest.raises(ValueError, match="beam_width"):
+        export_translator(task, tmp_path / "a", beam_width=0)
+    with pytest.raises(ValueError, match="length_penalty"):
+        export_translator(task, tmp_path / "b", length_penalty=-1.0)
+    with pytest.raises(TypeError, match="TranslationTask"):
+        export_translator(keras.Sequential([keras.layers.Dense(2)]), tmp_path / "c")
+
+
+def test_graph_punctuation_glue_equals_glue_punctuation():
+    texts = [
+        "¿ quién fue a Beth - lehem ?",
+        "a - b - c - d - e",
+        "Señor - Dios ( el Dios de Israel ) , dijo : « ven » .",
+        "año 12 - 15 ; niño _ x - ñ",
+        "- inicio y fin -",
+        "“ dijo ” ’ él ¡ sí !",
+        "",
+    ]
+    got = glue_punctuation_graph(tf.constant(texts)).numpy().tolist()
+    assert [t.decode("utf-8") for t in got] == [glue_punctuation(t) for t in texts]
+
+
+@pytest.mark.slow
+def test_shipped_preset_export_equals_translate(tmp_path):
+    """`export_preset` of the shipped Transformer: beam 4 as `translate`."""
+    import zoo
+
+    path = tmp_path / "transformer"
+    description = zoo_export.export_preset(PRESET, path)
+    assert description["preset"] == PRESET
+    assert description["beam_width"] == 4
+    verses = [p[0] for p in parallel_text.read_tsv(bible.sample_path("test"))[:6]]
+    answers = run_exports({"preset": path}, verses)
+    model = zoo.Transformer.from_preset(PRESET)
+    assert answers["preset"]["serving_default"]["translation"] == model.translate(
+        verses
+    )

@@ -1,0 +1,582 @@
+"""A small HTTP JSON endpoint over an exported SavedModel (`zoo.export`).
+
+`serve(directory, host, port)` answers, with the standard library's
+`ThreadingHTTPServer`:
+
+- `POST /v1/predict`: a JSON object whose fields are the inputs of one of
+  the export's signatures, each a list over the batch: `{"image": [image,
+  ...]}` (an image is rows of pixels, `H x W` or `H x W x C`, uint8 values;
+  the images of one request share one size), `{"image_bytes": [base64,
+  ...]}` (encoded PNG / JPEG files), `{"text": ["...", ...]}`; a scalar
+  input (e.g. a translator's `beam_width`) is a number. The answer is
+  `{"signature": name, "predictions": [{output: value, ...}, ...]}`, one
+  entry per input row (strings as UTF-8 text, arrays as nested lists).
+- `GET /v1/metadata`: the export's description and its signatures.
+- `GET /`: a page to try the model in a browser.
+
+The signature is the one whose inputs are exactly the request's fields
+(`serve_bytes` for `image_bytes`, ...), so a server needs no configuration
+for a classifier, a captioner or a translator. Requests that arrive within
+`batch_delay` seconds of each other and go to the same signature with
+inputs of the same shape are run as one batch (`Batcher`). A body larger
+than `max_request_bytes` is refused with 413 before it is read; bad input
+gets a 400 naming the field (`{"error": ..., "field": ...}`).
+
+`python -m zoo serve DIR --port N` runs `serve`.
+"""
+
+import base64
+import binascii
+import json
+import queue
+import threading
+import time
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+
+#: Input names whose values travel as base64 text.
+BYTES_SUFFIX = "_bytes"
+
+
+class RequestError(Exception):
+    """A request the server refuses: an HTTP status and the field at fault."""
+
+    def __init__(self, message, field=None, status=HTTPStatus.BAD_REQUEST):
+        super().__init__(message)
+        self.field = field
+        self.status = status
+
+
+class Signatures:
+    """The export's signatures: picks one for a request and checks its fields.
+
+    Args:
+        exported: a `zoo.export.Exported` (its `signatures` and `metadata`).
+
+    Example:
+    >>> import tempfile
+    >>> import tensorflow as tf
+    >>> module = tf.Module()
+    >>> module.serve = tf.function(
+    ...     lambda text: {"length": tf.strings.length(text)},
+    ...     input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    >>> path = tempfile.mkdtemp()
+    >>> tf.saved_model.save(module, path, signatures={"serving_default": module.serve})
+    >>> class Exported:
+    ...     metadata = {"kind": "demo"}
+    ...     signatures = tf.saved_model.load(path).signatures
+    >>> signatures = Signatures(Exported())
+    >>> name, inputs, rows = signatures.parse({"text": ["ab", "c"]})
+    >>> name, rows, signatures(name, inputs)["length"].tolist()
+    ('serving_default', 2, [2, 1])
+    >>> signatures.parse({"txt": ["ab"]})
+    Traceback (most recent call last):
+    ...
+    zoo.serve.RequestError: The fields ['txt'] match no signature: send {text}.
+    """
+
+    def __init__(self, exported):
+        self.exported = exported
+        self.functions = dict(exported.signatures)
+        self.inputs = {
+            name: function.structured_input_signature[1]
+            for name, function in self.functions.items()
+        }
+
+    def describe(self):
+        """JSON-ready `{signature: {"inputs": {...}, "outputs": {...}}}`."""
+
+        def spec(s):
+            return {"dtype": s.dtype.name, "shape": s.shape.as_list()}
+
+        return {
+            name: {
+                "inputs": {k: spec(s) for k, s in self.inputs[name].items()},
+                "outputs": {k: spec(s) for k, s in function.structured_outputs.items()},
+            }
+            for name, function in self.functions.items()
+        }
+
+    def choose(self, fields):
+        """The signature whose inputs are exactly `fields`, else a 400."""
+        candidates = sorted(
+            name for name, specs in self.inputs.items() if set(specs) == set(fields)
+        )
+        if "serving_default" in candidates:
+            return "serving_default"
+        if candidates:
+            return candidates[0]
+        known = sorted({field for specs in self.inputs.values() for field in specs})
+        unknown = sorted(set(fields) - set(known))
+        field = unknown[0] if unknown else None
+        accepted = " or ".join(
+            "{" + ", ".join(sorted(specs)) + "}" for specs in self.inputs.values()
+        )
+        raise RequestError(
+            f"The fields {sorted(fields)} match no signature: send {accepted}.",
+            field=field,
+        )
+
+    def parse(self, body):
+        """`(signature, {input: array}, rows)` from a decoded JSON body."""
+        if not isinstance(body, dict) or not body:
+            raise RequestError("The body must be a JSON object of input fields.")
+        name = self.choose(body)
+        inputs, rows = {}, None
+        for field, spec in sorted(self.inputs[name].items()):
+            value = _array(field, body[field], spec)
+            if spec.shape.rank:
+                if rows is not None and len(value) != rows:
+                    raise RequestError(
+                        f"`{field}` holds {len(value)} rows, the other inputs {rows}.",
+                        field=field,
+                    )
+                rows = len(value)
+            inputs[field] = value
+        if not rows:
+            raise RequestError("The request holds no rows (an empty list).")
+        return name, inputs, rows
+
+    def __call__(self, name, inputs):
+        """Runs a signature on NumPy inputs; returns NumPy outputs."""
+        import tensorflow as tf
+
+        function = self.functions[name]
+        tensors = {k: tf.constant(v) for k, v in inputs.items()}
+        return {k: v.numpy() for k, v in function(**tensors).items()}
+
+
+def _array(field, value, spec):
+    """A JSON value as the NumPy array a signature input takes, or a 400."""
+    dtype = spec.dtype
+    if spec.shape.rank == 0:
+        if dtype.is_integer and not isinstance(value, bool) and isinstance(value, int):
+            return np.asarray(value, dtype.as_numpy_dtype)
+        if dtype.is_floating and isinstance(value, (int, float)):
+            return np.asarray(value, dtype.as_numpy_dtype)
+        raise RequestError(
+            f"`{field}` must be a single {dtype.name} number. Received: {value!r:.60}",
+            field=field,
+        )
+    if not isinstance(value, list):
+        raise RequestError(
+            f"`{field}` must be a list (one entry per row). Received: {value!r:.60}",
+            field=field,
+        )
+    if dtype.name == "string":
+        if field.endswith(BYTES_SUFFIX):
+            return np.array([_base64(field, i, v) for i, v in enumerate(value)], object)
+        for i, text in enumerate(value):
+            if not isinstance(text, str):
+                raise RequestError(
+                    f"`{field}[{i}]` must be a string. Received: {text!r:.60}",
+                    field=field,
+                )
+        return np.array([t.encode("utf-8") for t in value], object)
+    return _numbers(field, value, spec)
+
+
+def _base64(field, index, value):
+    if not isinstance(value, str):
+        raise RequestError(
+            f"`{field}[{index}]` must be base64 text. Received: {value!r:.60}",
+            field=field,
+        )
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise RequestError(
+            f"`{field}[{index}]` is not valid base64.", field=field
+        ) from None
+
+
+def _numbers(field, value, spec):
+    """Nested lists as an array of the spec's rank (images get a channel axis)."""
+    try:
+        array = np.asarray(value)
+    except ValueError:
+        array = None
+    if array is None or array.dtype == object:
+        raise RequestError(
+            f"The rows of `{field}` must be nested lists of one shape (send "
+            "images of different sizes in separate requests, or as "
+            "image_bytes).",
+            field=field,
+        )
+    if array.size and array.dtype.kind not in "iuf":
+        raise RequestError(
+            f"`{field}` must hold numbers. Received: {array.dtype.name} values",
+            field=field,
+        )
+    rank = spec.shape.rank
+    if rank == 4 and array.ndim == 3:
+        array = array[..., None]  # Gray images without a channel axis.
+    if array.ndim != rank:
+        raise RequestError(
+            f"`{field}` must be a list of arrays of rank {rank - 1}. Received: "
+            f"shape {list(array.shape)}",
+            field=field,
+        )
+    numpy_dtype = spec.dtype.as_numpy_dtype
+    if spec.dtype.is_integer and array.size:
+        if array.dtype.kind == "f" and not np.all(array == np.round(array)):
+            raise RequestError(f"`{field}` must hold integers.", field=field)
+        info = np.iinfo(numpy_dtype)
+        if array.min() < info.min or array.max() > info.max:
+            raise RequestError(
+                f"`{field}` values must lie in [{info.min}, {info.max}]. "
+                f"Received: values in [{array.min()}, {array.max()}]",
+                field=field,
+            )
+    return array.astype(numpy_dtype)
+
+
+class _Pending:
+    """One request waiting in the `Batcher`."""
+
+    def __init__(self, name, inputs, rows):
+        self.name = name
+        self.inputs = inputs
+        self.rows = rows
+        self.key = (name,) + tuple(
+            (k, v.shape[1:], v.item() if v.ndim == 0 else None)
+            for k, v in sorted(inputs.items())
+        )
+        self.done = threading.Event()
+        self.outputs = None
+        self.error = None
+
+
+class Batcher:
+    """Runs concurrent requests as batches on one thread.
+
+    A request waits at most `delay` seconds for others to join it; those
+    that go to the same signature with inputs of the same shape (and the
+    same scalar inputs) are concatenated into one call of at most
+    `max_rows` rows and the outputs split back. When a batch fails, its
+    requests are run one by one, so a bad request fails alone.
+
+    Args:
+        run: callable `(signature, inputs) -> outputs` (NumPy dicts).
+        delay: float. Seconds to wait for more requests. Defaults to
+            `0.005`.
+        max_rows: int. Rows per call. Defaults to `64`.
+
+    Example:
+    >>> batcher = Batcher(lambda name, x: {"double": 2 * x["x"]})
+    >>> batcher.submit("f", {"x": np.arange(3)}, 3)["double"].tolist()
+    [0, 2, 4]
+    >>> batcher.close()
+    """
+
+    def __init__(self, run, delay=0.005, max_rows=64):
+        self.run = run
+        self.delay = delay
+        self.max_rows = max_rows
+        self.calls = 0
+        self.requests = 0
+        self._queue = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def submit(self, name, inputs, rows, timeout=300):
+        """Queues one request and waits for its outputs (or raises its error)."""
+        pending = _Pending(name, inputs, rows)
+        self._queue.put(pending)
+        if not pending.done.wait(timeout):
+            raise RequestError(
+                "The model did not answer in time.",
+                status=HTTPStatus.SERVICE_UNAVAILABLE,
+            )
+        if pending.error is not None:
+            raise pending.error
+        return pending.outputs
+
+    def close(self):
+        """Stops the batching thread once the queued requests are done."""
+        self._queue.put(None)
+        self._thread.join()
+
+    def _loop(self):
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            waiting = [first]
+            deadline = time.monotonic() + self.delay
+            stop = False
+            while sum(p.rows for p in waiting) < self.max_rows:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                try:
+                    pending = self._queue.get(timeout=left)
+                except queue.Empty:
+                    break
+                if pending is None:
+                    stop = True
+                    break
+                waiting.append(pending)
+            groups = {}
+            for pending in waiting:
+                groups.setdefault(pending.key, []).append(pending)
+            for group in groups.values():
+                self._run_group(group)
+            if stop:
+                return
+
+    def _run_group(self, group):
+        self.requests += len(group)
+        try:
+            inputs = {
+                k: v if v.ndim == 0 else np.concatenate([p.inputs[k] for p in group])
+                for k, v in group[0].inputs.items()
+            }
+            self.calls += 1
+            outputs = self.run(group[0].name, inputs)
+        except Exception as error:  # noqa: BLE001 - reported to the requests
+            if len(group) > 1:
+                self.requests -= len(group)
+                for pending in group:
+                    self._run_group([pending])
+                return
+            group[0].error = _model_error(error)
+            group[0].done.set()
+            return
+        start = 0
+        for pending in group:
+            end = start + pending.rows
+            pending.outputs = {k: v[start:end] for k, v in outputs.items()}
+            start = end
+            pending.done.set()
+
+
+# Lines of a TensorFlow error that locate it rather than say what is wrong.
+_TRACE_LINES = ("Graph execution error", "Detected at node", "<stack", "[[")
+
+
+def _model_error(error):
+    """A model failure as a 400 (bad input the graph refused) or a 500."""
+    import tensorflow as tf
+
+    if isinstance(error, RequestError):
+        return error
+    if isinstance(error, tf.errors.InvalidArgumentError):
+        lines = str(getattr(error, "message", error)).splitlines()
+        said = [line.strip() for line in lines if line.strip()]
+        said = [line for line in said if not line.startswith(_TRACE_LINES)] or said
+        return RequestError(f"The model refused the input: {said[0][:300]}")
+    return RequestError(
+        f"The model failed: {type(error).__name__}",
+        status=HTTPStatus.INTERNAL_SERVER_ERROR,
+    )
+
+
+def _json_value(value):
+    """A NumPy output row as JSON: text for bytes, lists for arrays."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            return [_json_value(v) for v in value.tolist()]
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class ModelServer(ThreadingHTTPServer):
+    """A `ThreadingHTTPServer` holding the export and its `Batcher`.
+
+    Args:
+        address: `(host, port)`; port `0` picks a free one
+            (`server_address` tells which).
+        signatures: a `Signatures`.
+        max_request_bytes: int. Largest accepted body.
+        batch_delay: float. Seconds a request waits for others.
+        max_batch: int. Rows per model call.
+    """
+
+    daemon_threads = True
+    # Concurrent clients connect at once; the default backlog of 5 resets them.
+    request_queue_size = 128
+
+    def __init__(self, address, signatures, max_request_bytes, batch_delay, max_batch):
+        self.signatures = signatures
+        self.max_request_bytes = max_request_bytes
+        self.batcher = Batcher(signatures, delay=batch_delay, max_rows=max_batch)
+        super().__init__(address, Handler)
+
+    def server_close(self):
+        super().server_close()
+        self.batcher.close()
+
+
+class Handler(BaseHTTPRequestHandler):
+    """`POST /v1/predict`, `GET /v1/metadata`, `GET /`."""
+
+    server_version = "zoo-serve/1"
+
+    def log_message(self, format, *args):  # noqa: A002 - the base signature
+        pass
+
+    def _send(self, status, body, content_type="application/json"):
+        data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, error):
+        self._send(int(error.status), {"error": str(error), "field": error.field})
+
+    def do_GET(self):
+        if self.path == "/":
+            kind = self.server.signatures.exported.metadata.get("kind", "model")
+            page = PAGE.replace("{kind}", kind).encode("utf-8")
+            self._send(HTTPStatus.OK, page, "text/html; charset=utf-8")
+        elif self.path == "/v1/metadata":
+            self._send(
+                HTTPStatus.OK,
+                {
+                    "metadata": self.server.signatures.exported.metadata,
+                    "signatures": self.server.signatures.describe(),
+                },
+            )
+        else:
+            self._error(
+                RequestError(f"No page {self.path}.", status=HTTPStatus.NOT_FOUND)
+            )
+
+    def do_POST(self):
+        try:
+            if self.path != "/v1/predict":
+                raise RequestError(
+                    f"No endpoint {self.path}: POST to /v1/predict.",
+                    status=HTTPStatus.NOT_FOUND,
+                )
+            name, inputs, rows = self.server.signatures.parse(self._body())
+            outputs = self.server.batcher.submit(name, inputs, rows)
+        except RequestError as error:
+            self._error(error)
+            return
+        predictions = [
+            {k: _json_value(v[i]) for k, v in sorted(outputs.items())}
+            for i in range(rows)
+        ]
+        self._send(HTTPStatus.OK, {"signature": name, "predictions": predictions})
+
+    def _body(self):
+        length = self.headers.get("Content-Length")
+        if length is None or not length.isdigit():
+            raise RequestError(
+                "The request needs a Content-Length.", status=HTTPStatus.LENGTH_REQUIRED
+            )
+        limit = self.server.max_request_bytes
+        if int(length) > limit:
+            # Not read: the connection closes after the answer.
+            self.close_connection = True
+            raise RequestError(
+                f"The body holds {length} bytes; the limit is {limit}.",
+                status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+            )
+        try:
+            return json.loads(self.rfile.read(int(length)))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise RequestError(f"The body is not JSON: {error}") from None
+
+
+def make_server(
+    directory,
+    host="127.0.0.1",
+    port=8501,
+    max_request_bytes=10 * 2**20,
+    batch_delay=0.005,
+    max_batch=64,
+):
+    """Loads an export and returns its (not yet serving) `ModelServer`.
+
+    Call `serve_forever()` on it (e.g. in a thread), then `shutdown()` and
+    `server_close()`.
+
+    Args:
+        directory: str. A SavedModel written by `zoo.export`.
+        host: str. Defaults to `"127.0.0.1"`.
+        port: int. `0` picks a free port. Defaults to `8501`.
+        max_request_bytes: int. Largest body accepted (else 413). Defaults
+            to 10 MiB.
+        batch_delay: float. Seconds a request waits for others to batch
+            with. Defaults to `0.005`.
+        max_batch: int. Rows per model call. Defaults to `64`.
+    """
+    from zoo.export import load
+
+    signatures = Signatures(load(directory))
+    return ModelServer(
+        (host, port), signatures, max_request_bytes, batch_delay, max_batch
+    )
+
+
+def serve(directory, host="127.0.0.1", port=8501, **options):
+    """Serves an export over HTTP until interrupted (`python -m zoo serve`).
+
+    Args:
+        directory: str. A SavedModel written by `zoo.export`.
+        host: str. Defaults to `"127.0.0.1"`.
+        port: int. Defaults to `8501`.
+        **options: `make_server` settings (`max_request_bytes`,
+            `batch_delay`, `max_batch`).
+    """
+    server = make_server(directory, host, port, **options)
+    host, port = server.server_address[:2]
+    print(f"Serving {directory} on http://{host}:{port}/ (Ctrl-C stops)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>zoo: {kind}</title>
+<style>body{font-family:sans-serif;max-width:40em;margin:2em auto}
+pre{background:#f4f4f4;padding:1em;white-space:pre-wrap}</style></head>
+<body><h1>zoo {kind}</h1>
+<form id="form"><p id="fields"></p><button type="submit">Run</button></form>
+<img id="preview" alt="" style="max-width:20em;image-rendering:pixelated">
+<pre id="result"></pre>
+<script>
+const kind = "{kind}";
+const fields = document.getElementById("fields");
+fields.innerHTML = kind === "translator"
+  ? '<textarea id="text" rows="3" cols="60">In the beginning</textarea>'
+  : '<input type="file" id="file" accept="image/*">';
+document.getElementById("form").onsubmit = async (event) => {
+  event.preventDefault();
+  let body;
+  if (kind === "translator") {
+    body = {text: [document.getElementById("text").value]};
+  } else {
+    const file = document.getElementById("file").files[0];
+    if (!file) return;
+    const url = await new Promise((ok) => {
+      const reader = new FileReader();
+      reader.onload = () => ok(reader.result);
+      reader.readAsDataURL(file);
+    });
+    document.getElementById("preview").src = url;
+    body = {image_bytes: [url.split(",")[1]]};
+  }
+  const response = await fetch("/v1/predict", {method: "POST",
+    headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+  const answer = await response.json();
+  const shown = answer.predictions ? answer.predictions[0] : answer;
+  for (const key of ["attention", "tokens"]) delete shown[key];
+  document.getElementById("result").textContent = JSON.stringify(shown, null, 1);
+};
+</script></body></html>
+"""

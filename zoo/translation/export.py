@@ -1,0 +1,283 @@
+"""A translation task as a TensorFlow SavedModel: sentences in, sentences out.
+
+`export_translator(task, path)` writes a SavedModel (through
+`keras.export.ExportArchive`) whose graph holds the whole of
+`TranslationTask.translate`: WordPiece tokenization and packing (the
+preprocessor's keras-hub tokenizers, i.e. tensorflow-text ops), the encoder,
+the greedy or beam search loop (`keras_attention.decoding`) and the
+detokenization with the punctuation glued back. The artefact needs only
+`tensorflow` and `tensorflow_text` to run:
+
+    import tensorflow as tf
+    import tensorflow_text  # registers the tokenizer ops
+
+    translator = tf.saved_model.load(path)
+    out = translator.signatures["serving_default"](text=tf.constant(["Jesus wept."]))
+    out["translation"], out["score"]  # tf.string (batch,), float32 (batch,)
+
+Signatures:
+
+- `serving_default` (also the endpoint `serve`): `text` tf.string
+  `(batch,)` -> `{"translation": tf.string (batch,), "score": float32
+  (batch,)}`, with the beam width and output length fixed at export.
+- `translate`: `text`, `beam_width` (int32 scalar, >= 1) and `max_length`
+  (int32 scalar, >= 1): the same with both chosen per call; beam width 1 is
+  the greedy search, as in `translate`.
+
+The translations equal `task.translate(texts, beam_width=...)` for the same
+settings when `translate` decodes the batch as one chunk (up to its
+`batch_size`, 64 by default; it decodes larger lists in chunks of similar
+length, whose float rounding may differ). `score` is what the search ranks
+by: GNMT's `log P(Y) / lp(Y) + cp(Y)` for a beam, the log-probability
+`log P(Y)` for the greedy search (`keras_attention.decoding`'s scores).
+
+The export also writes `assets.extra/zoo_export.json` (the settings baked in
+and the signatures), read by `zoo.export.load`.
+
+Reference:
+    OpenNMT-tf's `SavedModelExporter` / `serve_function` (a translation
+    model exported with its vocabulary lookup and beam search in the
+    graph), and Keras's `keras.export.ExportArchive`.
+"""
+
+import os
+
+import keras
+import tensorflow as tf
+
+from keras_attention.decoding import BeamSearch, GreedySearch
+from zoo.export import write_metadata
+from zoo.generation import decoding_options
+from zoo.translation.preprocessor import RESERVED_TOKENS
+from zoo.translation.task import TranslationTask
+
+# `glue_punctuation` in RE2, the regex engine of `tf.strings.regex_replace`:
+# Python's Unicode `\w` becomes `[\pL\pN_]` (RE2's `\w` is ASCII only) and
+# the hyphen rule, written with a lookahead in Python (RE2 has none), joins
+# `a - b` with both words captured; a second pass joins what the first left
+# in chains such as `a - b - c`.
+_SPACE_BEFORE = r" ([.,;:!?)\]»”’])"
+_SPACE_AFTER = r"([(\[¿¡«“]) "
+_SPACED_HYPHEN = r"([\pL\pN_]) - ([\pL\pN_])"
+
+
+def glue_punctuation_graph(texts):
+    """`zoo.translation.glue_punctuation` on a string tensor, in TF ops.
+
+    Args:
+        texts: tf.string tensor of any shape.
+
+    Returns:
+        The texts with the spaces around punctuation removed, as
+        `glue_punctuation` removes them.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> out = glue_punctuation_graph(tf.constant(["¿ quién fue a Beth - lehem ?"]))
+    >>> out.numpy()[0].decode()
+    '¿quién fue a Beth-lehem?'
+    """
+    texts = tf.strings.regex_replace(texts, _SPACE_BEFORE, r"\1")
+    texts = tf.strings.regex_replace(texts, _SPACE_AFTER, r"\1")
+    for _ in range(2):
+        texts = tf.strings.regex_replace(texts, _SPACED_HYPHEN, r"\1-\2")
+    return texts
+
+
+class _WidthTensorBeamSearch(BeamSearch):
+    """A `BeamSearch` whose width is an int32 scalar tensor (a signature input).
+
+    `BeamSearch` uses its width only as an operand of TF ops (reshapes,
+    `top_k`, `repeat`, `range`), so a tensor runs the same ops as the int
+    `translate` uses, with the width read at run time.
+    """
+
+    def __init__(self, beam_width, length_penalty, coverage_penalty):
+        super().__init__(
+            beam_width=1,
+            length_penalty=length_penalty,
+            coverage_penalty=coverage_penalty,
+        )
+        self.beam_width = beam_width
+
+
+class _Translator:
+    """`texts -> (translations, scores)` of a task, traced into the export."""
+
+    def __init__(self, task, length_penalty, coverage_penalty):
+        pre = task.generation_preprocessor("export_translator()")
+        self.task = task
+        self.preprocessor = pre
+        self.length_penalty = length_penalty
+        self.coverage_penalty = coverage_penalty
+        tokenizer = pre.target_tokenizer
+        self.special_ids = tf.constant(
+            [tokenizer.token_to_id(t) for t in RESERVED_TOKENS], tf.int32
+        )
+
+    def search(self, beam_width):
+        """The search `translate` runs for `beam_width` (an int or a tensor)."""
+        if isinstance(beam_width, int):
+            if beam_width == 1:
+                return GreedySearch()
+            return BeamSearch(
+                beam_width,
+                length_penalty=self.length_penalty,
+                coverage_penalty=self.coverage_penalty,
+            )
+        return _WidthTensorBeamSearch(
+            beam_width, self.length_penalty, self.coverage_penalty
+        )
+
+    def decode(self, source, search, max_length):
+        """Token ids `(batch, max_length + 1)` and scores of a search."""
+        pre = self.preprocessor
+        batch = tf.shape(source)[0]
+        prompt = tf.concat(
+            [
+                tf.fill([batch, 1], tf.constant(pre.start_id, tf.int32)),
+                tf.fill([batch, max_length], tf.constant(pre.pad_id, tf.int32)),
+            ],
+            axis=1,
+        )
+        cache = self.task.encode(source, max_length)
+        tokens, scores = search(
+            self.task.next,
+            prompt,
+            cache=cache,
+            index=1,
+            stop_token_ids=[int(pre.end_id)],
+            pad_token_id=int(pre.pad_id),
+            return_scores=True,
+        )
+        return tf.cast(tokens, tf.int32), tf.cast(scores, tf.float32)
+
+    def detokenize(self, tokens):
+        """Generated ids (after `[START]`) -> sentences, as `detokenize` does."""
+        end = self.preprocessor.end_id
+        before_end = tf.cumsum(tf.cast(tokens == end, tf.int32), axis=1) == 0
+        special = tf.reduce_any(
+            tokens[:, :, None] == self.special_ids[None, None, :], axis=-1
+        )
+        kept = tf.ragged.boolean_mask(tokens, before_end & ~special)
+        texts = self.preprocessor.target_tokenizer.detokenize(kept)
+        return glue_punctuation_graph(texts)
+
+    def __call__(self, text, beam_width, max_length):
+        """Translations and scores of `text` (tf.string `(batch,)`)."""
+        source = self.preprocessor(text)["encoder_token_ids"]
+        source = tf.cast(source, tf.int32)
+        if isinstance(beam_width, int):
+            tokens, scores = self.decode(source, self.search(beam_width), max_length)
+        else:
+            # Greedy for width 1 as in `translate`, a beam for the others.
+            tokens, scores = tf.cond(
+                beam_width == 1,
+                lambda: self.decode(source, self.search(1), max_length),
+                lambda: self.decode(source, self.search(beam_width), max_length),
+            )
+        return {"translation": self.detokenize(tokens[:, 1:]), "score": scores}
+
+
+def _at_least_one(value, name):
+    """`value` (an int32 scalar tensor), checked >= 1 when the graph runs."""
+    check = tf.debugging.assert_greater_equal(
+        value,
+        tf.constant(1, tf.int32),
+        message=f"`{name}` must be an int >= 1",
+    )
+    with tf.control_dependencies([check]):
+        return tf.identity(value)
+
+
+def export_translator(
+    task,
+    path,
+    beam_width=4,
+    max_length=None,
+    length_penalty=0.6,
+    coverage_penalty=0.0,
+    verbose=False,
+):
+    """Writes a translation task as a SavedModel with the search in the graph.
+
+    Args:
+        task: a `zoo.TranslationTask` (`zoo.Seq2Seq`, `zoo.Transformer`)
+            with its preprocessor.
+        path: str or path-like. The SavedModel directory to write.
+        beam_width: int >= 1. The beam of `serving_default` (`1`: greedy).
+            Defaults to `4`, as `translate`.
+        max_length: int >= 1. The longest output of `serving_default`, in
+            subwords. Defaults to the preprocessor's
+            `target_sequence_length`, as `translate`.
+        length_penalty: float. GNMT length penalty alpha of both
+            signatures. Defaults to `0.6`, as `translate`.
+        coverage_penalty: float. GNMT coverage penalty beta of both
+            signatures. Defaults to `0.0`, as `translate`.
+        verbose: bool. Print the endpoints written. Defaults to `False`.
+
+    Returns:
+        The path, as a str. `assets.extra/zoo_export.json` there describes
+        the export (`kind: "translator"`, the model class, the
+        `serving_default` settings, the signatures).
+
+    Raises:
+        TypeError: `task` is not a `zoo.TranslationTask`.
+        ValueError: the backend is not TensorFlow, the task has no
+            preprocessor, or a setting is out of range.
+    """
+    if not isinstance(task, TranslationTask):
+        raise TypeError(
+            "`task` must be a zoo.TranslationTask (zoo.Seq2Seq, zoo.Transformer). "
+            f"Received: task={task!r}"
+        )
+    if keras.backend.backend() != "tensorflow":
+        raise ValueError(
+            "export_translator() writes a TensorFlow graph: run it with "
+            f"KERAS_BACKEND=tensorflow. Received: backend={keras.backend.backend()!r}"
+        )
+    pre = task.generation_preprocessor("export_translator()")
+    beam_width, max_length, _ = decoding_options(
+        beam_width, max_length, 1, pre.target_sequence_length
+    )
+    # Checks the penalties now rather than while tracing.
+    BeamSearch(2, length_penalty=length_penalty, coverage_penalty=coverage_penalty)
+    translator = _Translator(task, length_penalty, coverage_penalty)
+    text = tf.TensorSpec([None], tf.string, name="text")
+
+    def serve(text):
+        return translator(text, beam_width, max_length)
+
+    def translate(text, beam_width, max_length):
+        beam_width = _at_least_one(beam_width, "beam_width")
+        max_length = _at_least_one(max_length, "max_length")
+        return translator(text, beam_width, max_length)
+
+    # The endpoints' variables are tracked as they are used; `track(task)`
+    # would store every weight a second time (as Keras variables).
+    archive = keras.export.ExportArchive()
+    archive.add_endpoint("serve", serve, [text])
+    archive.add_endpoint(
+        "translate",
+        translate,
+        [
+            text,
+            tf.TensorSpec([], tf.int32, name="beam_width"),
+            tf.TensorSpec([], tf.int32, name="max_length"),
+        ],
+    )
+    archive.write_out(path, verbose=verbose)
+    write_metadata(
+        path,
+        {
+            "kind": "translator",
+            "model": type(task).__name__,
+            "beam_width": beam_width,
+            "max_length": max_length,
+            "length_penalty": float(length_penalty),
+            "coverage_penalty": float(coverage_penalty),
+            "source_sequence_length": pre.source_sequence_length,
+            "signatures": ["serve", "translate"],
+        },
+    )
+    return os.fspath(path)
