@@ -486,9 +486,16 @@ class Task(keras.Model):
         )
 
     def train_step(self, data):
+        """Keras's training step, its logs shaped for multi-worker reduction.
+
+        The loss is `compute_loss`'s (a mean over the global batch); the
+        logs get the leading axis `MultiWorkerMirroredStrategy` reduces
+        over (`distributed_loss.per_worker_logs`), unchanged elsewhere.
+        """
         return distributed_loss.per_worker_logs(super().train_step(data))
 
     def test_step(self, data):
+        """Keras's evaluation step, its logs as in `train_step`."""
         return distributed_loss.per_worker_logs(super().test_step(data))
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):

@@ -209,6 +209,7 @@ class RecurrentAttentionModel(Task):
         return super().compute_metrics(x, y, y_pred["logits"], sample_weight)
 
     def predict_step(self, data):
+        """Keras's prediction step, keeping only the `"logits"` output."""
         return super().predict_step(data)["logits"]
 
     def predict(self, x, batch_size=None, **kwargs):

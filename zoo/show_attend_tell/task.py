@@ -227,6 +227,7 @@ class ShowAttendTell(GenerativeTask):
         return super().compute_metrics(x, y, y_pred["logits"], sample_weight)
 
     def predict_step(self, data):
+        """Keras's prediction step, keeping only the `"logits"` output."""
         return super().predict_step(data)["logits"]
 
     # Generation --------------------------------------------------------------
