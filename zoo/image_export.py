@@ -12,7 +12,6 @@ SavedModel runs where neither the zoo nor Keras can be imported:
 (`assets.extra/zoo_export.json`, which `zoo.serve` reads).
 """
 
-import json
 import os
 
 import keras
@@ -22,8 +21,6 @@ import tensorflow as tf
 IMAGE_SPEC = tf.TensorSpec([None, None, None, None], tf.uint8, name="image")
 #: The encoded files that `serve_bytes` takes.
 BYTES_SPEC = tf.TensorSpec([None], tf.string, name="image_bytes")
-#: Where `write_archive` puts the description of an export.
-DESCRIPTION_FILE = os.path.join("assets.extra", "zoo_export.json")
 
 
 def check_backend(verb):
@@ -153,27 +150,27 @@ def decode_batch(image_bytes):
     return images, same_size
 
 
-def write_archive(path, endpoints, description):
-    """Writes a SavedModel with the given endpoints and its description.
+def write_archive(path, serve, serve_bytes, description):
+    """Writes a SavedModel of the two image endpoints and its description.
 
     Args:
         path: str or path-like. The SavedModel directory.
-        endpoints: dict `{name: (function, input_spec)}`; the first is also
+        serve: the tf.function on uint8 images (`IMAGE_SPEC`), also
             `serving_default`.
-        description: JSON-serializable dict stored in
-            `assets.extra/zoo_export.json` (the kind of model, its
-            settings).
+        serve_bytes: the tf.function on encoded files (`BYTES_SPEC`).
+        description: JSON-serializable dict stored by
+            `zoo.export.write_metadata` (the kind of model, its settings),
+            with the signature names added.
 
     Returns:
         The path, as a str.
     """
+    from zoo.export import write_metadata
+
     path = os.fspath(path)
     archive = keras.export.ExportArchive()
-    for name, (function, spec) in endpoints.items():
-        archive.add_endpoint(name, function, input_signature=[spec])
+    archive.add_endpoint("serve", serve, input_signature=[IMAGE_SPEC])
+    archive.add_endpoint("serve_bytes", serve_bytes, input_signature=[BYTES_SPEC])
     archive.write_out(path, verbose=False)
-    description = dict(description, signatures=list(endpoints))
-    os.makedirs(os.path.join(path, "assets.extra"), exist_ok=True)
-    with open(os.path.join(path, DESCRIPTION_FILE), "w") as f:
-        json.dump(description, f, indent=2, sort_keys=True)
+    write_metadata(path, dict(description, signatures=["serve", "serve_bytes"]))
     return path

@@ -114,11 +114,4 @@ def export_classifier(model, path):
         "num_glimpses": model.num_glimpses,
         "channels": list(CHANNELS),
     }
-    return image_export.write_archive(
-        path,
-        {
-            "serve": (serve, image_export.IMAGE_SPEC),
-            "serve_bytes": (serve_bytes, image_export.BYTES_SPEC),
-        },
-        description,
-    )
+    return image_export.write_archive(path, serve, serve_bytes, description)

@@ -202,14 +202,7 @@ def export_captioner(
         "grid_shape": [grid_height, grid_width],
         "channels": list(CHANNELS),
     }
-    return image_export.write_archive(
-        path,
-        {
-            "serve": (serve, image_export.IMAGE_SPEC),
-            "serve_bytes": (serve_bytes, image_export.BYTES_SPEC),
-        },
-        description,
-    )
+    return image_export.write_archive(path, serve, serve_bytes, description)
 
 
 def _isin(ids, values):

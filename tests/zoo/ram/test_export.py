@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo import image_export
 from zoo.data import fashion_mnist
+from zoo.export import METADATA_FILE
 from zoo.ram import RecurrentAttentionModel
 from zoo.ram.export import export_classifier
 
@@ -204,7 +204,7 @@ def test_shipped_preset_export_answers_as_the_preset(exports):
     assert_same(answers["preset/images"], wanted)
     assert_same(answers["preset/png"], wanted)
     assert set(wanted["class_name"]) <= set(fashion_mnist.CLASS_NAMES)
-    description = os.path.join(paths["preset"], image_export.DESCRIPTION_FILE)
+    description = os.path.join(paths["preset"], METADATA_FILE)
     with open(description) as f:
         assert '"kind": "classifier"' in f.read()
 
