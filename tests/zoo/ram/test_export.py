@@ -19,8 +19,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from zoo import cli
 from zoo.data import fashion_mnist
-from zoo.export import METADATA_FILE
+from zoo.export import METADATA_FILE, read_metadata
 from zoo.ram import RecurrentAttentionModel
 from zoo.ram.export import export_classifier
 
@@ -124,7 +125,12 @@ def exports(tmp_path_factory):
         "rgb": tiny(3, "lstm"),
         "preset": RecurrentAttentionModel.from_preset(PRESET),
     }
-    paths = {name: export_classifier(m, root / name) for name, m in models.items()}
+    paths = {
+        name: export_classifier(models[name], root / name) for name in ("gray", "rgb")
+    }
+    # The preset goes through the command line (`python -m zoo export`).
+    paths["preset"] = str(root / "preset")
+    assert cli.main(["export", PRESET, paths["preset"]]) == 0
     data = inputs()
     calls = {
         "gray/gray": (paths["gray"], "serving_default", {"image": data["gray"]}),
@@ -207,6 +213,19 @@ def test_shipped_preset_export_answers_as_the_preset(exports):
     description = os.path.join(paths["preset"], METADATA_FILE)
     with open(description) as f:
         assert '"kind": "classifier"' in f.read()
+    assert read_metadata(paths["preset"])["preset"] == PRESET
+
+
+def test_task_export_is_the_zoo_export_and_other_formats_are_keras(exports, tmp_path):
+    models, paths, _ = exports
+    metadata = models["preset"].export(str(tmp_path / "method"))
+    loaded = tf.saved_model.load(str(tmp_path / "method"))
+    assert {"serving_default", "serve", "serve_bytes"} <= set(loaded.signatures)
+    from_cli = read_metadata(paths["preset"])
+    assert from_cli.pop("preset") == PRESET
+    assert metadata == from_cli
+    with pytest.raises(ValueError, match="format"):
+        models["preset"].export(str(tmp_path / "other"), format="no-such-format")
 
 
 def test_a_wrong_channel_count_fails_with_its_name(exports):
