@@ -12,7 +12,9 @@
   `{"signature": name, "predictions": [{output: value, ...}, ...]}`, one
   entry per input row (strings as UTF-8 text, arrays as nested lists).
 - `GET /v1/metadata`: the export's description and its signatures.
-- `GET /`: a page to try the model in a browser.
+- `GET /`: a page to try the model in a browser, which draws the answer
+  with its attention: a classifier's glimpse path over the image, a
+  captioner's attention map over the image for each word.
 
 The signature is the one whose inputs are exactly the request's fields
 (`serve_bytes` for `image_bytes`, ...), so a server needs no configuration
@@ -541,42 +543,193 @@ def serve(directory, host="127.0.0.1", port=8501, **options):
         server.server_close()
 
 
-PAGE = """<!doctype html>
+PAGE = r"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>zoo: {kind}</title>
-<style>body{font-family:sans-serif;max-width:40em;margin:2em auto}
-pre{background:#f4f4f4;padding:1em;white-space:pre-wrap}</style></head>
+<style>body{font-family:sans-serif;max-width:48em;margin:2em auto}
+pre{background:#f4f4f4;padding:1em;white-space:pre-wrap}pre:empty{display:none}
+canvas{image-rendering:pixelated;border:1px solid #ccc}
+#figure figure{display:inline-block;margin:0 .5em .5em 0;text-align:center}
+#label{font-size:1.4em;font-weight:bold}.note{font-size:.85em;color:#555}
+#probabilities td{padding:0 .5em}.bar{background:#48c;height:.8em}</style></head>
 <body><h1>zoo {kind}</h1>
-<form id="form"><p id="fields"></p><button type="submit">Run</button></form>
-<img id="preview" alt="" style="max-width:20em;image-rendering:pixelated">
+<form id="form"><p id="fields"></p><button type="submit" id="run">Run</button></form>
+<p id="status" data-state="idle"></p>
+<p id="label"></p><p id="score"></p>
+<div id="figure"></div>
+<table id="probabilities"></table>
+<p id="note" class="note"></p>
 <pre id="result"></pre>
 <script>
+// Renders the answer of /v1/predict with its attention: the glimpse path of a
+// classifier, a captioner's attention map per word, a translator's text.
 const kind = "{kind}";
-const fields = document.getElementById("fields");
-fields.innerHTML = kind === "translator"
+const $ = (id) => document.getElementById(id);
+const metadata = fetch("/v1/metadata").then((r) => r.json())
+  .then((m) => m.metadata).catch(() => ({}));
+$("fields").innerHTML = kind === "translator"
   ? '<textarea id="text" rows="3" cols="60">In the beginning</textarea>'
   : '<input type="file" id="file" accept="image/*">';
-document.getElementById("form").onsubmit = async (event) => {
-  event.preventDefault();
-  let body;
+
+// The image, or null when the browser cannot show it (the model may read it).
+function loadImage(url) {
+  return new Promise((ok) => {
+    const image = new Image();
+    image.onload = () => ok(image);
+    image.onerror = () => ok(null);
+    image.src = url;
+  });
+}
+
+// A canvas holding `image` scaled to fit `longest` pixels (whole multiples
+// when enlarging, so pixels stay square); `scale` is canvas / image pixels.
+function imageCanvas(image, longest) {
+  const side = Math.max(image.naturalWidth, image.naturalHeight);
+  const scale = side >= longest ? longest / side : Math.floor(longest / side);
+  const canvas = document.createElement("canvas");
+  canvas.width = Math.round(image.naturalWidth * scale);
+  canvas.height = Math.round(image.naturalHeight * scale);
+  const context = canvas.getContext("2d");
+  context.imageSmoothingEnabled = false;
+  context.drawImage(image, 0, 0, canvas.width, canvas.height);
+  return canvas;
+}
+
+// Glimpse centres are (y, x) in [-1, 1]: (-1, -1) the top-left corner of the
+// image, (1, 1) the bottom-right one (keras_attention.layers.glimpse).
+// The export does not record the retina's size: a square of fixed size marks
+// each centre.
+function drawGlimpses(image, path) {
+  const canvas = imageCanvas(image, 320);
+  canvas.id = "glimpses";
+  const context = canvas.getContext("2d");
+  const points = path.map(([y, x]) =>
+    [(x + 1) / 2 * canvas.width, (y + 1) / 2 * canvas.height]);
+  context.lineWidth = 2;
+  context.strokeStyle = "cyan";
+  context.beginPath();
+  points.forEach(([x, y], t) => (t ? context.lineTo(x, y) : context.moveTo(x, y)));
+  context.stroke();
+  context.font = "bold 13px sans-serif";
+  points.forEach(([x, y], t) => {
+    const colour = `hsl(${60 - 60 * t / Math.max(1, points.length - 1)}, 100%, 50%)`;
+    context.lineWidth = 2;
+    context.strokeStyle = context.fillStyle = colour;
+    context.strokeRect(x - 7, y - 7, 14, 14);
+    context.beginPath();
+    context.arc(x, y, 4, 0, 2 * Math.PI);
+    context.fill();
+    context.lineWidth = 3;
+    context.strokeStyle = "black";
+    context.strokeText(String(t + 1), x + 6, y - 6);
+    context.fillText(String(t + 1), x + 6, y - 6);
+  });
+  canvas.dataset.points = JSON.stringify(points);
+  $("figure").append(canvas);
+  $("note").textContent = "The glimpses in order: numbered centres joined by "
+    + "the cyan line.";
+}
+
+function showProbabilities(probabilities, names) {
+  const order = probabilities.map((p, i) => i)
+    .sort((a, b) => probabilities[b] - probabilities[a]).slice(0, 5);
+  for (const i of order) {
+    const row = $("probabilities").insertRow();
+    row.insertCell().textContent = names ? names[i] : String(i);
+    row.insertCell().textContent = (100 * probabilities[i]).toFixed(1) + "%";
+    const bar = document.createElement("div");
+    bar.className = "bar";
+    bar.style.width = (10 * probabilities[i]).toFixed(2) + "em";
+    row.insertCell().append(bar);
+  }
+}
+
+// One canvas per generated word: the image with that word's attention grid
+// upsampled (smoothly) over it, opacity in proportion to the weight.
+function drawWords(image, tokens, length, attention) {
+  for (let t = 0; t < length; t++) {
+    const weights = attention[t];
+    const rows = weights.length, columns = weights[0].length;
+    const top = Math.max(...weights.flat()) || 1;
+    const grid = document.createElement("canvas");
+    grid.width = columns;
+    grid.height = rows;
+    const cells = grid.getContext("2d").createImageData(columns, rows);
+    weights.flat().forEach((w, i) => {
+      cells.data.set([255, 40, 0, Math.round(255 * Math.max(0, w) / top)], 4 * i);
+    });
+    grid.getContext("2d").putImageData(cells, 0, 0);
+    const canvas = imageCanvas(image, 128);
+    const context = canvas.getContext("2d");
+    context.imageSmoothingEnabled = true;
+    context.globalAlpha = 0.6;
+    context.drawImage(grid, 0, 0, canvas.width, canvas.height);
+    const figure = document.createElement("figure");
+    const caption = document.createElement("figcaption");
+    caption.textContent = tokens[t];
+    figure.className = "word";
+    figure.append(canvas, caption);
+    $("figure").append(figure);
+  }
+  $("note").textContent = "Where the decoder looked for each word (red: "
+    + "more attention).";
+}
+
+async function run() {
+  let body, image;
   if (kind === "translator") {
-    body = {text: [document.getElementById("text").value]};
+    body = {text: [$("text").value]};
   } else {
-    const file = document.getElementById("file").files[0];
-    if (!file) return;
+    const file = $("file").files[0];
+    if (!file) throw new Error("Choose an image file first.");
     const url = await new Promise((ok) => {
       const reader = new FileReader();
       reader.onload = () => ok(reader.result);
       reader.readAsDataURL(file);
     });
-    document.getElementById("preview").src = url;
+    image = await loadImage(url);
     body = {image_bytes: [url.split(",")[1]]};
   }
   const response = await fetch("/v1/predict", {method: "POST",
     headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
   const answer = await response.json();
-  const shown = answer.predictions ? answer.predictions[0] : answer;
+  if (!response.ok) throw new Error(answer.error || response.statusText);
+  const shown = answer.predictions[0];
+  const meta = await metadata;
+  if (kind === "classifier") {
+    $("label").textContent = shown.class_name;
+    if (image) drawGlimpses(image, shown.glimpse_path);
+    showProbabilities(shown.probabilities, meta.class_names);
+  } else if (kind === "captioner") {
+    $("label").textContent = shown.caption;
+    $("score").textContent = "score " + shown.score.toFixed(3);
+    if (image) drawWords(image, shown.tokens, shown.length, shown.attention);
+  } else {
+    $("label").textContent = shown.translation;
+    $("score").textContent = "score " + shown.score.toFixed(3);
+    $("note").textContent = "This export has no alignment: "
+      + "`python -m zoo translate PRESET TEXT --plot out.png` draws the heatmap.";
+  }
   for (const key of ["attention", "tokens"]) delete shown[key];
-  document.getElementById("result").textContent = JSON.stringify(shown, null, 1);
+  // The answer as JSON, one field a line.
+  const lines = Object.entries(shown).map(([k, v]) => `"${k}": ${JSON.stringify(v)}`);
+  $("result").textContent = "{\n " + lines.join(",\n ") + "\n}";
+}
+
+$("form").onsubmit = async (event) => {
+  event.preventDefault();
+  for (const id of ["label", "score", "figure", "probabilities", "note", "result"]) {
+    $(id).replaceChildren();
+  }
+  $("status").dataset.state = "running";
+  $("status").textContent = "Running...";
+  try {
+    await run();
+    $("status").dataset.state = "done";
+    $("status").textContent = "";
+  } catch (error) {
+    $("status").dataset.state = "error";
+    $("status").textContent = error.message;
+  }
 };
 </script></body></html>
 """

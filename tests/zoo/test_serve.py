@@ -11,21 +11,25 @@ import base64
 import concurrent.futures
 import http.client
 import json
+import os
 import re
+import sys
 import threading
 import urllib.error
 import urllib.request
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo.ram import RecurrentAttentionModel
 from zoo.ram.export import export_classifier
 from zoo.serve import make_server
 
 pytestmark = pytest.mark.tensorflow_only
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import tiny_models  # noqa: E402
 
 NAMES = ["cat", "dog", "owl", "yak"]
 LIMIT = 64 * 1024
@@ -35,25 +39,7 @@ TOLERANCE = dict(rtol=1e-5, atol=1e-6)
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A served tiny RAM export: `(base_url, server, serving signature)`."""
-    keras.utils.set_random_seed(0)
-    model = RecurrentAttentionModel(
-        num_classes=4,
-        channels=3,
-        num_glimpses=3,
-        patch_size=4,
-        num_scales=2,
-        glimpse_units=8,
-        location_units=8,
-        glimpse_output_units=16,
-        units=16,
-        cell="lstm",
-        seed=0,
-        class_names=NAMES,
-    )
-    model(np.zeros((1, 8, 8, 3), "uint8"))
-    rng = np.random.default_rng(1)
-    for variable in model.trainable_weights:
-        variable.assign(rng.normal(0, 0.5, variable.shape).astype("float32"))
+    model = tiny_models.exportable_ram(3, "lstm", NAMES)
     path = export_classifier(model, tmp_path_factory.mktemp("serve") / "ram")
     # A long batching window, so that concurrent requests surely meet.
     running = make_server(

@@ -163,6 +163,44 @@ def ram(seed=0):
     )
 
 
+def randomized(model, scale, seed=1):
+    """Gives `model` random trainable weights (normal, std `scale`), so tiny
+    models give varied answers (a fresh model's are nearly uniform)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    for variable in model.trainable_weights:
+        variable.assign(rng.normal(0, scale, variable.shape).astype("float32"))
+    return model
+
+
+def exportable_ram(channels=1, cell="rnn", class_names=("cat", "dog", "owl", "yak")):
+    """A tiny built RAM with named classes and random weights (std 0.5), for
+    the export and serving tests."""
+    import keras
+    import numpy as np
+
+    from zoo.ram import RecurrentAttentionModel
+
+    keras.utils.set_random_seed(0)
+    model = RecurrentAttentionModel(
+        num_classes=len(class_names),
+        channels=channels,
+        num_glimpses=3,
+        patch_size=4,
+        num_scales=2,
+        glimpse_units=8,
+        location_units=8,
+        glimpse_output_units=16,
+        units=16,
+        cell=cell,
+        seed=0,
+        class_names=list(class_names),
+    )
+    model(np.zeros((1, 8, 8, channels), "uint8"))
+    return randomized(model, 0.5)
+
+
 def sparse_categorical_loss():
     import keras
 
