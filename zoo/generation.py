@@ -168,6 +168,12 @@ class GenerativeTask(Task):
 
     preprocessor = None
 
+    #: Keys of the dict `encode` returns that `next` reads and never changes
+    #: (encoder outputs, cross-attention keys/values). The search gets them
+    #: as its `static_cache`: a beam search tiles them once instead of
+    #: reordering them between beams at every step.
+    static_cache_keys = ()
+
     def encode(self, inputs, max_length):
         """Encodes prepared inputs once; returns the cache of `next`.
 
@@ -255,12 +261,10 @@ class GenerativeTask(Task):
         if key not in functions:
 
             def run(inputs, prompt):
-                cache = self.encode(inputs, ops.shape(prompt)[1] - 1)
-                return search(
-                    self.next,
+                return self.run_search(
+                    search,
+                    inputs,
                     prompt,
-                    cache=cache,
-                    index=1,
                     stop_token_ids=[int(end_id)],
                     pad_token_id=int(pad_id),
                 )
@@ -271,6 +275,40 @@ class GenerativeTask(Task):
                 run = tf.function(run, reduce_retracing=True)
             functions[key] = run
         return functions[key]
+
+    def run_search(self, search, inputs, prompt, **kwargs):
+        """Runs a `keras_attention.decoding` search over `encode` and `next`.
+
+        The cache entries named in `static_cache_keys` go to the search as
+        its `static_cache`; `next` still sees the whole cache.
+
+        Args:
+            search: a `GreedySearch` or `BeamSearch`.
+            inputs: the prepared source, as `encode` takes it.
+            prompt: int tensor `(batch, max_length + 1)` holding the start
+                token at position 0.
+            **kwargs: the search's other call arguments (`stop_token_ids`,
+                `pad_token_id`, `return_scores`).
+
+        Returns:
+            What the search returns (the token ids, and the scores with
+            `return_scores=True`).
+        """
+        cache = self.encode(inputs, ops.shape(prompt)[1] - 1)
+        static_keys = []
+        if isinstance(cache, dict):
+            static_keys = [key for key in self.static_cache_keys if key in cache]
+        if not static_keys:
+            return search(self.next, prompt, cache=cache, index=1, **kwargs)
+        static = {key: cache[key] for key in static_keys}
+
+        def next(prompt, cache, index, static):
+            logits, attention, cache = self.next(prompt, {**cache, **static}, index)
+            cache = {key: value for key, value in cache.items() if key not in static}
+            return logits, attention, cache
+
+        cache = {key: value for key, value in cache.items() if key not in static}
+        return search(next, prompt, cache=cache, index=1, static_cache=static, **kwargs)
 
     def token_attention(self, inputs, tokens):
         """The attention of given tokens: `next` re-run, teacher-forced, once.

@@ -114,6 +114,19 @@ class Task(keras.Model):
                 another class.
             ValueError: a bad backbone argument, or one that disagrees with
                 the given backbone.
+
+        Example:
+        >>> from zoo.seq2seq import Seq2Seq
+        >>> kwargs = {"embedding_dim": 4, "units": 3, "name": "tiny"}
+        >>> backbone = Seq2Seq.build_backbone((10, 12), None, kwargs)
+        >>> type(backbone).__name__, backbone.units, kwargs  # `name` is left
+        ('Seq2SeqBackbone', 3, {'name': 'tiny'})
+        >>> Seq2Seq.build_backbone((), backbone, {"units": 3}) is backbone
+        True
+        >>> Seq2Seq.build_backbone((), backbone, {"units": 5})
+        Traceback (most recent call last):
+        ...
+        ValueError: Seq2Seq: `units` disagrees with the given Seq2SeqBackbone's units=3. Received: units=5
         """
         arguments = cls.backbone_arguments
         given = arguments.take(cls.__name__, args, kwargs)
@@ -717,7 +730,19 @@ def _check_consistent(model, directory):
 
 
 def list_presets():
-    """Returns `{name: directory}` of every preset shipped with the zoo."""
+    """Returns `{name: directory}` of every preset shipped with the zoo.
+
+    A shipped preset is a folder of `zoo/<model>/presets/` that holds a
+    `metadata.json`; `Task.from_preset` (and each model's) takes its name.
+
+    Example:
+    >>> found = list_presets()
+    >>> "seq2seq_bahdanau_bible_en_es" in found
+    True
+    >>> found["ram_fashion_mnist_translated"].endswith(
+    ...     os.path.join("zoo", "ram", "presets", "ram_fashion_mnist_translated"))
+    True
+    """
     found = {}
     root = os.path.dirname(__file__)
     for model_dir in sorted(os.listdir(root)):

@@ -82,6 +82,12 @@ class BeamSearch(search.Search):
             to `0`.
         return_scores: bool. With `return_all_beams=False`, also return the
             scores `s(Y)`. Defaults to `False`.
+        static_cache: optional nested structure of batch-first tensors that
+            `next` reads but never changes (encoder outputs, cross-attention
+            keys and values): tiled like `cache` once, never reordered
+            between beams (all beams of an example share it). When given,
+            `next` is called as `next(prompt, cache, index, static_cache)`.
+            Defaults to `None`.
 
     Returns:
         With `return_all_beams=False`: the best sequences
@@ -178,10 +184,17 @@ class BeamSearch(search.Search):
         stop_token_ids=None,
         pad_token_id=0,
         return_scores=False,
+        static_cache=None,
     ):
         width = self.beam_width
+        if static_cache is not None:
+            static_cache = tree.map_structure(
+                lambda x: ops.repeat(x, width, axis=0), static_cache
+            )
+        next = search.bind_static_cache(next, static_cache)
         use_coverage = self.coverage_penalty > 0
         prompt, index = search.prepare_prompt(prompt, index, pad_token_id)
+        num_stops = 0 if stop_token_ids is None else len(set(stop_token_ids))
         start = index
         max_length = ops.shape(prompt)[1]
         batch_size = ops.shape(prompt)[0]
@@ -215,11 +228,18 @@ class BeamSearch(search.Search):
             sequences = unflatten(sequences)
 
             if is_stop is not None:
-                # Stop tokens among the `width` best candidates finish.
+                # One top-k serves both choices below: the `width` best
+                # candidates, and the `width` best that do not stop, which
+                # lie among the best `width * (1 + stops)` (only
+                # `width * stops` candidates stop).
                 is_stop = ops.tile(is_stop, (width,))
-                top_scores, top = ops.top_k(scores, width)
+                best_scores, best = ops.top_k(
+                    scores, width * min(1 + num_stops, vocab_size)
+                )
+                top_scores, top = best_scores[:, :width], best[:, :width]
+                best_stops = ops.take(is_stop, best)
                 finishing = ops.logical_and(
-                    ops.take(is_stop, top), ops.logical_not(done)[:, None]
+                    best_stops[:, :width], ops.logical_not(done)[:, None]
                 )
                 top_scores = ops.where(finishing, top_scores, float("-inf"))
                 new_seqs = extend(sequences, top // vocab_size, top % vocab_size, index)
@@ -229,9 +249,13 @@ class BeamSearch(search.Search):
                 fin_seqs = gather_beams(
                     ops.concatenate([fin_seqs, new_seqs], axis=1), keep
                 )
-                scores = ops.where(is_stop[None, :], float("-inf"), scores)
-
-            live_scores, chosen = ops.top_k(scores, width)
+                # Stable top-k: ties keep the order of the full ranking.
+                live_scores, kept = ops.top_k(
+                    ops.where(best_stops, float("-inf"), best_scores), width
+                )
+                chosen = ops.take_along_axis(best, kept, axis=1)
+            else:
+                live_scores, chosen = ops.top_k(scores, width)
             parents = chosen // vocab_size
             log_probs = ops.take_along_axis(candidates, chosen, axis=1)
             # A slot filled with a stopped or impossible candidate stays dead.

@@ -38,6 +38,9 @@ class GreedySearch(search.Search):
         return_scores: bool. Also return the log-probability of each
             sequence (summed over the generated tokens, the stop token
             included). Defaults to `False`.
+        static_cache: optional nested structure of batch-first tensors that
+            `next` reads but never changes; when given, `next` is called as
+            `next(prompt, cache, index, static_cache)`. Defaults to `None`.
 
     Returns:
         The completed prompt `(batch, max_length)`, or `(sequences, scores)`
@@ -66,7 +69,9 @@ class GreedySearch(search.Search):
         stop_token_ids=None,
         pad_token_id=0,
         return_scores=False,
+        static_cache=None,
     ):
+        next = search.bind_static_cache(next, static_cache)
         sequences, index = search.prepare_prompt(prompt, index, pad_token_id)
         max_length = ops.shape(sequences)[1]
         batch_size = ops.shape(sequences)[0]

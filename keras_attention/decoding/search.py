@@ -11,6 +11,11 @@ Every search is called like a keras-hub sampler:
   hidden states, and the updated `cache`.
 - `cache` is `None` or any nested structure of tensors whose leading
   dimension is the batch (an RNN state, a key/value cache).
+- `static_cache` (optional) is a nested structure of batch-first tensors
+  that `next` reads and never changes (an encoder's output, its projected
+  cross-attention keys and values). A beam search tiles it once and never
+  reorders it between beams, as it must `cache`; `next` is then called as
+  `next(prompt, cache, index, static_cache)`.
 """
 
 import keras
@@ -23,7 +28,8 @@ class Search:
     """Base class of the decoding searches: argument checks and helpers.
 
     Subclasses implement `__call__(next, prompt, cache=None, index=0,
-    stop_token_ids=None, pad_token_id=0, return_scores=False)`.
+    stop_token_ids=None, pad_token_id=0, return_scores=False,
+    static_cache=None)`.
     """
 
     def get_config(self):
@@ -36,6 +42,22 @@ class Search:
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
         return f"{type(self).__name__}({args})"
+
+
+def bind_static_cache(next, static_cache):
+    """`next` as a three-argument step, `static_cache` passed as its fourth.
+
+    >>> step = bind_static_cache(lambda p, c, i, s: (s, None, c), "encoder")
+    >>> step(None, (), 1)[0]
+    'encoder'
+    """
+    if static_cache is None:
+        return next
+
+    def step(prompt, cache, index):
+        return next(prompt, cache, index, static_cache)
+
+    return step
 
 
 def prepare_prompt(prompt, index, pad_token_id):

@@ -3,14 +3,16 @@
 import math
 
 import keras
-from keras import ops
+from keras import ops, tree
 from keras.src.backend import set_keras_mask
 
 from keras_attention import scores
 from keras_attention.layers.chunked import check_chunking, chunked_attention
 from keras_attention.layers.masking import masked_softmax
 from keras_attention.layers.windowed import check_window, windowed_attention
+from keras_attention.scores.dot import Dot
 from keras_attention.scores.location import Location
+from keras_attention.scores.precision import widen
 from keras_attention.scores.scaled_dot import ScaledDot
 
 
@@ -170,9 +172,13 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             (`sliding_window` counts from the same positions). Defaults to
             `False`.
         cache: optional tensor `(batch, 2, max_length, num_heads, key_dim)`:
-            projected keys at `[:, 0]`, values at `[:, 1]`. Requires
-            `value_dim == key_dim`; a `"location"` score needs its
-            `max_length` set to the cache's.
+            projected keys at `[:, 0]`, values at `[:, 1]` (keras-hub's
+            layout; requires `value_dim == key_dim`), or a pair
+            `(keys, values)` of tensors `(batch, max_length, num_heads,
+            key_dim)` and `(..., value_dim)`, returned as a pair. The pair
+            saves a decoding loop from splitting and re-stacking the whole
+            cache at every step (three copies of it). A `"location"` score
+            needs its `max_length` set to the cache's.
         cache_update_index: optional int or int tensor. Where to write the
             projections of the new `key`/`value` into `cache`. `None` with a
             cache uses the cache as is (precomputed cross-attention keys).
@@ -192,6 +198,11 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
     >>> out, cache = layer(x[:, :1], x[:, :1], cache=cache, cache_update_index=0)
     >>> tuple(out.shape), tuple(cache.shape)
     ((1, 1, 8), (1, 2, 3, 2, 4))
+    >>> pair = (np.zeros((1, 3, 2, 4), "float32"),) * 2
+    >>> out, (keys, values) = layer(
+    ...     x[:, :1], x[:, :1], cache=pair, cache_update_index=0)
+    >>> tuple(keys.shape), tuple(values.shape)
+    ((1, 3, 2, 4), (1, 3, 2, 4))
 
     A mask may also be per head, `(batch, num_heads, Tq, Tv)`:
 
@@ -398,7 +409,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                 type(self)._compute_attention is MultiHeadAttention._compute_attention
             )
             fused = own_hook and self._takes_fused_path(
-                return_attention_scores, training
+                return_attention_scores, training, projected_query.shape[1]
             )
             mask, causal_only, row_valid = self._attention_mask(
                 projected_query,
@@ -443,19 +454,24 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             return output, cache
         return output
 
-    def _takes_fused_path(self, return_attention_scores, training):
+    def _takes_fused_path(self, return_attention_scores, training, query_length=None):
         """Whether `_compute_attention` uses `ops.dot_product_attention`."""
         # Under float16 the backend kernels multiply q k^T in float16 and
         # overflow to NaN from ~300x unit-scale inputs (Keras's layer does);
         # the explicit path scores in float32 (`scores.precision`). A flash
-        # kernel asked for explicitly still gets the fused path.
+        # kernel asked for explicitly still gets the fused path. So does one
+        # query (a decoding step) only then: the explicit path reads the
+        # keys and values in place (`MAX_BLOCK_HEADS`), where the backend
+        # kernel transposes them (the whole cache) at every step.
         float16 = keras.backend.standardize_dtype(self.compute_dtype) == "float16"
+        one_query = query_length == 1 and self.num_heads <= MAX_BLOCK_HEADS
         return (
             self._fused_score
             and self.value_dim == self.key_dim
             and not return_attention_scores
             and not (self.dropout > 0.0 and bool(training))
             and (not float16 or self._flash_attention is True)
+            and (not one_query or self._flash_attention is True)
         )
 
     def _overrides_hooks(self):
@@ -607,9 +623,13 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                     f"`None`. Received: cache_update_index={cache_update_index}"
                 )
             return self.key_dense(key), self.value_dense(value), None
+        split = isinstance(cache, (tuple, list))
         self._check_cache(cache)
-        key_cache = cache[:, 0, ...]
-        value_cache = cache[:, 1, ...]
+        if split:
+            key_cache, value_cache = cache
+        else:
+            key_cache = cache[:, 0, ...]
+            value_cache = cache[:, 1, ...]
         if cache_update_index is None:
             return key_cache, value_cache, cache
         start = [0, cache_update_index, 0, 0]
@@ -619,21 +639,43 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         value = ops.slice_update(
             value_cache, start, ops.cast(self.value_dense(value), value_cache.dtype)
         )
+        if split:
+            return key, value, (key, value)
         return key, value, ops.stack((key, value), axis=1)
 
     def _check_cache(self, cache):
+        if isinstance(cache, (tuple, list)):
+            shapes = [tuple(getattr(c, "shape", ())) for c in cache]
+            expected = [
+                (None, self.num_heads, self.key_dim),
+                (None, self.num_heads, self.value_dim),
+            ]
+            if (
+                len(shapes) != 2
+                or any(
+                    len(s) != 4 or not _shape_matches(s[1:], e)
+                    for s, e in zip(shapes, expected)
+                )
+                or not _shape_matches(shapes[0][:2], shapes[1][:2])
+            ):
+                raise ValueError(
+                    "A split `cache` must be a pair (keys, values) of shapes "
+                    f"(batch, max_length, num_heads={self.num_heads}, "
+                    f"key_dim={self.key_dim}) and (batch, max_length, "
+                    f"num_heads, value_dim={self.value_dim}). Received: "
+                    f"shapes {shapes}"
+                )
+            return
         shape = tuple(cache.shape)
         expected = (2, None, self.num_heads, self.key_dim)
         if self.value_dim != self.key_dim:
             raise ValueError(
-                "The cache stacks keys and values, so it needs "
-                f"`value_dim == key_dim`. Received: key_dim={self.key_dim}, "
+                "The stacked cache holds keys and values in one tensor, so it "
+                f"needs `value_dim == key_dim` (or pass `cache` as a pair "
+                f"(keys, values)). Received: key_dim={self.key_dim}, "
                 f"value_dim={self.value_dim}"
             )
-        if len(shape) != 5 or any(
-            e is not None and s is not None and s != e
-            for s, e in zip(shape[1:], expected, strict=True)
-        ):
+        if len(shape) != 5 or not _shape_matches(shape[1:], expected):
             raise ValueError(
                 "`cache` must have shape (batch, 2, max_length, num_heads="
                 f"{self.num_heads}, key_dim={self.key_dim}). Received: "
@@ -803,7 +845,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                 causal = ops.expand_dims(causal, 0)
             attention_mask = ops.logical_and(ops.cast(attention_mask, "bool"), causal)
             use_causal_mask = False
-        if self._takes_fused_path(return_attention_scores, training):
+        if self._takes_fused_path(return_attention_scores, training, query.shape[1]):
             if attention_mask is not None:
                 attention_mask = ops.cast(attention_mask, "bool")
                 while len(attention_mask.shape) < 4:
@@ -822,18 +864,25 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             attention_mask = _causal_mask(ops.shape(query)[1], ops.shape(key)[1])
         batch = ops.shape(query)[0]
         q_len, k_len = ops.shape(query)[1], ops.shape(key)[1]
-        # Explicit sizes, not -1: a zero-length sequence has no -1 to infer.
-        rows = batch * self.num_heads
-        heads_q = ops.reshape(
-            ops.transpose(query, (0, 2, 1, 3)), (rows, q_len, self.key_dim)
-        )
-        heads_k = ops.reshape(
-            ops.transpose(key, (0, 2, 1, 3)), (rows, k_len, self.key_dim)
-        )
-        raw = self._score_layer(heads_q, heads_k)
-        raw = ops.reshape(raw, (batch, self.num_heads, q_len, k_len))
+        one_query = query.shape[1] == 1 and self.num_heads <= MAX_BLOCK_HEADS
+        raw = None
+        if one_query:
+            raw = _one_query_dot_scores(self._score_layer, query, key)
+        if raw is None:
+            # Explicit sizes, not -1: a zero-length sequence has no -1 to infer.
+            rows = batch * self.num_heads
+            heads_q = ops.reshape(
+                ops.transpose(query, (0, 2, 1, 3)), (rows, q_len, self.key_dim)
+            )
+            heads_k = ops.reshape(
+                ops.transpose(key, (0, 2, 1, 3)), (rows, k_len, self.key_dim)
+            )
+            raw = self._score_layer(heads_q, heads_k)
+            raw = ops.reshape(raw, (batch, self.num_heads, q_len, k_len))
         weights = self._masked_softmax(raw, attention_mask)
         dropped = self._dropout_layer(weights, training=training)
+        if one_query:
+            return _one_query_context(dropped, value), weights
         output = ops.einsum("bhqk,bkhd->bqhd", dropped, value)
         return output, weights
 
@@ -892,11 +941,15 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         output_shape = self.compute_output_shape(query.shape, value.shape, key_shape)
         outputs = [keras.KerasTensor(output_shape, dtype=self.compute_dtype)]
         if return_attention_scores:
-            length = value.shape[1] if cache is None else cache.shape[2]
+            length = value.shape[1] if cache is None else cache_length(cache)
             scores_shape = (query.shape[0], self.num_heads, query.shape[1], length)
             outputs.append(keras.KerasTensor(scores_shape, dtype=self.compute_dtype))
         if cache is not None:
-            outputs.append(keras.KerasTensor(cache.shape, dtype=cache.dtype))
+            outputs.append(
+                tree.map_structure(
+                    lambda c: keras.KerasTensor(c.shape, dtype=c.dtype), cache
+                )
+            )
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def get_config(self):
@@ -908,6 +961,101 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             window=self.window,
         )
         return config
+
+
+#: Up to this many heads, one query (a decoding step) is attended with
+#: block-diagonal matmuls that read keys and values `(B, Tv, heads, dim)` in
+#: place, instead of transposing them to heads-first at every step (a copy
+#: of the whole cache, 4x the time on a CPU); the matmuls do `heads` times
+#: the products, all but one block of them with zeros.
+MAX_BLOCK_HEADS = 8
+
+
+def _block_diagonal(x):
+    """`(B, heads, dim)` -> `(B, heads, heads * dim)`, row h holding x[:, h].
+
+    Row `h` is zero outside its block `h * dim ... (h + 1) * dim`.
+    """
+    heads, dim = x.shape[1], x.shape[2]
+    eye = ops.eye(heads, dtype=x.dtype)
+    blocks = x[:, :, None, :] * eye[None, :, :, None]
+    return ops.reshape(blocks, (-1, heads, heads * dim))
+
+
+def _one_query_dot_scores(score, query, key):
+    """Raw `(B, heads, 1, Tv)` dot scores of one query, keys read in place.
+
+    For the `Dot` and `ScaledDot` scores (the same products and scaling as
+    their `call`, float32 for float16 inputs); `None` for another score.
+
+    >>> import numpy as np
+    >>> q = np.random.normal(size=(2, 1, 3, 4)).astype("float32")
+    >>> k = np.random.normal(size=(2, 5, 3, 4)).astype("float32")
+    >>> raw = _one_query_dot_scores(ScaledDot(), q, k)
+    >>> bool(np.allclose(raw, np.einsum("bqhd,bkhd->bhqk", q, k) / 2, atol=1e-6))
+    True
+    """
+    if type(score) is ScaledDot:
+        query = widen(query)
+        query = ops.multiply(
+            query, ops.cast(1.0 / math.sqrt(key.shape[-1]), query.dtype)
+        )
+    elif type(score) is Dot:
+        query = widen(query)
+    else:
+        return None
+    key = widen(key)
+    heads, dim = key.shape[2], key.shape[3]
+    flat_keys = ops.reshape(key, (-1, ops.shape(key)[1], heads * dim))
+    blocks = _block_diagonal(ops.cast(query[:, 0], key.dtype))
+    # keys (B, Tv, heads * dim) @ blocks^T: only the small operand moves.
+    raw = ops.matmul(flat_keys, ops.transpose(blocks, (0, 2, 1)))
+    raw = ops.transpose(raw, (0, 2, 1))
+    if type(score) is Dot and score.scale is not None:
+        raw = ops.multiply(raw, ops.cast(score.scale, raw.dtype))
+    return raw[:, :, None, :]
+
+
+def _one_query_context(weights, value):
+    """`(B, 1, heads, dim)` context of one query's weights `(B, heads, 1, Tv)`.
+
+    The values `(B, Tv, heads, dim)` are read in place: one matmul of the
+    weights with every head's values, then each head's own block.
+
+    >>> import numpy as np
+    >>> w = np.random.uniform(size=(2, 3, 1, 5)).astype("float32")
+    >>> v = np.random.normal(size=(2, 5, 3, 4)).astype("float32")
+    >>> out = _one_query_context(w, v)
+    >>> bool(np.allclose(out, np.einsum("bhqk,bkhd->bqhd", w, v), atol=1e-6))
+    True
+    """
+    heads, dim = value.shape[2], value.shape[3]
+    flat_values = ops.reshape(value, (-1, ops.shape(value)[1], heads * dim))
+    weights = ops.cast(weights[:, :, 0, :], flat_values.dtype)
+    every = ops.reshape(ops.matmul(weights, flat_values), (-1, heads, heads, dim))
+    eye = ops.eye(heads, dtype=every.dtype)
+    own = ops.sum(every * eye[None, :, :, None], axis=2)
+    return own[:, None]
+
+
+def cache_length(cache):
+    """`max_length` of a key/value cache, stacked or a (keys, values) pair.
+
+    >>> import numpy as np
+    >>> cache_length(np.zeros((1, 2, 5, 2, 4))), cache_length(
+    ...     (np.zeros((1, 5, 2, 4)), np.zeros((1, 5, 2, 3))))
+    (5, 5)
+    """
+    if isinstance(cache, (tuple, list)):
+        return ops.shape(cache[0])[1]
+    return ops.shape(cache)[2]
+
+
+def _shape_matches(shape, expected):
+    """Whether dimensions agree wherever both are known."""
+    return len(shape) == len(expected) and all(
+        s is None or e is None or s == e for s, e in zip(shape, expected)
+    )
 
 
 def _check_batch(query_shape, value_shape, key_shape):

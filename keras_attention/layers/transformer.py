@@ -29,12 +29,15 @@ gives tensors in the compute dtype, as keras-hub's blocks do.
 import numbers
 
 import keras
-from keras import ops
+from keras import ops, tree
 from keras.src.backend import get_keras_mask, set_keras_mask
 
 from keras_attention import scores
 from keras_attention.layers.chunked import check_chunking
-from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers.multi_head_attention import (
+    MultiHeadAttention,
+    cache_length,
+)
 from keras_attention.layers.windowed import check_window
 
 PACKAGE = "keras_attention"
@@ -377,7 +380,11 @@ class TransformerDecoderBlock(_TransformerBlock):
     or, as in keras-hub, by a first call with `cross_attention_cache_update_index=0`
     (which writes the projections of `encoder_sequence` into the given cache);
     later calls leave the index `None`, and the cache is used as is (then
-    `encoder_sequence` is not read) and returned unchanged.
+    `encoder_sequence` is not read) and returned unchanged. Either cache may
+    also be a pair `(keys, values)` of `(batch, length, num_heads,
+    hidden_dim // num_heads)` tensors (`MultiHeadAttention`'s split cache,
+    which a decoding loop updates without re-stacking); it is returned as a
+    pair.
 
     Args:
         intermediate_dim: int. Hidden size of the feed-forward network.
@@ -473,6 +480,16 @@ class TransformerDecoderBlock(_TransformerBlock):
     >>> bool(np.allclose(filled, cross, atol=1e-6))
     True
 
+    The same step with split `(keys, values)` caches:
+
+    >>> pairs = block.compute_cross_attention_cache(source, split=True)
+    >>> empty_pair = (np.zeros((2, 4, 2, 4), "float32"),) * 2
+    >>> out_split, (keys, values), _ = block(
+    ...     target[:, :1], source, self_attention_cache=empty_pair,
+    ...     self_attention_cache_update_index=0, cross_attention_cache=pairs)
+    >>> bool(np.allclose(out_split, out, atol=1e-6)), tuple(keys.shape)
+    (True, (2, 4, 2, 4))
+
     Reference:
         Vaswani et al., 2017, "Attention Is All You Need", section 3.1.
     """
@@ -563,7 +580,7 @@ class TransformerDecoderBlock(_TransformerBlock):
             decoder_attention_mask = _and_masks(
                 decoder_attention_mask,
                 _causal_mask(
-                    ops.shape(decoder_sequence)[1], ops.shape(self_attention_cache)[2]
+                    ops.shape(decoder_sequence)[1], cache_length(self_attention_cache)
                 ),
             )
             use_causal_mask = False
@@ -662,11 +679,11 @@ class TransformerDecoderBlock(_TransformerBlock):
             if has_cross:
                 keys = encoder_sequence.shape[1]
                 if cross_attention_cache is not None:
-                    keys = cross_attention_cache.shape[2]
+                    keys = cache_length(cross_attention_cache)
             else:
                 keys = decoder_sequence.shape[1]
                 if self_attention_cache is not None:
-                    keys = self_attention_cache.shape[2]
+                    keys = cache_length(self_attention_cache)
             batch, length = decoder_sequence.shape[0], decoder_sequence.shape[1]
             outputs.append(
                 keras.KerasTensor(
@@ -678,19 +695,27 @@ class TransformerDecoderBlock(_TransformerBlock):
     def _cache_spec(self, cache):
         # `Layer.__call__` casts floating inputs, caches included, to the
         # compute dtype when the layer autocasts; the cache keeps that dtype.
-        dtype = self.compute_dtype if self.autocast else cache.dtype
-        return keras.KerasTensor(cache.shape, dtype=dtype)
+        return tree.map_structure(
+            lambda c: keras.KerasTensor(
+                c.shape, dtype=self.compute_dtype if self.autocast else c.dtype
+            ),
+            cache,
+        )
 
-    def compute_cross_attention_cache(self, encoder_sequence):
+    def compute_cross_attention_cache(self, encoder_sequence, split=False):
         """Projects `encoder_sequence` into the cross-attention cache.
 
         Args:
             encoder_sequence: tensor `(batch, S, encoder_dim)`, the encoder
                 output the decoder attends to.
+            split: bool. Return the pair `(keys, values)` instead of the
+                stacked tensor. Defaults to `False`.
 
         Returns:
             Tensor `(batch, 2, S, num_heads, head_dim)`: projected keys at
-            `[:, 0]`, values at `[:, 1]`, ready for `cross_attention_cache`.
+            `[:, 0]`, values at `[:, 1]`, ready for `cross_attention_cache`;
+            with `split=True`, the pair of `(batch, S, num_heads, head_dim)`
+            tensors.
         """
         if not self.built or self._cross_attention_layer is None:
             raise ValueError(
@@ -712,6 +737,8 @@ class TransformerDecoderBlock(_TransformerBlock):
             query=query, value=encoder_sequence, cache=cache, cache_update_index=0
         )
         set_keras_mask(encoder_sequence, mask)
+        if split:
+            return cache[:, 0], cache[:, 1]
         return cache
 
     def _check_call(self, encoder_sequence, self_cache, cross_cache, cross_index):

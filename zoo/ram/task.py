@@ -206,6 +206,22 @@ class RecurrentAttentionModel(Task):
         return loss + ops.cast(global_batch_mean(extra), loss.dtype)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        """Keras's compiled metrics on the `"logits"`, and the loss trackers.
+
+        Example:
+        >>> import numpy as np
+        >>> model = RecurrentAttentionModel(num_classes=3, num_glimpses=2)
+        >>> model.compile(loss=keras.losses.SparseCategoricalCrossentropy(
+        ...     from_logits=True), metrics=["accuracy"])
+        >>> images, labels = np.zeros((4, 28, 28, 1), "float32"), np.array([0, 1, 2, 1])
+        >>> y_pred = model(images)
+        >>> logs = model.compute_metrics(images, labels, y_pred)
+        >>> sorted(logs)
+        ['accuracy', 'baseline_loss', 'loss', 'reinforce_loss', 'reward']
+        >>> predicted = ops.convert_to_numpy(y_pred["logits"]).argmax(-1)
+        >>> bool(np.isclose(logs["accuracy"], (predicted == labels).mean()))
+        True
+        """
         return super().compute_metrics(x, y, y_pred["logits"], sample_weight)
 
     def predict_step(self, data):
@@ -333,6 +349,35 @@ class RecurrentAttentionModel(Task):
         Those files hold the agent's weights at `layers/recurrent_attention`;
         they are copied under the backbone's path into a temporary file
         first. Other files load as `keras.Model.load_weights` does.
+
+        Args:
+            filepath: str or path-like. A weights file.
+            skip_mismatch: bool. As in `keras.Model.load_weights`. Defaults
+                to `False`.
+            **kwargs: other `keras.Model.load_weights` arguments.
+
+        Example:
+        >>> import tempfile
+        >>> model = RecurrentAttentionModel(num_classes=3, num_glimpses=2)
+        >>> copy = RecurrentAttentionModel(num_classes=3, num_glimpses=2)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = os.path.join(folder, "model.weights.h5")
+        ...     model.save_weights(path)
+        ...     copy.load_weights(path)
+        >>> all(np.array_equal(a, b)
+        ...     for a, b in zip(model.get_weights(), copy.get_weights()))
+        True
+
+        The shipped preset was saved before the backbone existed:
+
+        >>> from zoo.task import list_presets
+        >>> shipped = list_presets()["ram_fashion_mnist_translated"]
+        >>> old = RecurrentAttentionModel.from_preset(shipped, load_weights=False)
+        >>> fresh = old.get_weights()
+        >>> old.load_weights(os.path.join(shipped, "model.weights.h5"))
+        >>> any(np.array_equal(a, b)  # every weight was read
+        ...     for a, b in zip(fresh, old.get_weights()))
+        False
         """
         filepath = os.fspath(filepath)
         if not filepath.endswith(".weights.h5") or not _legacy_layout(filepath):

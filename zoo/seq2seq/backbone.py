@@ -259,6 +259,16 @@ class Seq2SeqBackbone(Backbone):
         Returns:
             The memory `(batch, S, units * directions)`, its boolean mask
             `(batch, S)` and the bridged decoder states (a list).
+
+        Example:
+        >>> import numpy as np
+        >>> backbone = Seq2SeqBackbone(10, 12, embedding_dim=4, units=3)
+        >>> ids = np.array([[4, 5, 3, 0]], "int32")
+        >>> memory, mask, states = backbone.encode_source(ids)
+        >>> tuple(memory.shape), [tuple(s.shape) for s in states]  # LSTM: h, c
+        ((1, 4, 6), [(1, 3), (1, 3)])
+        >>> ops.convert_to_numpy(mask).tolist()
+        [[True, True, True, False]]
         """
         memory_mask = ops.not_equal(encoder_token_ids, 0)
         x = self.embedding_dropout(self.source_embedding(encoder_token_ids))
@@ -274,7 +284,26 @@ class Seq2SeqBackbone(Backbone):
         return x, memory_mask, states
 
     def initial_cache(self, encoder_token_ids):
-        """The decoder cell's initial state list for step-by-step decoding."""
+        """The decoder cell's initial state list for step-by-step decoding.
+
+        Args:
+            encoder_token_ids: int tensor `(batch, S)`, 0 = padding.
+
+        Returns:
+            A list of 2-D tensors named by `decoder_cell.state_names` (the
+            previous output, the RNN states, the flattened memory and keys,
+            the memory mask, the step, the attention weights and their
+            running sum): `decode_step`'s `cache`.
+
+        Example:
+        >>> import numpy as np
+        >>> backbone = Seq2SeqBackbone(10, 12, embedding_dim=4, units=3, cell="gru")
+        >>> cache = backbone.initial_cache(np.array([[4, 5, 3, 0]], "int32"))
+        >>> backbone.decoder_cell.state_names
+        ('output', 'h', 'memory', 'keys', 'memory_mask', 'step', 'weights', 'coverage')
+        >>> len(cache), tuple(cache[1].shape)  # h: (batch, units)
+        (8, (1, 3))
+        """
         memory, mask, states = self.encode_source(encoder_token_ids)
         return self.decoder_cell.initial_state(memory, mask, states)
 
@@ -288,6 +317,18 @@ class Seq2SeqBackbone(Backbone):
         Returns:
             The deep output of the step, its attention weights over the
             source `(batch, S)` and the new cache.
+
+        Example:
+        >>> import numpy as np
+        >>> backbone = Seq2SeqBackbone(10, 12, embedding_dim=4, units=3)
+        >>> cache = backbone.initial_cache(np.array([[4, 5, 3, 0]], "int32"))
+        >>> features, attention, cache = backbone.decode_step(
+        ...     np.array([2], "int32"), cache)  # [START]
+        >>> attention = ops.convert_to_numpy(attention)
+        >>> tuple(features.shape), attention.shape, float(attention[0, 3])  # pad: 0
+        ((1, 4), (1, 4), 0.0)
+        >>> bool(np.allclose(attention.sum(-1), 1.0))
+        True
         """
         x = self.target_embedding(token_ids)
         hidden, cache = self.decoder_cell(x, list(cache))

@@ -95,7 +95,17 @@ class Seq2Seq(TranslationTask):
             max_length: ignored (an RNN state does not grow).
 
         Returns:
-            The attention decoder cell's state list.
+            The attention decoder cell's state list
+            (`Seq2SeqBackbone.initial_cache`).
+
+        Example:
+        >>> import numpy as np
+        >>> model = Seq2Seq(10, 12, embedding_dim=4, units=3, cell="gru")
+        >>> cache = model.encode(np.array([[4, 5, 3, 0]]))  # any int dtype
+        >>> len(cache) == len(model.backbone.decoder_cell.state_names)
+        True
+        >>> tuple(cache[1].shape)  # the GRU state h: (batch, units)
+        (1, 3)
         """
         return self.backbone.initial_cache(ops.convert_to_tensor(inputs, "int32"))
 
@@ -106,6 +116,27 @@ class Seq2Seq(TranslationTask):
         state held in `cache`, and returns the logits of the token at
         `index`, the step's attention over the source `(batch, S)` and the
         new cache.
+
+        Args:
+            prompt: int tensor `(batch, max_length + 1)`.
+            cache: the state list `encode` returned, as updated by `next`.
+            index: int scalar. The position whose logits are returned.
+
+        Returns:
+            The logits `(batch, target_vocabulary_size)`, the float32
+            attention `(batch, S)` and the new cache.
+
+        Example:
+        >>> import numpy as np
+        >>> model = Seq2Seq(10, 12, embedding_dim=4, units=3, cell="gru")
+        >>> cache = model.encode(np.array([[4, 5, 3, 0]]))
+        >>> prompt = np.array([[2, 0, 0]], "int32")  # [START], two steps to go
+        >>> logits, attention, cache = model.next(prompt, cache, 1)
+        >>> tuple(logits.shape), keras.backend.standardize_dtype(attention.dtype)
+        ((1, 12), 'float32')
+        >>> attention = ops.convert_to_numpy(attention)
+        >>> float(attention[0, 3]), bool(np.allclose(attention.sum(-1), 1.0))
+        (0.0, True)
         """
         token = ops.take(prompt, index - 1, axis=1)
         features, attention, cache = self.backbone.decode_step(token, cache)
@@ -117,6 +148,31 @@ class Seq2Seq(TranslationTask):
         Presets saved before the backbone existed store every layer at the
         top level of `model.weights.h5`; they are read into this model's
         layers through a view with that layout (`zoo.seq2seq.legacy`).
+
+        Args:
+            filepath: str or path-like. A `.weights.h5` file.
+            skip_mismatch: bool. As in `keras.Model.load_weights` (today's
+                layout only). Defaults to `False`.
+            **kwargs: other `keras.Model.load_weights` arguments.
+
+        Example:
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> model = Seq2Seq(10, 12, embedding_dim=4, units=3, cell="gru")
+        >>> copy = Seq2Seq(10, 12, embedding_dim=4, units=3, cell="gru")
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = os.path.join(folder, "model.weights.h5")
+        ...     model.save_weights(path)
+        ...     copy.load_weights(path)
+        ...     legacy.is_legacy_weights(path)
+        False
+        >>> all(np.array_equal(a, b)
+        ...     for a, b in zip(model.get_weights(), copy.get_weights()))
+        True
+        >>> from zoo.task import list_presets
+        >>> shipped = list_presets()["seq2seq_bahdanau_bible_en_es"]
+        >>> legacy.is_legacy_weights(os.path.join(shipped, "model.weights.h5"))
+        True
         """
         if legacy.is_legacy_weights(filepath):
             return legacy.load_legacy_weights(self, filepath)

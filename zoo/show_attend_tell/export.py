@@ -132,12 +132,10 @@ def export_captioner(
             ],
             axis=1,
         )
-        cache = model.encode(images, max_length)
-        tokens, score = search(
-            model.next,
+        tokens, score = model.run_search(
+            search,
+            images,
             prompt,
-            cache=cache,
-            index=1,
             stop_token_ids=[end_id],
             pad_token_id=pad_id,
             return_scores=True,
@@ -158,7 +156,7 @@ def export_captioner(
             "score": tf.cast(score, tf.float32),
             "length": length,
             "tokens": tf.where(generated, words, ""),
-            "attention": attention(tokens, cache),
+            "attention": attention(tokens, model.encode(images, max_length)),
         }
 
     def attention(tokens, cache):

@@ -1,7 +1,5 @@
 """Raw images and captions <-> `ShowAttendTell` inputs (inside `tf.data` too)."""
 
-import warnings
-
 import keras
 import keras_hub
 import numpy as np
@@ -10,6 +8,7 @@ import tensorflow as tf
 from zoo import inputs
 from zoo.data import vocabulary as vocabularies
 from zoo.teacher_forcing import teacher_forcing
+from zoo.truncation import warn_truncated
 
 RESERVED_TOKENS = vocabularies.DEFAULT_RESERVED_TOKENS
 #: The channel counts an image may have: gray, RGB, RGBA.
@@ -97,8 +96,12 @@ class CaptionPreprocessor(keras.layers.Layer):
     caption becomes `decoder_token_ids` (`[START] tokens [PAD]...`) and the
     labels (`tokens [END] [PAD]...`, one step ahead), with a sample weight
     that is 0 on padding. A caption longer than `sequence_length - 1`
-    subwords is cut (its last label is still `[END]`) and a warning says
-    so once per preprocessor; raise `sequence_length` to keep such
+    subwords is cut (its last label is still `[END]`); each eager call
+    that cuts captions warns (`UserWarning`) with the count and the
+    `sequence_length` that would keep the longest whole, while inside
+    `tf.data` (`fit`, `evaluate`) captions are cut silently
+    (`zoo.truncation`): call the preprocessor on a batch of training
+    captions to check them, and raise `sequence_length` to keep such
     captions. The vocabulary is a keras-hub `WordPieceTokenizer`, packed
     with keras-hub's `StartEndPacker`; it is saved as an asset beside the
     preset.
@@ -146,8 +149,8 @@ class CaptionPreprocessor(keras.layers.Layer):
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     x, y, w = pre(rgba, tf.constant(["a bag"]))
-    >>> y.numpy().tolist(), str(caught[0].message)[:45]
-    ([[4, 3]], '1 caption(s) longer than sequence_length=2 - ')
+    >>> y.numpy().tolist(), str(caught[0].message)[:59]
+    ([[4, 3]], '1 of 1 captions were longer than sequence_length=2 subwords')
 
     Reference:
         Xu et al., 2015, "Show, Attend and Tell".
@@ -172,7 +175,6 @@ class CaptionPreprocessor(keras.layers.Layer):
         self.tokenizer = vocabularies.as_tokenizer(
             tokenizer, lowercase, name="tokenizer"
         )
-        self._warned_truncation = False
 
     @property
     def sequence_length(self):
@@ -369,7 +371,7 @@ class CaptionPreprocessor(keras.layers.Layer):
             pad_value=self.pad_id,
         )
         tokens = self.tokenizer(tf.convert_to_tensor(y))
-        self._warn_if_truncated(tokens)
+        warn_truncated(tokens, self.sequence_length, "sequence_length", "captions")
         ids = packer(tokens)
         if self.trim_padding:
             used = tf.reduce_max(
@@ -379,32 +381,6 @@ class CaptionPreprocessor(keras.layers.Layer):
         decoder, labels, weights = teacher_forcing(ids, self.pad_id, self.end_id)
         features["decoder_token_ids"] = decoder
         return features, labels, weights
-
-    def _warn_if_truncated(self, tokens):
-        """Warns (once) when captions hold more subwords than fit."""
-        if self._warned_truncation:
-            return
-        lengths = vocabularies.row_lengths(tokens)
-        if lengths is None:  # a tokenizer with its own fixed length
-            return
-        fit = self.sequence_length - 1
-        count = tf.reduce_sum(tf.cast(lengths > fit, "int32"))
-        if tf.executing_eagerly():
-            self._warn_truncated(count)
-        else:  # inside tf.data: warn when the batch is read
-            tf.py_function(self._warn_truncated, [count], [])
-
-    def _warn_truncated(self, count):
-        count = int(count)
-        if count and not self._warned_truncation:
-            self._warned_truncation = True
-            warnings.warn(
-                f"{count} caption(s) longer than sequence_length="
-                f"{self.sequence_length} - 1 subwords were cut (the first "
-                "batch that held any; this warning is shown once). Raise "
-                "`preprocessor.sequence_length` to keep them.",
-                stacklevel=2,
-            )
 
     def detokenize(self, token_ids):
         """Maps ids `(batch, length)` (no `[START]`) to strings, up to `[END]`.

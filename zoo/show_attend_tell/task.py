@@ -90,6 +90,7 @@ class ShowAttendTell(GenerativeTask):
         https://arxiv.org/abs/1502.03044
     """
 
+    static_cache_keys = ("annotations",)
     backbone_arguments = ArgumentsOf(
         ShowAttendTellBackbone,
         renamed={
@@ -185,12 +186,30 @@ class ShowAttendTell(GenerativeTask):
 
     @property
     def backbone_layers(self):
-        """The encoder CNN's layers, in order (e.g. to pretrain it)."""
+        """The encoder CNN's layers, in order (e.g. to pretrain or freeze it).
+
+        Example:
+        >>> model = ShowAttendTell(10, annotation_dim=8, embedding_dim=4, units=6)
+        >>> [layer.name for layer in model.backbone_layers][:4]
+        ['conv_1', 'conv_1_bn', 'conv_1_relu', 'conv_2']
+        >>> trainable = len(model.trainable_weights)
+        >>> for layer in model.backbone_layers:
+        ...     layer.trainable = False
+        >>> trainable - len(model.trainable_weights)  # 4 kernels, 4 x (gamma, beta)
+        12
+        """
         return self.backbone.encoder_layers
 
     @property
     def decoder_cell(self):
-        """The backbone's `ShowAttendTellCell`."""
+        """The backbone's `ShowAttendTellCell` (the attentive LSTM step).
+
+        Example:
+        >>> model = ShowAttendTell(10, annotation_dim=8, embedding_dim=4, units=6)
+        >>> cell = model.decoder_cell
+        >>> type(cell).__name__, cell.units, cell is model.backbone.decoder_cell
+        ('ShowAttendTellCell', 6, True)
+        """
         return self.backbone.decoder_cell
 
     # Training ----------------------------------------------------------------
@@ -204,6 +223,24 @@ class ShowAttendTell(GenerativeTask):
         attention the REINFORCE terms (`ReinforceBaseline`), both as the
         mean over the global batch, so mirrored replicas add up to one
         device's gradient.
+
+        Example:
+        >>> import numpy as np
+        >>> from zoo.show_attend_tell.losses import doubly_stochastic_penalty
+        >>> model = ShowAttendTell(10, annotation_dim=8, embedding_dim=4, units=6,
+        ...                        attention_regularization=0.5)
+        >>> model.compile(loss=keras.losses.SparseCategoricalCrossentropy(
+        ...     from_logits=True))
+        >>> x = {"images": np.zeros((2, 84, 84, 1), "float32"),
+        ...      "decoder_token_ids": np.array([[2, 5, 6], [2, 7, 0]], "int32")}
+        >>> y = np.array([[5, 6, 3], [7, 3, 0]], "int32")
+        >>> y_pred = model(x)
+        >>> loss = model.compute_loss(x, y, y_pred, training=False)
+        >>> model.attention_regularization = 0.0  # the caption loss alone
+        >>> caption_loss = model.compute_loss(x, y, y_pred, training=False)
+        >>> penalty = doubly_stochastic_penalty(y_pred["coverage"], strength=0.5)
+        >>> tuple(loss.shape), bool(np.allclose(loss - caption_loss, penalty))
+        ((), True)
         """
         loss = super().compute_loss(
             x, y, y_pred["logits"], sample_weight, training=training
@@ -224,6 +261,28 @@ class ShowAttendTell(GenerativeTask):
         return loss + ops.cast(global_batch_mean(extra), loss.dtype)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        """Keras's compiled metrics, on the `"logits"` output.
+
+        Padded steps count unless weighted out: compile the accuracy as a
+        `weighted_metrics` entry, and the preprocessor's sample weights
+        (0 on padding) leave them out.
+
+        Example:
+        >>> import numpy as np
+        >>> model = ShowAttendTell(10, annotation_dim=8, embedding_dim=4, units=6)
+        >>> model.compile(loss=keras.losses.SparseCategoricalCrossentropy(
+        ...     from_logits=True), weighted_metrics=["accuracy"])
+        >>> x = {"images": np.zeros((2, 84, 84, 1), "float32"),
+        ...      "decoder_token_ids": np.array([[2, 5, 6], [2, 7, 0]], "int32")}
+        >>> y = np.array([[5, 6, 3], [7, 3, 0]], "int32")
+        >>> real = y != 0  # the 5 real words
+        >>> y_pred = model(x)
+        >>> logs = model.compute_metrics(x, y, y_pred, sample_weight=real * 1.0)
+        >>> predicted = ops.convert_to_numpy(y_pred["logits"]).argmax(-1)
+        >>> want = (predicted == y)[real].mean()
+        >>> sorted(logs), bool(np.isclose(logs["accuracy"], want))
+        (['accuracy', 'loss'], True)
+        """
         return super().compute_metrics(x, y, y_pred["logits"], sample_weight)
 
     def predict_step(self, data):

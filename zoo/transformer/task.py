@@ -56,6 +56,7 @@ class Transformer(TranslationTask):
     """
 
     backbone_arguments = ArgumentsOf(TransformerBackbone)
+    static_cache_keys = ("cross_attention_cache", "encoder_padding_mask")
 
     def __init__(self, *args, backbone=None, preprocessor=None, dtype=None, **kwargs):
         # === Layers ===
@@ -112,34 +113,39 @@ class Transformer(TranslationTask):
             max_length: int. Decoding steps (the self-attention cache size).
 
         Returns:
-            A dict: `self_attention_cache`, one zero tensor
-            `(batch, 2, max_length, num_heads, head_dim)` per decoder layer;
-            `cross_attention_cache`, the projected encoder keys/values per
-            layer `(batch, 2, S, num_heads, head_dim)`; and
-            `encoder_padding_mask` `(batch, S)`.
+            A dict: `self_attention_cache`, per decoder layer a pair of zero
+            tensors (keys, values) `(batch, max_length, num_heads,
+            head_dim)`; `cross_attention_cache`, per layer the pair of
+            projected encoder keys and values `(batch, S, num_heads,
+            head_dim)`; and `encoder_padding_mask` `(batch, S)`. The last
+            two never change while decoding (`static_cache_keys`). Keys and
+            values are kept apart (the layers' split cache) so a step does
+            not split and re-stack every cache.
 
         Example:
         >>> import numpy as np
         >>> model = Transformer.from_name("tiny", vocabulary_size=20)
         >>> cache = model.encode(np.array([[5, 6, 3, 0]]), max_length=7)
-        >>> tuple(cache["self_attention_cache"][0].shape)
-        (1, 2, 7, 4, 16)
-        >>> tuple(cache["cross_attention_cache"][0].shape)
-        (1, 2, 4, 4, 16)
+        >>> keys, values = cache["self_attention_cache"][0]
+        >>> tuple(keys.shape), tuple(values.shape)
+        ((1, 7, 4, 16), (1, 7, 4, 16))
+        >>> tuple(cache["cross_attention_cache"][0][0].shape)
+        (1, 4, 4, 16)
         """
         if isinstance(inputs, dict):
             inputs = inputs["encoder_token_ids"]
         output, mask = self.backbone.call_encoder(inputs)
         batch = ops.shape(output)[0]
         head_dim = self.hidden_dim // self.num_heads
-        shape = (batch, 2, max_length, self.num_heads, head_dim)
+        shape = (batch, max_length, self.num_heads, head_dim)
         blocks = self.backbone.decoder_blocks
         return {
             "self_attention_cache": tuple(
-                ops.zeros(shape, self.compute_dtype) for _ in blocks
+                (ops.zeros(shape, self.compute_dtype),) * 2 for _ in blocks
             ),
             "cross_attention_cache": tuple(
-                block.compute_cross_attention_cache(output) for block in blocks
+                block.compute_cross_attention_cache(output, split=True)
+                for block in blocks
             ),
             "encoder_padding_mask": mask,
         }

@@ -140,12 +140,10 @@ class _Translator:
             ],
             axis=1,
         )
-        cache = self.task.encode(source, max_length)
-        tokens, scores = search(
-            self.task.next,
+        tokens, scores = self.task.run_search(
+            search,
+            source,
             prompt,
-            cache=cache,
-            index=1,
             stop_token_ids=[int(pre.end_id)],
             pad_token_id=int(pre.pad_id),
             return_scores=True,

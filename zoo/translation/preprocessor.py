@@ -1,7 +1,6 @@
 """Turns (source, target) sentence pairs into padded subword ids."""
 
 import re
-import warnings
 
 import keras
 import keras_hub
@@ -11,6 +10,7 @@ import tensorflow as tf
 from zoo import inputs
 from zoo.data import vocabulary as vocabularies
 from zoo.teacher_forcing import teacher_forcing
+from zoo.truncation import warn_truncated
 
 RESERVED_TOKENS = vocabularies.DEFAULT_RESERVED_TOKENS
 # WordPiece detokenization puts a space around every piece that was split
@@ -21,6 +21,8 @@ _SPACE_AFTER = re.compile(r"([(\[¿¡«“]) ")
 # every hyphen is word-internal (658 in the Spanish training books, none
 # spaced).
 _SPACED_HYPHEN = re.compile(r"(\w) - (?=\w)")
+# The truncation warning's advice, after the side's own setting.
+_SETS_BOTH = " (or `preprocessor.sequence_length`, which sets both)"
 
 
 def glue_punctuation(text):
@@ -58,9 +60,8 @@ class TranslationPreprocessor(keras.layers.Layer):
             vocabulary (list of tokens or path to a file, one per line).
         target_tokenizer: the same for the target language.
         source_sequence_length: int >= 2. Longest encoder input in subwords,
-            `[END]` included. Longer sources are truncated, with a
-            `UserWarning` when the preprocessor runs eagerly (`translate`,
-            direct calls). Settable. Defaults to `64`.
+            `[END]` included. Longer sources are truncated (see
+            Truncation below). Settable. Defaults to `64`.
         target_sequence_length: int >= 2. Longest decoder input (and the
             default number of decoding steps), the same way. Settable.
             Defaults to `64`.
@@ -83,11 +84,13 @@ class TranslationPreprocessor(keras.layers.Layer):
         `(features, labels, sample_weight)`.
 
     Truncation: a source (or target) longer than its sequence length is
-    cut. Called eagerly, the preprocessor then warns (`UserWarning`) with
-    the count and the length; inside `tf.data` (`fit`, `evaluate`) rows are
-    cut silently. Raise the limit with `preprocessor.sequence_length = n`
-    (both sides) or `source_sequence_length` / `target_sequence_length`: a
-    model with an RNN or sinusoidal positions reads longer inputs as is.
+    cut. Each eager call that cuts sentences (`translate`, direct calls)
+    warns (`UserWarning`) with the count, the setting and the length that
+    would keep the longest whole; inside `tf.data` (`fit`, `evaluate`) and
+    traced functions (exports) rows are cut silently (`zoo.truncation`).
+    Raise the limit with `preprocessor.sequence_length = n` (both sides) or
+    `source_sequence_length` / `target_sequence_length`: a model with an
+    RNN or sinusoidal positions reads longer inputs as is.
 
     Example:
     >>> import tensorflow as tf
@@ -315,7 +318,13 @@ class TranslationPreprocessor(keras.layers.Layer):
         source_packer, target_packer = self.packers()
         x = tf.convert_to_tensor(x)
         tokens = self.source_tokenizer(x)
-        self._warn_truncated(tokens, 1, "source", self.source_sequence_length)
+        warn_truncated(
+            tokens,
+            self.source_sequence_length,
+            "source_sequence_length",
+            "source sentences",
+            hint=_SETS_BOTH,
+        )
         source = source_packer(tokens)
         if self.trim_padding:
             source = _trim(source)
@@ -323,7 +332,13 @@ class TranslationPreprocessor(keras.layers.Layer):
         if y is None:
             return features
         tokens = self.target_tokenizer(tf.convert_to_tensor(y))
-        self._warn_truncated(tokens, 2, "target", self.target_sequence_length + 1)
+        warn_truncated(
+            tokens,
+            self.target_sequence_length,
+            "target_sequence_length",
+            "target sentences",
+            hint=_SETS_BOTH,
+        )
         target = target_packer(tokens)
         if self.trim_padding:
             target = _trim(target)
@@ -332,27 +347,6 @@ class TranslationPreprocessor(keras.layers.Layer):
         )
         features["decoder_token_ids"] = decoder
         return features, labels, weights
-
-    def _warn_truncated(self, tokens, specials, side, room):
-        """Warns (eagerly only) when packing will cut sentences of `side`."""
-        if not tf.executing_eagerly():
-            return
-        lengths = vocabularies.row_lengths(tokens)
-        if lengths is None:  # dense: the tokenizer cut the rows already
-            return
-        lengths = lengths.numpy() + specials
-        count = int((lengths > room).sum())
-        if count:
-            name = f"{side}_sequence_length"
-            warnings.warn(
-                f"{count} of {len(lengths)} {side} sentences were longer than "
-                f"{name}={getattr(self, name)} subwords (the longest has "
-                f"{int(lengths.max())}) and were truncated. Raise "
-                f"`preprocessor.{name}` (or `preprocessor.sequence_length`, "
-                "which sets both) to keep them whole.",
-                UserWarning,
-                stacklevel=4,
-            )
 
     def detokenize(self, token_ids):
         """Maps target ids to strings, stopping at `[END]`, dropping specials.

@@ -35,7 +35,7 @@ class TranslationTask(GenerativeTask):
     >>> model.predict(["light"])
     Traceback (most recent call last):
     ...
-    ValueError: predict() gives the next-token logits of prepared inputs (or of raw (source, target) pairs); to translate source sentences call `model.translate(texts)`. Received: x=['light']
+    ValueError: predict() gives the next-token logits of prepared inputs (the preprocessor's output); to translate source sentences call `model.translate(texts)`. Received: x=['light']
     """
 
     def translate(
@@ -128,6 +128,20 @@ class TranslationTask(GenerativeTask):
             A list of dicts: `weights` `(target, source)` cropped to the
             sentence's real tokens (up to `[END]`), `source_tokens` and
             `target_tokens` (see `TranslationPreprocessor.alignment`).
+
+        Example:
+        >>> import zoo
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+        >>> source = np.array([[4, 3, 0]], "int32")  # light [END] [PAD]
+        >>> tokens = np.array([[2, 5, 3, 0]], "int32")  # [START] luz [END] [PAD]
+        >>> alignment = model.alignments(source, tokens)[0]
+        >>> alignment["source_tokens"], alignment["target_tokens"]
+        (['light', '[END]'], ['luz', '[END]'])
+        >>> weights = alignment["weights"]  # (target, source), padding cut
+        >>> weights.shape, bool(np.allclose(weights.sum(-1), 1.0))
+        ((2, 2), True)
         """
         weights = self.token_attention(encoder_token_ids, tokens)
         encoder_token_ids = np.asarray(encoder_token_ids)
@@ -154,11 +168,26 @@ class TranslationTask(GenerativeTask):
             ValueError: `x` holds source sentences (a str, a list or array
                 of str, or raw pairs): call `translate`, which searches for
                 the output, instead.
+
+        Example:
+        >>> import zoo
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+        >>> x, labels, _ = pre(tf.constant(["light"]), tf.constant(["luz"]))
+        >>> x["decoder_token_ids"].numpy().tolist()  # [START] luz
+        [[2, 5]]
+        >>> model.predict(x, verbose=0).shape  # a next-token distribution per input
+        (1, 2, 6)
+        >>> model.predict("light")
+        Traceback (most recent call last):
+        ...
+        ValueError: predict() gives the next-token logits of prepared inputs (the preprocessor's output); to translate source sentences call `model.translate(texts)`. Received: x='light'
         """
         if _source_sentences(x):
             raise ValueError(
-                "predict() gives the next-token logits of prepared inputs (or "
-                "of raw (source, target) pairs); to translate source sentences "
+                "predict() gives the next-token logits of prepared inputs (the "
+                "preprocessor's output); to translate source sentences "
                 f"call `model.translate(texts)`. Received: x={_shown(x)}"
             )
         return super().predict(x, batch_size=batch_size, **kwargs)

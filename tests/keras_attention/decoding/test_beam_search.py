@@ -401,3 +401,77 @@ def test_runs_under_jax_jit():
         BeamSearch(3, coverage_penalty=0.3, return_all_beams=True)
     )
     assert np.all(np.isfinite(np_(scores)))
+
+
+# === `static_cache`: tiled once, never reordered, same results as `cache` ===
+
+
+def split_model(model):
+    """`model` with its per-example offset passed as the static cache."""
+
+    def next(prompt, cache, index, static):
+        logits, hidden, cache = model(prompt, {**cache, **static}, index)
+        return logits, hidden, {k: v for k, v in cache.items() if k != "offset"}
+
+    return next
+
+
+@pytest.mark.parametrize("search", [BeamSearch(3, length_penalty=0.6), GreedySearch()])
+@pytest.mark.parametrize("stop_token_ids", [None, [END]])
+def test_static_cache_gives_the_results_of_cache(search, stop_token_ids):
+    model = RunningSumModel(6, max_length=7)
+    prompt = np.zeros((3, 7), "int32")
+    prompt[:, 0] = [1, 2, 1]
+    cache = model.initial_cache([0, 3, 5])
+    kwargs = dict(stop_token_ids=stop_token_ids, return_scores=True)
+    seqs, scores = decode(search, model, prompt, cache, **kwargs)
+    static = {"offset": cache.pop("offset")}
+    split_seqs, split_scores = decode(
+        search, split_model(model), prompt, cache, static_cache=static, **kwargs
+    )
+    np.testing.assert_array_equal(np_(split_seqs), np_(seqs))
+    np.testing.assert_allclose(np_(split_scores), np_(scores), rtol=1e-6)
+
+
+def test_static_cache_is_tiled_per_beam_and_never_reordered():
+    seen = []
+
+    def next(prompt, cache, index, static):
+        seen.append(static)
+        logits = ops.one_hot(ops.full((ops.shape(prompt)[0],), END), 5) * 5.0
+        return logits, None, cache
+
+    prompt = np.zeros((2, 3), "int32")
+    static = {"source": np.array([[1.0, 2.0], [3.0, 4.0]], "float32")}
+    search = BeamSearch(2, length_penalty=0.0)
+    search(next, prompt, index=1, stop_token_ids=[END], static_cache=static)
+    tiled = np_(seen[0]["source"])
+    np.testing.assert_array_equal(tiled, [[1, 2], [1, 2], [3, 4], [3, 4]])
+
+
+def test_two_stop_tokens_match_the_separate_rankings():
+    # With two stop ids, the candidates that do not stop lie among the best
+    # `width * 3`; every kept hypothesis must beat any dropped one.
+    rng = np.random.default_rng(3)
+    table = rng.normal(size=(6, 6, 6)).astype("float32") * 2.0
+
+    def next(prompt, cache, index):
+        last = ops.take(prompt, index - 1, axis=1)
+        return ops.take(ops.take(table, index, axis=0), last, axis=0), None, cache
+
+    prompt = np.zeros((1, 6), "int32")
+    search = BeamSearch(6 * 6, length_penalty=0.0, return_all_beams=True)
+    seqs, scores = decode(search, next, prompt, stop_token_ids=[4, 5])
+    seqs, scores = np_(seqs)[0], np_(scores)[0]
+    log_probs = table - np.log(np.exp(table).sum(-1, keepdims=True))
+    for seq, score in zip(seqs, scores):
+        if not np.isfinite(score):
+            continue
+        total, t = 0.0, 1
+        while t < 6:
+            total += log_probs[t, seq[t - 1], seq[t]]
+            if seq[t] in (4, 5):
+                break
+            t += 1
+        np.testing.assert_allclose(score, total, rtol=1e-5, atol=1e-5)
+    assert np.all(np.diff(scores[np.isfinite(scores)]) <= 1e-6)

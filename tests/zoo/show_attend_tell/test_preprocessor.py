@@ -96,15 +96,40 @@ def test_any_size_and_channel_count_becomes_the_target(shape, channels):
     np.testing.assert_allclose(out, expected, atol=2e-3)
 
 
-def test_truncation_warns_once_inside_tf_data():
+def caption_warnings(pre, images, captions):
+    """The messages of the warnings one eager call gives."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pre(images, tf.constant(captions))
+    assert all(w.category is UserWarning for w in caught)
+    return [str(w.message) for w in caught]
+
+
+def test_truncation_warns_on_each_eager_call_and_not_inside_tf_data():
+    import warnings
+
     pre = CaptionPreprocessor(VOCAB, 3)
     images = np.zeros((4, 4, 4), "uint8")
+    # Words (no subword splits in VOCAB): 2, 5, 2, 4. With [START], a
+    # decoder input of sequence_length=3 holds 2 of them: rows 2 and 4 cut.
     captions = ["a bag", "a bag above a coat", "a coat", "a bag above a"]
+    for _ in range(2):  # every call that cuts warns, not only the first
+        (message,) = caption_warnings(pre, images, captions)
+        assert message.startswith(
+            "2 of 4 captions were longer than sequence_length=3 subwords"
+        ), message
+        assert "needs sequence_length=6" in message
+    assert caption_warnings(pre, images[:1], captions[:1]) == []
+    # Inside tf.data (as `fit` maps it) the captions are cut silently.
     ds = tf.data.Dataset.from_tensor_slices((images, captions)).batch(2).map(pre)
-    with pytest.warns(UserWarning, match="1 caption\\(s\\) longer") as caught:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         batches = list(ds)
-    assert len(batches) == 2 and len(caught) == 1
-    pre.sequence_length = 8  # raised: nothing is cut any more
+    assert [b[1].shape[1] for b in batches] == [3, 3]
+    pre.sequence_length = 6  # raised to what the warning named: nothing is cut
+    assert caption_warnings(pre, images, captions) == []
     x, _, _ = pre(images, tf.constant(captions))
     assert x["decoder_token_ids"].shape == (4, 6)
 

@@ -327,6 +327,37 @@ def test_truncation_warning_names_the_count_and_the_length():
     assert truncated_counts(make(80, 80), SOURCES, TARGETS) == []
 
 
+def test_truncation_warning_names_the_length_that_keeps_them_whole():
+    import re
+    import warnings
+
+    source_vocab, target_vocab = vocabularies()
+    # Independent: the longest row's pieces plus its [END] (or [START]).
+    longest = {
+        "source": max(len(p) for p in pieces(source_vocab, SOURCES)) + 1,
+        "target": max(len(p) for p in pieces(target_vocab, TARGETS)) + 1,
+    }
+    pre = make(4, 4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pre(tf.constant(SOURCES), tf.constant(TARGETS))
+    needs = {}
+    for warning in caught:
+        match = re.search(
+            r"needs (source|target)_sequence_length=(\d+)\)", str(warning.message)
+        )
+        assert match, str(warning.message)
+        needs[match[1]] = int(match[2])
+    assert needs == longest
+    pre.source_sequence_length = needs["source"]
+    pre.target_sequence_length = needs["target"]
+    assert truncated_counts(pre, SOURCES, TARGETS) == []
+    pre.target_sequence_length = needs["target"] - 1
+    assert truncated_counts(pre, SOURCES, TARGETS) == [
+        ("target", 1, needs["target"] - 1)
+    ]
+
+
 def test_sequence_length_is_settable_and_raising_it_stops_truncation():
     source_vocab, target_vocab = vocabularies()
     pre = TranslationPreprocessor(source_vocab, target_vocab, sequence_length=4)

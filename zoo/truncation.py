@@ -1,0 +1,77 @@
+"""The truncation warning of the text preprocessors (translation, captions).
+
+A preprocessor packs each tokenized row into a fixed length and cuts what
+does not fit. `warn_truncated` is the one warning both preprocessors give
+for it, with one behaviour:
+
+- Called eagerly (`translate`, a direct call on a batch), each call that
+  cuts rows warns (`UserWarning`), naming how many rows of the batch were
+  cut, the setting to raise and the value that would keep the longest row
+  whole. Python's warning filters apply as usual (by default an identical
+  message from the same place is shown once).
+- Traced (inside `tf.data`, as `fit` and `evaluate` map the preprocessor,
+  or a `tf.function`, as the exports trace it) rows are cut silently: a
+  warning there would need `tf.py_function`, which holds the GIL in the
+  input pipeline and cannot be saved in an exported SavedModel. To check
+  training data, call the preprocessor eagerly on a batch of it.
+"""
+
+import warnings
+
+import tensorflow as tf
+
+from zoo.data.vocabulary import row_lengths
+
+
+def warn_truncated(tokens, sequence_length, setting, rows, hint=""):
+    """Warns, when run eagerly, if packing `tokens` will cut rows.
+
+    A row fits when its tokens and one special token (`[END]` after a
+    source, `[START]` before a decoder input) fit in `sequence_length`.
+
+    Args:
+        tokens: a keras-hub tokenizer's output for a batch (see
+            `zoo.data.vocabulary.row_lengths`); a dense output (a tokenizer
+            with its own `sequence_length`) has no lengths and never warns.
+        sequence_length: int. The length rows are packed to.
+        setting: str. The preprocessor attribute that holds it, e.g.
+            `"source_sequence_length"`; the warning says to raise it.
+        rows: str. What a row is, plural, e.g. `"captions"`.
+        hint: str. Appended to the advice, e.g. another setting to raise.
+            Defaults to `""`.
+
+    Returns:
+        The number of rows cut (an int), or `None` when traced or when the
+        lengths are unknown.
+
+    Example:
+    >>> from zoo.data.vocabulary import tokenizer
+    >>> tok = tokenizer(["[PAD]", "[UNK]", "a", "bag"])
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     cut = warn_truncated(tok(["a bag bag", "a", "a bag"]), 3,
+    ...                          "sequence_length", "captions")
+    >>> cut, len(caught)
+    (1, 1)
+    >>> print(caught[0].message)
+    1 of 3 captions were longer than sequence_length=3 subwords and were truncated (the longest needs sequence_length=4). Raise `preprocessor.sequence_length` to keep them whole.
+    >>> warn_truncated(tok(["a bag"]), 3, "sequence_length", "captions")
+    0
+    """
+    if not tf.executing_eagerly():
+        return None
+    lengths = row_lengths(tokens)
+    if lengths is None:
+        return None
+    needed = lengths.numpy() + 1
+    count = int((needed > sequence_length).sum())
+    if count:
+        warnings.warn(
+            f"{count} of {len(needed)} {rows} were longer than "
+            f"{setting}={sequence_length} subwords and were truncated (the "
+            f"longest needs {setting}={int(needed.max())}). Raise "
+            f"`preprocessor.{setting}`{hint} to keep them whole.",
+            UserWarning,
+            stacklevel=2,  # the preprocessor's `call`
+        )
+    return count
