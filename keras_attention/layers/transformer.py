@@ -381,10 +381,10 @@ class TransformerDecoderBlock(_TransformerBlock):
     (which writes the projections of `encoder_sequence` into the given cache);
     later calls leave the index `None`, and the cache is used as is (then
     `encoder_sequence` is not read) and returned unchanged. Either cache may
-    also be a pair `(keys, values)` of `(batch, length, num_heads,
-    hidden_dim // num_heads)` tensors (`MultiHeadAttention`'s split cache,
-    which a decoding loop updates without re-stacking); it is returned as a
-    pair.
+    also be a pair `(keys, values)` of heads-first `(batch, num_heads,
+    length, hidden_dim // num_heads)` tensors (`MultiHeadAttention`'s split
+    cache, which a decoding step neither re-stacks nor transposes); it is
+    returned as a pair.
 
     Args:
         intermediate_dim: int. Hidden size of the feed-forward network.
@@ -483,12 +483,12 @@ class TransformerDecoderBlock(_TransformerBlock):
     The same step with split `(keys, values)` caches:
 
     >>> pairs = block.compute_cross_attention_cache(source, split=True)
-    >>> empty_pair = (np.zeros((2, 4, 2, 4), "float32"),) * 2
+    >>> empty_pair = (np.zeros((2, 2, 4, 4), "float32"),) * 2  # heads first
     >>> out_split, (keys, values), _ = block(
     ...     target[:, :1], source, self_attention_cache=empty_pair,
     ...     self_attention_cache_update_index=0, cross_attention_cache=pairs)
-    >>> bool(np.allclose(out_split, out, atol=1e-6)), tuple(keys.shape)
-    (True, (2, 4, 2, 4))
+    >>> bool(np.allclose(out_split, out, atol=1e-6)), tuple(pairs[0].shape)
+    (True, (2, 2, 6, 4))
 
     Reference:
         Vaswani et al., 2017, "Attention Is All You Need", section 3.1.
@@ -714,8 +714,8 @@ class TransformerDecoderBlock(_TransformerBlock):
         Returns:
             Tensor `(batch, 2, S, num_heads, head_dim)`: projected keys at
             `[:, 0]`, values at `[:, 1]`, ready for `cross_attention_cache`;
-            with `split=True`, the pair of `(batch, S, num_heads, head_dim)`
-            tensors.
+            with `split=True`, the heads-first pair of `(batch, num_heads, S,
+            head_dim)` tensors.
         """
         if not self.built or self._cross_attention_layer is None:
             raise ValueError(
@@ -738,7 +738,7 @@ class TransformerDecoderBlock(_TransformerBlock):
         )
         set_keras_mask(encoder_sequence, mask)
         if split:
-            return cache[:, 0], cache[:, 1]
+            return tuple(ops.transpose(cache[:, i], (0, 2, 1, 3)) for i in (0, 1))
         return cache
 
     def _check_call(self, encoder_sequence, self_cache, cross_cache, cross_index):

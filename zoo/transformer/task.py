@@ -114,13 +114,13 @@ class Transformer(TranslationTask):
 
         Returns:
             A dict: `self_attention_cache`, per decoder layer a pair of zero
-            tensors (keys, values) `(batch, max_length, num_heads,
+            tensors (keys, values) `(batch, num_heads, max_length,
             head_dim)`; `cross_attention_cache`, per layer the pair of
-            projected encoder keys and values `(batch, S, num_heads,
+            projected encoder keys and values `(batch, num_heads, S,
             head_dim)`; and `encoder_padding_mask` `(batch, S)`. The last
-            two never change while decoding (`static_cache_keys`). Keys and
-            values are kept apart (the layers' split cache) so a step does
-            not split and re-stack every cache.
+            two never change while decoding (`static_cache_keys`). These
+            are the layers' split, heads-first caches: a step neither
+            re-stacks nor transposes them.
 
         Example:
         >>> import numpy as np
@@ -128,7 +128,7 @@ class Transformer(TranslationTask):
         >>> cache = model.encode(np.array([[5, 6, 3, 0]]), max_length=7)
         >>> keys, values = cache["self_attention_cache"][0]
         >>> tuple(keys.shape), tuple(values.shape)
-        ((1, 7, 4, 16), (1, 7, 4, 16))
+        ((1, 4, 7, 16), (1, 4, 7, 16))
         >>> tuple(cache["cross_attention_cache"][0][0].shape)
         (1, 4, 4, 16)
         """
@@ -137,7 +137,7 @@ class Transformer(TranslationTask):
         output, mask = self.backbone.call_encoder(inputs)
         batch = ops.shape(output)[0]
         head_dim = self.hidden_dim // self.num_heads
-        shape = (batch, max_length, self.num_heads, head_dim)
+        shape = (batch, self.num_heads, max_length, head_dim)
         blocks = self.backbone.decoder_blocks
         return {
             "self_attention_cache": tuple(

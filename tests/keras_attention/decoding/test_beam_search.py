@@ -475,3 +475,41 @@ def test_two_stop_tokens_match_the_separate_rankings():
             t += 1
         np.testing.assert_allclose(score, total, rtol=1e-5, atol=1e-5)
     assert np.all(np.diff(scores[np.isfinite(scores)]) <= 1e-6)
+
+
+# === `top_k_by_blocks`: exactly `ops.top_k`, ties and -inf included ===
+
+
+@pytest.mark.parametrize("k", [1, 4, 9])
+def test_top_k_by_blocks_equals_top_k(k):
+    from keras_attention.decoding.beam_search import top_k_by_blocks
+
+    rng = np.random.default_rng(k)
+    x = rng.integers(0, 40, size=(5, 3001)).astype("float32")  # many ties
+    x[1] = -np.inf  # a dead row
+    x[2, :2000] = -np.inf
+    values, indices = top_k_by_blocks(x, k, block=32)
+    expected_values, expected_indices = ops.top_k(x, k)
+    np.testing.assert_array_equal(np_(indices), np_(expected_indices))
+    np.testing.assert_array_equal(np_(values), np_(expected_values))
+
+
+def test_beam_search_over_a_large_vocabulary_equals_plain_top_k(monkeypatch):
+    from keras_attention.decoding import beam_search
+
+    rng = np.random.default_rng(11)
+    vocab = 2 * 4 * beam_search.TOP_K_BLOCK + 7  # takes the blocks
+    table = rng.normal(size=(vocab, vocab)).astype("float32") * 3.0
+
+    def next(prompt, cache, index):
+        last = ops.take(prompt, index - 1, axis=1)
+        return ops.take(table, last, axis=0), None, cache
+
+    prompt = np.zeros((2, 6), "int32")
+    prompt[:, 0] = [3, 5]
+    search = BeamSearch(3, length_penalty=0.6, return_all_beams=True)
+    seqs, scores = decode(search, next, prompt, stop_token_ids=[7])
+    monkeypatch.setattr(beam_search, "top_k_by_blocks", ops.top_k)
+    plain_seqs, plain_scores = decode(search, next, prompt, stop_token_ids=[7])
+    np.testing.assert_array_equal(np_(seqs), np_(plain_seqs))
+    np.testing.assert_array_equal(np_(scores), np_(plain_scores))
