@@ -276,7 +276,7 @@ class GenerativeTask(Task):
             functions[key] = run
         return functions[key]
 
-    def run_search(self, search, inputs, prompt, **kwargs):
+    def run_search(self, search, inputs, prompt, cache=None, **kwargs):
         """Runs a `keras_attention.decoding` search over `encode` and `next`.
 
         The cache entries named in `static_cache_keys` go to the search as
@@ -287,6 +287,9 @@ class GenerativeTask(Task):
             inputs: the prepared source, as `encode` takes it.
             prompt: int tensor `(batch, max_length + 1)` holding the start
                 token at position 0.
+            cache: optional. What `encode(inputs, max_length)` returned,
+                for a caller that needs it again (e.g. to re-run `next` over
+                the chosen tokens); `None` encodes `inputs` here.
             **kwargs: the search's other call arguments (`stop_token_ids`,
                 `pad_token_id`, `return_scores`).
 
@@ -294,7 +297,8 @@ class GenerativeTask(Task):
             What the search returns (the token ids, and the scores with
             `return_scores=True`).
         """
-        cache = self.encode(inputs, ops.shape(prompt)[1] - 1)
+        if cache is None:
+            cache = self.encode(inputs, ops.shape(prompt)[1] - 1)
         static_keys = []
         if isinstance(cache, dict):
             static_keys = [key for key in self.static_cache_keys if key in cache]

@@ -132,10 +132,12 @@ def export_captioner(
             ],
             axis=1,
         )
+        cache = model.encode(images, max_length)
         tokens, score = model.run_search(
             search,
             images,
             prompt,
+            cache=cache,
             stop_token_ids=[end_id],
             pad_token_id=pad_id,
             return_scores=True,
@@ -156,7 +158,7 @@ def export_captioner(
             "score": tf.cast(score, tf.float32),
             "length": length,
             "tokens": tf.where(generated, words, ""),
-            "attention": attention(tokens, model.encode(images, max_length)),
+            "attention": attention(tokens, cache),
         }
 
     def attention(tokens, cache):
