@@ -406,6 +406,100 @@ def load(
     return clutter(images, canvas_size, num_pieces, seed=seed)[0], labels
 
 
+def translated_dataset(
+    items,
+    labels,
+    batch_size,
+    canvas_size=60,
+    seed=0,
+    shuffle=True,
+    normalize=True,
+    drop_remainder=False,
+):
+    """Translated canvases drawn afresh every epoch, as a `tf.data.Dataset`.
+
+    `translate` composes each canvas once: a model trained for many epochs
+    sees every item at one position and learns the positions by heart. Here
+    each pass over the dataset pastes every 28x28 item at a new uniformly
+    random position (the augmentation of Mnih et al., whose translated MNIST
+    is generated on the fly), so only the 28x28 items stay in memory.
+
+    Args:
+        items: uint8 array `(N, 28, 28)`.
+        labels: integer array `(N,)`.
+        batch_size: int. Batch size.
+        canvas_size: int. Side of the square canvas. Defaults to `60`.
+        seed: int. Seed of the positions and of the shuffle; the sequence of
+            epochs is the same for the same seed. Defaults to `0`.
+        shuffle: bool. Shuffle the items each epoch. Defaults to `True`.
+        normalize: bool. As in `as_dataset`. Defaults to `True`.
+        drop_remainder: bool. As in `as_dataset`. Defaults to `False`.
+
+    Returns:
+        A `tf.data.Dataset` of `(canvases, labels)` batches.
+
+    Example:
+    >>> images, labels = load("test", sample=True)
+    >>> ds = translated_dataset(images, labels, batch_size=32, canvas_size=40)
+    >>> first, second = [next(iter(ds))[0] for _ in range(2)]
+    >>> tuple(first.shape), bool((first != second).numpy().any())
+    ((32, 40, 40, 1), True)
+    """
+    import tensorflow as tf
+
+    items = np.asarray(items)
+    if items.ndim != 3 or items.shape[1:] != (ITEM_SIZE, ITEM_SIZE):
+        raise ValueError(
+            f"items must have shape (N, {ITEM_SIZE}, {ITEM_SIZE}). "
+            f"Received: items.shape={items.shape}"
+        )
+    _check_canvas(canvas_size)
+    margin = canvas_size - ITEM_SIZE
+
+    def paste(item, label, position_seed):
+        row, col = tf.unstack(
+            tf.random.stateless_uniform(
+                [2], position_seed, maxval=margin + 1, dtype="int32"
+            )
+        )
+        canvas = tf.pad(item, [[row, margin - row], [col, margin - col]])
+        return tf.ensure_shape(canvas, (canvas_size, canvas_size)), label
+
+    ds = _examples(items, labels, shuffle, seed)
+    # One pair of seeds per item and epoch: rerandomized on each iteration.
+    seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+    seeds = seeds.batch(2)
+    ds = tf.data.Dataset.zip(ds, seeds).map(
+        lambda pair, s: paste(*pair, s), num_parallel_calls=tf.data.AUTOTUNE
+    )
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    if normalize:
+        ds = ds.map(_scale, num_parallel_calls=tf.data.AUTOTUNE)
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def _examples(images, labels, shuffle, seed):
+    """One `(image, label)` element per image, shuffled each epoch or not."""
+    import tensorflow as tf
+
+    images = np.asarray(images)
+    labels = np.asarray(labels).astype("int32")
+    if len(images) != len(labels):
+        raise ValueError(
+            f"images and labels differ in length: {len(images)} vs {len(labels)}."
+        )
+    ds = tf.data.Dataset.from_tensor_slices((images, labels))
+    if shuffle:
+        ds = ds.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)
+    return ds
+
+
+def _scale(x, y):
+    import tensorflow as tf
+
+    return tf.cast(x, "float32")[..., None] / 255.0, y
+
+
 def as_dataset(
     images,
     labels,
@@ -441,20 +535,8 @@ def as_dataset(
     """
     import tensorflow as tf
 
-    images = np.asarray(images)
-    labels = np.asarray(labels).astype("int32")
-    if len(images) != len(labels):
-        raise ValueError(
-            f"images and labels differ in length: {len(images)} vs {len(labels)}."
-        )
-    ds = tf.data.Dataset.from_tensor_slices((images, labels))
-    if shuffle:
-        ds = ds.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)
+    ds = _examples(images, labels, shuffle, seed)
     ds = ds.batch(batch_size, drop_remainder=drop_remainder)
     if normalize:  # per batch, so the set stays uint8 in memory
-
-        def scale(x, y):
-            return tf.cast(x, "float32")[..., None] / 255.0, y
-
-        ds = ds.map(scale, num_parallel_calls=tf.data.AUTOTUNE)
+        ds = ds.map(_scale, num_parallel_calls=tf.data.AUTOTUNE)
     return ds.prefetch(tf.data.AUTOTUNE)

@@ -100,6 +100,13 @@ def parse_args(argv=None):
         help="step size of the location policy relative to the rest of the "
         "model under Adam (LocationPolicy learning_rate_scale)",
     )
+    p.add_argument(
+        "--fresh-canvases",
+        action="store_true",
+        help="translated rows: paste each training item at a new random "
+        "position every epoch (fashion_mnist.translated_dataset) instead of "
+        "one fixed canvas per item; the test canvases stay fixed",
+    )
     p.add_argument("--plot", help="PNG of glimpse paths of the preset row")
     return p.parse_args(argv)
 
@@ -153,10 +160,19 @@ def build_model(kind, options, image_size, args):
     )
 
 
+def fresh(variant, args):
+    """Whether the training canvases of `variant` are drawn every epoch."""
+    return args.fresh_canvases and variant == "translated"
+
+
 def load_task(variant, args):
-    """`(train_images, train_labels, test_images, test_labels)` of one task."""
+    """`(train_images, train_labels, test_images, test_labels)` of one task.
+
+    With fresh canvases the training images are the 28x28 items.
+    """
     kwargs = {"sample": args.data == "sample", "path": args.path}
-    train = fashion_mnist.load("train", variant, seed=args.seed, **kwargs)
+    train_variant = "centered" if fresh(variant, args) else variant
+    train = fashion_mnist.load("train", train_variant, seed=args.seed, **kwargs)
     # A different seed for the test canvases: no shared positions or clutter.
     test = fashion_mnist.load("test", variant, seed=args.seed + 1, **kwargs)
     return (*train, *test)
@@ -167,15 +183,17 @@ def train_row(name, data, args, run, result=None):
     variant, kind, options = ROWS[name]
     x_train, y_train, x_test, y_test = data
     with run.strategy.scope():
-        model = build_model(kind, options, x_train.shape[1], args)
+        model = build_model(kind, options, x_test.shape[1], args)
         compile_classifier(model, args.learning_rate)
-    train_ds = fashion_mnist.as_dataset(
-        x_train,
-        y_train,
-        args.batch_size,
-        seed=args.seed,
-        drop_remainder=run.static_shapes(),
-    )
+    batching = {"seed": args.seed, "drop_remainder": run.static_shapes()}
+    if fresh(variant, args):
+        train_ds = fashion_mnist.translated_dataset(
+            x_train, y_train, args.batch_size, x_test.shape[1], **batching
+        )
+    else:
+        train_ds = fashion_mnist.as_dataset(
+            x_train, y_train, args.batch_size, **batching
+        )
     test_ds = fashion_mnist.as_dataset(x_test, y_test, 500, shuffle=False)
     print(
         f"\n== {name}: {kind} on {TASKS[variant]}, {model.count_params():,} parameters"
@@ -229,7 +247,8 @@ def data_metadata(args, data, variant):
         "train_images": int(len(data[1])),
         "test_images": int(len(data[3])),
         "variant": variant,
-        "canvas_size": int(data[0].shape[1]),
+        "canvas_size": int(data[2].shape[1]),
+        "fresh_canvases": bool(fresh(variant, args)),
         "seeds": {"train": args.seed, "test": args.seed + 1},
         "loader": "zoo.data.fashion_mnist.load",
     }
@@ -298,7 +317,9 @@ def main(argv=None):
             x_train, _, x_test, _ = cache[variant]
             print(
                 f"data {variant}: {len(x_train)} train, {len(x_test)} test images "
-                f"{x_train.shape[1:]} ({time.time() - start:.0f} s)"
+                f"{x_test.shape[1:]}"
+                + (", training canvases drawn every epoch" if fresh(variant, args) else "")
+                + f" ({time.time() - start:.0f} s)"
             )
         keras.utils.set_random_seed(args.seed)
         model, results[name] = train_row(

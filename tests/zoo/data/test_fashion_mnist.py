@@ -230,3 +230,36 @@ def test_as_dataset_batches_and_scales():
     for xb, yb in batches:
         raw = np.round(xb.numpy()[0, ..., 0] * 255).astype(np.uint8)
         assert index[raw.tobytes()] == yb.numpy()[0]
+
+
+def test_translated_dataset_draws_new_positions_each_epoch():
+    images, labels = fashion_mnist.load("test", sample=True)
+    items, item_labels = images[:50], labels[:50]
+    ds = fashion_mnist.translated_dataset(
+        items, item_labels, batch_size=50, canvas_size=45, seed=3, shuffle=False,
+        normalize=False,
+    )
+    epochs = [next(iter(ds)) for _ in range(3)]
+    for canvases, batch_labels in epochs:
+        canvases = canvases.numpy()
+        assert canvases.shape == (50, 45, 45) and canvases.dtype == np.uint8
+        np.testing.assert_array_equal(batch_labels, item_labels)
+        for canvas, item in zip(canvases, items):
+            # The whole item, once, on an otherwise empty canvas.
+            rows, cols = np.nonzero(canvas)
+            r0 = int(rows.min()) - int(np.nonzero(item)[0].min())
+            c0 = int(cols.min()) - int(np.nonzero(item)[1].min())
+            assert 0 <= r0 <= 17 and 0 <= c0 <= 17
+            np.testing.assert_array_equal(canvas[r0 : r0 + 28, c0 : c0 + 28], item)
+            assert canvas.astype(int).sum() == item.astype(int).sum()
+    assert not np.array_equal(epochs[0][0], epochs[1][0])  # fresh positions
+    again = fashion_mnist.translated_dataset(
+        items, item_labels, 50, 45, seed=3, shuffle=False, normalize=False
+    )
+    np.testing.assert_array_equal(next(iter(again))[0], epochs[0][0])  # seeded
+    x, _ = next(iter(fashion_mnist.translated_dataset(items, item_labels, 8)))
+    assert tuple(x.shape) == (8, 60, 60, 1) and x.dtype.name == "float32"
+    with pytest.raises(ValueError, match="items must have shape"):
+        fashion_mnist.translated_dataset(np.zeros((2, 60, 60), "uint8"), [0, 1], 2)
+    with pytest.raises(ValueError, match="canvas_size"):
+        fashion_mnist.translated_dataset(items, item_labels, 8, canvas_size=20)

@@ -58,3 +58,28 @@ def test_baselines_take_any_size():
     for size in (28, 61):
         assert convnet(np.zeros((2, size, size, 1), "float32")).shape == (2, 10)
     assert train.fully_connected((60, 60, 1)).output_shape == (None, 10)
+
+
+def test_fresh_canvases_train_on_items_and_test_on_fixed_canvases(tmp_path):
+    results = tmp_path / "t.json"
+    rows = train.main(
+        [
+            "--data", "sample",
+            "--epochs", "1",
+            "--rows", "ram_translated_6", "fc_translated", "fc_centered",
+            "--units", "16",
+            "--batch-size", "64",
+            "--max-steps", "2",
+            "--fresh-canvases",
+            "--results", str(results),
+            "--verbose", "0",
+        ]
+    )  # fmt: skip
+    assert rows["fc_translated"]["parameters"] == (60 * 60 * 256 + 256) + (
+        256 * 256 + 256
+    ) + (256 * 10 + 10)
+    assert rows["fc_centered"]["parameters"] == (28 * 28 * 256 + 256) + (
+        256 * 256 + 256
+    ) + (256 * 10 + 10)
+    assert all(row["test_images"] == 1000 for row in rows.values())
+    assert "--fresh-canvases" in json.loads(results.read_text())["command"]
