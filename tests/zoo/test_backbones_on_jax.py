@@ -4,9 +4,11 @@ A backbone's math is `keras.ops` only. Each case (the `JAX_CASES` of the
 zoo's `test_backbone.py` files) is built here on TensorFlow with weights no
 fresh model has, run on fixed inputs and saved (config, weights, inputs).
 One JAX process (`KERAS_BACKEND=jax`, started once for all of them: most of
-its time is the imports) rebuilds each from its config, loads its weights,
-runs the same inputs, and for the stochastic ones also runs a sampled
-(`training=True`) pass, which must be finite.
+its time is the imports and XLA compiling each operation once, at the LLVM
+-O0 of the XLA_FLAGS it inherits from the root `conftest.py`) rebuilds each
+from its config, loads its weights, runs the same inputs, and for the
+stochastic ones also runs a sampled (`training=True`) pass, which must be
+finite.
 """
 
 import importlib.util
