@@ -31,7 +31,6 @@ Usage:
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -41,6 +40,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+from machine import cpu_model, reset_peak, status_kib  # noqa: E402
 
 try:
     from keras_attention.layers import MultiHeadAttention
@@ -105,15 +105,6 @@ def throughput(batch, length, masked, warmup, steps):
     return {kind: statistics.median(values) for kind, values in times.items()}
 
 
-def status_kib(field):
-    """A `kB` field of `/proc/self/status`, such as `VmRSS` or `VmHWM`."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise KeyError(field)
-
-
 def memory_child(config):
     """Runs in a subprocess: peak RSS growth of one forward pass, in MiB."""
     length = 4096
@@ -128,8 +119,8 @@ def memory_child(config):
         return keras.ops.convert_to_numpy(keras.tree.flatten(out)[0])
 
     forward(x[:, :64], mask[:, :64])  # builds the layer, loads kernels
-    with open("/proc/self/clear_refs", "w") as clear_refs:
-        clear_refs.write("5")  # resets VmHWM to the current VmRSS
+    if not reset_peak():  # VmHWM back to the current VmRSS
+        raise SystemExit("cannot reset the peak memory (/proc/self/clear_refs)")
     before = status_kib("VmRSS")
     start = time.perf_counter()
     forward(x, mask)
@@ -176,7 +167,7 @@ def main():
     steps = args.steps if args.steps is not None else steps
     print(
         f"keras {keras.__version__}, backend {keras.backend.backend()}, "
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
+        f"{cpu_model()}, {os.cpu_count()} CPUs"
     )
     print(
         f"\nTraining step throughput, batch {args.batch}, d_model {D_MODEL} "

@@ -61,12 +61,13 @@ Usage:
 import argparse
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
 import sys
 import time
+
+from machine import available_gib, describe, reset_peak, status_kib
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -76,24 +77,6 @@ LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 QUICK_LENGTHS = (256, 512, 1024)
 HEADS, KEY_DIM, WINDOW, CHUNK = 8, 64, 128, 512
 MIB = 2**20
-
-
-def _status_kib(field):
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise KeyError(field)
-
-
-def _reset_peak():
-    """Resets VmHWM to VmRSS; False where the kernel does not allow it."""
-    try:
-        with open("/proc/self/clear_refs", "w") as refs:
-            refs.write("5")
-        return True
-    except OSError:
-        return False
 
 
 def _layer(method, window):
@@ -197,11 +180,11 @@ def worker(method, length, batch, repeats, window):
         times[name] = statistics.median(runs)
     # Compiled and warmed up: the peak of one more run is the working set
     # (the parent sets MALLOC_MMAP_THRESHOLD_, so freed buffers leave RSS).
-    before = _status_kib("VmRSS")
-    reset = _reset_peak()
+    before = status_kib("VmRSS")
+    reset = reset_peak()
     _block(backward(x))
     if reset:
-        peak_mib = (_status_kib("VmHWM") - before) / 1024
+        peak_mib = (status_kib("VmHWM") - before) / 1024
     else:
         peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - start_maxrss
         peak_mib = peak_kib / 1024
@@ -225,32 +208,6 @@ def worker(method, length, batch, repeats, window):
 def _full_need_gib(batch, length):
     """Memory of a full forward + backward: ~3 float32 (B, heads, T, T)."""
     return 3 * batch * HEADS * length * length * 4 / 2**30
-
-
-def _available_gib():
-    """MemAvailable from /proc/meminfo, or None where it cannot be read."""
-    try:
-        with open("/proc/meminfo") as info:
-            for line in info:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) / 2**20
-    except OSError:
-        pass
-    return None
-
-
-def _machine():
-    model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return f"CPU: {model} ({os.cpu_count()} logical cores); load average: {load}"
 
 
 def _run(method, length, args):
@@ -427,13 +384,13 @@ def main(argv=None):
             parser.error(f"unknown method {method!r}; valid: {', '.join(METHODS)}")
     budget = args.budget_gib
     if budget is None:
-        available = _available_gib()
+        available = available_gib()
         budget = 16.0 if available is None else 0.8 * available
     import keras
 
     header = [
         f"backend: {keras.backend.backend()}; keras {keras.__version__}",
-        _machine(),
+        describe(),
         f"batch {args.batch}, {HEADS} heads x {KEY_DIM}, chunks {CHUNK}, "
         f"window radius {args.window}, {args.repeats} timed runs (median), "
         f"memory budget for keras/full {budget:.1f} GiB",

@@ -24,7 +24,6 @@ Usage:
 import argparse
 import json
 import os
-import platform
 import statistics
 import time
 
@@ -32,6 +31,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from machine import cpu_model  # noqa: E402
 
 from zoo.ram import RecurrentAttentionModel  # noqa: E402
 from zoo.ram.train import RETINA_60, small_convnet  # noqa: E402
@@ -118,23 +118,11 @@ def main_api(args, ram, ram_source):
     print("\n".join(lines))
     print(
         f"\n{args.api_batch} images per call, median of {args.repeats} calls after "
-        f"{args.warmup} warm-up calls; RAM weights: {ram_source}; {cpu_name()}, "
+        f"{args.warmup} warm-up calls; RAM weights: {ram_source}; {cpu_model()}, "
         f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
         f"TensorFlow {tf.__version__}"
     )
     return results
-
-
-def cpu_name():
-    """The CPU model from /proc/cpuinfo (Linux), else the architecture."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return f"{platform.machine()} CPU"
 
 
 def main(argv=None):
@@ -182,7 +170,7 @@ def main(argv=None):
     print("\n".join(lines))
     print(
         f"\nbatch {args.batch}, median of {args.repeats} calls after {args.warmup} "
-        f"warm-up calls; RAM weights: {ram_source}; {cpu_name()}, "
+        f"warm-up calls; RAM weights: {ram_source}; {cpu_model()}, "
         f"{os.cpu_count()} cores, TensorFlow {tf.__version__}"
     )
     if args.json:

@@ -28,7 +28,6 @@ Usage:
 import argparse
 import math
 import os
-import platform
 import statistics
 import sys
 import time
@@ -44,6 +43,8 @@ try:
 except ImportError:  # a source checkout without `pip install -e .`
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from keras_attention import scores
+from machine import cpu_model, load_average  # noqa: E402
+
 from keras_attention.layers.masking import masked_softmax  # noqa: E402
 
 
@@ -96,21 +97,6 @@ def block(outputs):
             ops.convert_to_numpy(x)
 
 
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def load_average():
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def time_pair(steps, inputs, warmup, rounds):
     """Median seconds per step of each compiled step, taking turns."""
     for step in steps.values():
@@ -138,7 +124,7 @@ def main():
     keras.config.set_dtype_policy("mixed_float16")
     print(
         f"keras {keras.__version__}, backend {keras.backend.backend()}, "
-        f"{platform.machine()}, {os.cpu_count()} CPUs: {cpu_model()}"
+        f"{cpu_model()}, {os.cpu_count()} CPUs"
     )
     print(f"load average before (1, 5, 15 min): {load_average()}")
     print(

@@ -28,7 +28,6 @@ does not depend on them).
 import argparse
 import functools
 import os
-import platform
 import statistics
 import time
 
@@ -36,6 +35,7 @@ import keras
 import keras_hub
 import numpy as np
 import tensorflow as tf
+from machine import cpu_model
 
 from keras_attention.decoding import BeamSearch, GreedySearch
 from zoo.transformer import Transformer
@@ -138,7 +138,7 @@ def main(argv=None):
 
     print(
         f"keras {keras.__version__}, keras-hub {keras_hub.__version__}, "
-        f"tensorflow {tf.__version__}, {platform.machine()}, {os.cpu_count()} CPUs"
+        f"tensorflow {tf.__version__}, {cpu_model()}, {os.cpu_count()} CPUs"
     )
     print(
         f"Transformer '{args.config}' ({model.num_layers} layers, d_model "

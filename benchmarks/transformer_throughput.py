@@ -27,7 +27,6 @@ to the recipe model under the same `jit_compile`.
 
 import argparse
 import os
-import platform
 import statistics
 import time
 
@@ -36,6 +35,7 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 from keras_hub_translation import build
+from machine import cpu_model
 
 from keras_attention.training.schedules import InverseSqrtSchedule
 from zoo.transformer import Transformer
@@ -124,7 +124,7 @@ def main(argv=None):
 
     print(
         f"keras {keras.__version__}, keras-hub {keras_hub.__version__}, "
-        f"tensorflow {tf.__version__}, {platform.machine()}, {os.cpu_count()} CPUs"
+        f"tensorflow {tf.__version__}, {cpu_model()}, {os.cpu_count()} CPUs"
     )
     print(
         f"batch {BATCH} x {LENGTH} subwords, {tokens} real target tokens, median "

@@ -61,7 +61,6 @@ import glob
 import io
 import json
 import os
-import platform
 import pstats
 import tempfile
 import time
@@ -69,40 +68,12 @@ import time
 import keras
 import numpy as np
 import tensorflow as tf
+from machine import cpu_flags, cpu_model, load_average
 
 import zoo
 from zoo.data import bible
 from zoo.export import export, register_text_ops
 from zoo.translation.metrics import corpus_scores
-
-
-def cpu_model():
-    """The CPU model from /proc/cpuinfo (Linux), else the architecture."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def cpu_flags(wanted=("avx512_bf16", "amx_bf16", "amx_tile", "amx_int8")):
-    """Which of the `wanted` CPU flags /proc/cpuinfo lists."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return [flag for flag in wanted if flag in flags]
-    except OSError:
-        pass
-    return []
-
-
-def load_average():
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def length_order(model, texts):

@@ -62,6 +62,11 @@ def chunked_attention(
       (`keras.remat`), so only its context is kept between the passes, and
       the gradient flows through `score_fn`, its weights included.
 
+    When one chunk holds every query and every key (sequences no longer
+    than the chunk sizes) there is nothing to save: that one block is
+    computed as a plain masked softmax under autodiff, the cheapest exact
+    form (same masks and dropout mask).
+
     Dropout drops each weight with probability `dropout_rate` from a
     counter-based hash of `(seed, batch * heads index, query position, key
     position)` (`dropout_keep_mask`), so the mask does not depend on the
@@ -187,7 +192,9 @@ def chunked_attention(
         min(key_chunk_size, k_len),
     )
     query, key, value = plan.pad(query, key, value)
-    if score_fn is None:
+    if plan.num_query_chunks == 1 and plan.num_key_chunks == 1:
+        output = _one_block(plan, query, key, value)
+    elif score_fn is None:
         output = _flash(plan, query, key, value)
     else:
         output = _rematerialised(plan, query, key, value)
@@ -524,6 +531,30 @@ def _forward(plan, query, key, value, first_row=0, static_keys=False):
     return ops.fori_loop(0, num_query_chunks, query_chunk, buffers)
 
 
+def _one_block(plan, query, key, value):
+    """Attention when one chunk holds every query and every key.
+
+    The block's scores are the whole score matrix, so no chunking can save
+    memory; a plain masked softmax, differentiated by autodiff (which keeps
+    the probabilities instead of recomputing them), is the cheapest exact
+    form. Same masks, empty rows (zeros) and dropout mask as the chunked
+    loops.
+    """
+    scores = plan.scores(query, key)
+    mask = plan.mask(0, 0)
+    if mask is not None:
+        scores = ops.where(mask, scores, _NEG)
+    # The maximum only keeps exp() in range: no gradient through it.
+    maximum = ops.stop_gradient(ops.max(scores, -1, keepdims=True))
+    weights = ops.exp(scores - maximum)
+    if mask is not None:
+        weights = ops.where(mask, weights, ops.zeros_like(weights))
+    total = ops.sum(weights, -1, keepdims=True)
+    total = ops.where(ops.greater(total, 0.0), total, ops.ones_like(total))
+    weights = plan.dropout(weights / total, plan.keep(ops.shape(query)[0], 0, 0))
+    return ops.matmul(ops.cast(weights, value.dtype), value)
+
+
 def _flash(plan, query, key, value):
     """Dot-product attention with a recomputing custom gradient."""
 
@@ -617,14 +648,6 @@ def _backward(plan, query, key, value, context, log_sum, upstream):
         d_values = ops.slice_update(d_values, (0, 0, k_start, 0), grads.value)
         return d_keys, d_values
 
-    if plan.num_query_chunks == 1 and plan.num_key_chunks == 1:
-        # One block: its probabilities are computed once for all three.
-        q_chunk, k_chunk, d_out, dropped, d_scores = block(0, 0)
-        return (
-            ops.matmul(d_scores, k_chunk),
-            ops.matmul(ops.swapaxes(d_scores, -1, -2), q_chunk),
-            ops.matmul(ops.swapaxes(dropped, -1, -2), d_out),
-        )
     if plan.num_query_chunks == 1:
         d_query = query_grads(0, None)
     else:

@@ -180,6 +180,41 @@ def test_dot_product_matches_full_path(kind, chunks):
         np.testing.assert_array_equal(dq[1, 5], 0.0)
 
 
+@pytest.mark.parametrize("kind", MASKS)
+def test_one_block_matches_full_path(kind):
+    """Chunks as large as the sequences: the one-block path (plain autodiff)."""
+    q, k, v = _inputs()
+    masks = _masks(kind)
+    chunked = _value_and_grads(
+        lambda q, k, v: chunked_attention(
+            q, k, v, query_chunk_size=T, key_chunk_size=512, **masks
+        ),
+        q,
+        k,
+        v,
+    )
+    _assert_close(chunked, _reference_of(kind))
+
+
+@pytest.mark.parametrize("score", [None, "general"])
+def test_one_block_dropout_and_score_under_jit(score):
+    q, k, v = _inputs()
+    score_fn = None
+    if score is not None:
+        score_fn = scores.get(score)
+        score_fn.build((None, T, D), (None, T, D))
+    common = {"score_fn": score_fn, "dropout_rate": 0.3, "seed": 7}
+    common.update(_masks("empty_rows"))
+    one_block = _value_and_grads(
+        lambda q, k, v: chunked_attention(q, k, v, **common), q, k, v, jit=True
+    )
+    reference = _value_and_grads(lambda q, k, v: _reference(q, k, v, **common), q, k, v)
+    _assert_close(one_block, reference)
+    out, (dq, _, _) = one_block
+    np.testing.assert_array_equal(out[1, 5], 0.0)  # masked query: zeros
+    np.testing.assert_array_equal(dq[1, 5], 0.0)
+
+
 def test_score_function_matches_full_path():
     """A parametrised score (general) through the rematerialised path.
 
