@@ -111,7 +111,14 @@ class ArgumentsOf:
 
     @property
     def names(self):
-        """The argument names, as the wrapper takes them."""
+        """The argument names, as the wrapper takes them.
+
+        Example:
+        >>> ArgumentsOf(keras.layers.Dense).names[:3]
+        ('units', 'activation', 'use_bias')
+        >>> ArgumentsOf(keras.layers.Dense, renamed={"width": "units"}).names[:2]
+        ('width', 'activation')
+        """
         return tuple(self.parameters)
 
     def take(self, owner, args, kwargs):
@@ -134,6 +141,16 @@ class ArgumentsOf:
         Raises:
             TypeError: too many positional arguments, an argument given
                 twice, or an unknown keyword argument (named).
+
+        Example:
+        >>> arguments = ArgumentsOf(keras.layers.Dense, renamed={"width": "units"})
+        >>> kwargs = {"activation": "relu", "name": "head"}
+        >>> arguments.take("Head", (4,), kwargs), kwargs  # `name` is the wrapper's
+        ({'width': 4, 'activation': 'relu'}, {'name': 'head'})
+        >>> arguments.take("Head", (4,), {"width": 5})
+        Traceback (most recent call last):
+        ...
+        TypeError: Head got multiple values for argument `width`
         """
         if len(args) > len(self.positional):
             raise TypeError(
@@ -160,6 +177,12 @@ class ArgumentsOf:
         Args:
             given: dict from `take`.
             **extra: more `cls` arguments (e.g. `dtype`, `name`).
+
+        Example:
+        >>> arguments = ArgumentsOf(keras.layers.Dense, renamed={"width": "units"})
+        >>> layer = arguments.build({"width": 4, "use_bias": False}, name="head")
+        >>> type(layer).__name__, layer.units, layer.use_bias, layer.name
+        ('Dense', 4, False, 'head')
         """
         arguments = {
             p.name: None
@@ -171,7 +194,13 @@ class ArgumentsOf:
         return self.cls(**arguments, **extra)
 
     def config(self, instance):
-        """`{name: value}` of every argument, read from `instance.get_config()`."""
+        """`{name: value}` of every argument, read from `instance.get_config()`.
+
+        Example:
+        >>> arguments = ArgumentsOf(keras.layers.Dropout, renamed={"dropout": "rate"})
+        >>> arguments.config(keras.layers.Dropout(0.1, seed=3))
+        {'dropout': 0.1, 'noise_shape': None, 'seed': 3}
+        """
         config = instance.get_config()
         return {name: config[p.name] for name, p in self.parameters.items()}
 
@@ -185,6 +214,16 @@ class ArgumentsOf:
             instance: an instance of `cls`.
             target: the object to set the attributes on.
             skip: names not to set (e.g. one that `target` uses otherwise).
+
+        Example:
+        >>> class Head:
+        ...     pass
+        >>> head = Head()
+        >>> arguments = ArgumentsOf(keras.layers.Dropout, renamed={"dropout": "rate"})
+        >>> dropout = keras.layers.Dropout(0.1, seed=3)
+        >>> arguments.copy_attributes(dropout, head, skip=("noise_shape",))
+        >>> head.dropout, head.seed, hasattr(head, "noise_shape")
+        (0.1, 3, False)
         """
         config = instance.get_config()
         for name, p in self.parameters.items():
@@ -197,6 +236,15 @@ class ArgumentsOf:
         Raises:
             ValueError: naming the first argument whose value differs from
                 `instance`'s.
+
+        Example:
+        >>> arguments = ArgumentsOf(keras.layers.Dense, renamed={"width": "units"})
+        >>> dense = keras.layers.Dense(4)
+        >>> arguments.check_agrees("Head", {"width": 4}, dense)  # agrees
+        >>> arguments.check_agrees("Head", {"width": 8}, dense)
+        Traceback (most recent call last):
+        ...
+        ValueError: Head: `width` disagrees with the given Dense's units=4. Received: width=8
         """
         config = instance.get_config()
         for name, value in given.items():

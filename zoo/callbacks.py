@@ -34,6 +34,14 @@ class TimeBudget(keras.callbacks.Callback):
         self.start = time.time()
 
     def elapsed(self):
+        """Seconds of training so far, those of a resumed run's past included.
+
+        Example:
+        >>> budget = TimeBudget(minutes=10)
+        >>> budget.set_state({"seconds": 120.0})  # 2 minutes before a kill
+        >>> 120.0 <= budget.elapsed() < 130.0
+        True
+        """
         return self.spent + time.time() - self.start
 
     def on_train_begin(self, logs=None):

@@ -166,6 +166,28 @@ class Exported:
 
     Returns:
         A dict of NumPy arrays (`bytes` objects for strings).
+
+    Example (a hand-made SavedModel with an export's description; a zoo
+    export, e.g. `model.export(path)`, loads the same way):
+    >>> import tempfile
+    >>> import tensorflow as tf
+    >>> class Doubler(tf.Module):
+    ...     @tf.function(input_signature=[tf.TensorSpec((None,), tf.float32)])
+    ...     def double(self, x):
+    ...         return {"y": 2 * x}
+    >>> module = Doubler()
+    >>> with tempfile.TemporaryDirectory() as directory:
+    ...     tf.saved_model.save(module, directory, signatures=module.double)
+    ...     write_metadata(directory, {"kind": "doubler"})
+    ...     exported = Exported(directory)
+    >>> exported.metadata, sorted(exported.signatures)
+    ({'kind': 'doubler'}, ['serving_default'])
+    >>> exported(x=[1, 2])  # Python ints in, as the signature's float32
+    {'y': array([2., 4.], dtype=float32)}
+    >>> exported(y=[1])
+    Traceback (most recent call last):
+    ...
+    ValueError: Signature 'serving_default' takes ['x']. Received: inputs=['y']
     """
 
     def __init__(self, path):

@@ -183,6 +183,15 @@ class GenerativeTask(Task):
 
         Returns:
             A nested structure of tensors, batch-first.
+
+        Example (a caller needs only the contract; `zoo.Seq2Seq` implements
+        it with its decoder state):
+        >>> import numpy as np, zoo
+        >>> from keras import tree
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4)
+        >>> cache = model.encode(np.array([[4, 4, 3], [4, 3, 0]]), max_length=5)
+        >>> sorted({int(t.shape[0]) for t in tree.flatten(cache)})  # batch-first
+        [2]
         """
         raise NotImplementedError(f"{type(self).__name__} must implement encode().")
 
@@ -194,11 +203,41 @@ class GenerativeTask(Task):
             cache: the structure `encode` returned, as updated by `next`.
             index: int scalar. The position whose logits are returned; the
                 step reads the token at `index - 1`.
+
+        Example (a greedy decoding written by hand, what `generate` runs as
+        one compiled loop):
+        >>> import numpy as np, zoo
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4)
+        >>> source = np.array([[4, 4, 3]])
+        >>> prompt = np.array([[2, 0, 0, 0]], "int32")  # [START], 3 steps
+        >>> cache = model.encode(source, max_length=3)
+        >>> for index in range(1, 4):
+        ...     logits, attention, cache = model.next(prompt, cache, index)
+        ...     prompt[:, index] = np.argmax(logits, axis=-1)
+        >>> tuple(logits.shape), tuple(attention.shape)  # (batch, V), (batch, S)
+        ((1, 6), (1, 3))
         """
         raise NotImplementedError(f"{type(self).__name__} must implement next().")
 
     def generation_preprocessor(self, verb="generate()"):
-        """The preprocessor that knows the special token ids, or a ValueError."""
+        """The preprocessor that knows the special token ids, or a ValueError.
+
+        Args:
+            verb: str. The calling verb, named in the error.
+
+        Example:
+        >>> import zoo
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4)
+        >>> model.generation_preprocessor("translate()")
+        Traceback (most recent call last):
+        ...
+        ValueError: translate() needs a preprocessor (its start/end/pad token ids and sequence length). Received: preprocessor=None
+        >>> model.preprocessor = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> pre = model.generation_preprocessor()
+        >>> pre.start_id, pre.end_id, pre.pad_id
+        (2, 3, 0)
+        """
         if self.preprocessor is None:
             raise ValueError(
                 f"{verb} needs a preprocessor (its start/end/pad token ids and "
@@ -236,6 +275,18 @@ class GenerativeTask(Task):
             start token and holds the pad id after each sequence's end
             token; with `return_attention`, also a float32 array
             `(batch, max_length, S)`.
+
+        Example:
+        >>> import numpy as np, zoo
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+        >>> ids = np.array([[4, 3, 0], [4, 4, 3]])  # "light", "light light"
+        >>> tokens, attention = model.generate(ids, max_length=3, return_attention=True)
+        >>> tokens.shape, tokens[:, 0].tolist(), attention.shape  # [START] = 2
+        ((2, 4), [2, 2], (2, 3, 3))
+        >>> len(pre.detokenize(tokens[:, 1:]))  # the ids back to sentences
+        2
         """
         pre = self.generation_preprocessor()
         beam_width, max_length, _ = decoding_options(
@@ -296,6 +347,17 @@ class GenerativeTask(Task):
         Returns:
             What the search returns (the token ids, and the scores with
             `return_scores=True`).
+
+        Example (a beam search run eagerly, with its scores):
+        >>> import numpy as np, zoo
+        >>> from keras_attention.decoding import BeamSearch
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4)
+        >>> prompt = np.array([[2, 0, 0, 0]] * 2, "int32")  # [START], 3 steps
+        >>> tokens, scores = model.run_search(
+        ...     BeamSearch(beam_width=2), np.array([[4, 4, 3], [4, 3, 0]]), prompt,
+        ...     stop_token_ids=[3], pad_token_id=0, return_scores=True)
+        >>> tuple(tokens.shape), tuple(scores.shape)
+        ((2, 4), (2,))
         """
         if cache is None:
             cache = self.encode(inputs, ops.shape(prompt)[1] - 1)
@@ -325,6 +387,15 @@ class GenerativeTask(Task):
         Returns:
             float32 NumPy array `(batch, T, S)`: row `t` is the attention of
             the step that produced `tokens[:, t + 1]`.
+
+        Example (the alignment of a given translation, e.g. a reference):
+        >>> import numpy as np, zoo
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4)
+        >>> source = np.array([[4, 4, 3]])  # light light [END]
+        >>> tokens = np.array([[2, 5, 5, 3]])  # [START] luz luz [END]
+        >>> weights = model.token_attention(source, tokens)
+        >>> weights.shape, bool(np.allclose(weights.sum(-1), 1.0, atol=1e-5))
+        ((1, 3, 3), True)
         """
         tokens = np.asarray(tokens, "int32")
         prompt = ops.convert_to_tensor(tokens)

@@ -404,7 +404,21 @@ class FeaturePreprocessor(keras.layers.Layer):
         self.built = True
 
     def input_form(self, spec):
-        """`SAMPLES` or `BATCHES` for `x` of `raw_dtype`, else None (prepared)."""
+        """`SAMPLES` or `BATCHES` for `x` of `raw_dtype`, else None (prepared).
+
+        Args:
+            spec: the element spec of the data, a tuple whose first entry is
+                that of `x`.
+
+        Example (raw `x` is one int64 vector per sample):
+        >>> pre = FeaturePreprocessor(keras.layers.Identity(), "int64", sample_rank=1)
+        >>> pre.input_form((tf.TensorSpec((5,), tf.int64),))
+        'samples'
+        >>> pre.input_form((tf.TensorSpec((None, 5), tf.int64),))
+        'batches'
+        >>> pre.input_form((tf.TensorSpec((None, 5), tf.float32),)) is None  # prepared
+        True
+        """
         x = spec[0]
         if not isinstance(x, tf.TensorSpec) or x.dtype.name != self.raw_dtype:
             return None

@@ -74,6 +74,23 @@ class RunDirectory:
 
     Opening a folder of another command's run, or one that another process
     is using, exits with status 2.
+
+    Example:
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse")
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> run = RunDirectory(os.path.join(folder.name, "run"), {"epochs": 2})
+    run directory .../run
+    >>> history = run.stage("train").fit(
+    ...     model, np.ones((4, 2)), epochs=2, y=np.ones((4, 1)), verbose=0)
+    >>> sorted(os.listdir(os.path.join(run.path, "train")))  # resumable
+    ['epoch_1', 'epoch_2']
+    >>> run.finish()  # the outputs are written: the state is no longer needed
+    >>> os.path.exists(run.path)
+    False
+    >>> folder.cleanup()
     """
 
     def __init__(self, path, options, command=""):
@@ -120,11 +137,37 @@ class RunDirectory:
         return fd
 
     def stage(self, name):
-        """The `Stage` of one `fit` of the run (e.g. "train")."""
+        """The `Stage` of one `fit` of the run (e.g. "train").
+
+        Example:
+        >>> import os, tempfile
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> run = RunDirectory(os.path.join(folder.name, "run"), {})
+        run directory .../run
+        >>> stage = run.stage("pretrain")
+        >>> os.path.relpath(stage.path, run.path), stage.initial_epoch
+        ('pretrain', 0)
+        >>> RunDirectory(None, {}).stage("train").path is None  # keeps nothing
+        True
+        >>> folder.cleanup()
+        """
         return Stage(None if self.path is None else os.path.join(self.path, name))
 
     def read(self, name, default=None):
-        """A JSON value the run stored with `write`, or `default`."""
+        """A JSON value the run stored with `write`, or `default`.
+
+        Example:
+        >>> import os, tempfile
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> run = RunDirectory(os.path.join(folder.name, "run"), {})
+        run directory .../run
+        >>> run.read("results.json", default=[])  # nothing stored yet
+        []
+        >>> run.write("results.json", [{"glimpses": 4, "error": 0.25}])
+        >>> run.read("results.json")
+        [{'glimpses': 4, 'error': 0.25}]
+        >>> folder.cleanup()
+        """
         if self.path is None:
             return default
         path = os.path.join(self.path, name)
@@ -134,12 +177,35 @@ class RunDirectory:
             return json.load(f)
 
     def write(self, name, value):
-        """Stores a JSON value in the run directory (atomically)."""
+        """Stores a JSON value in the run directory (atomically).
+
+        Example:
+        >>> import os, tempfile
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> run = RunDirectory(os.path.join(folder.name, "run"), {})
+        run directory .../run
+        >>> run.write("results.json", {"rows_done": 2})
+        >>> sorted(os.listdir(run.path)), run.read("results.json")
+        (['lock', 'results.json', 'run.json'], {'rows_done': 2})
+        >>> RunDirectory(None, {}).write("results.json", {})  # keeps nothing
+        >>> folder.cleanup()
+        """
         if self.path is not None:
             _write_json(os.path.join(self.path, name), value)
 
     def finish(self):
-        """Deletes the run directory: its work is in the written outputs."""
+        """Deletes the run directory: its work is in the written outputs.
+
+        Example:
+        >>> import os, tempfile
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> run = RunDirectory(os.path.join(folder.name, "run"), {})
+        run directory .../run
+        >>> run.finish()
+        >>> os.listdir(folder.name)  # the lock is released, the folder gone
+        []
+        >>> folder.cleanup()
+        """
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
@@ -152,6 +218,29 @@ class Stage:
 
     Created by `RunDirectory.stage`. `initial_epoch` and `seconds` tell
     where a resumed stage stands before `fit`.
+
+    Example (a `fit` killed in its second epoch, then resumed):
+    >>> import tempfile
+    >>> import numpy as np
+    >>> class Kill(keras.callbacks.Callback):
+    ...     def on_epoch_end(self, epoch, logs=None):
+    ...         if epoch == 1:  # before the stage saves epoch 2
+    ...             raise RuntimeError("killed")
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse")
+    >>> x, y = np.ones((4, 2)), np.ones((4, 1))
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> try:
+    ...     Stage(folder.name).fit(model, x, 3, [Kill()], y=y, verbose=0)
+    ... except RuntimeError as error:
+    ...     print(error)
+    killed
+    >>> stage = Stage(folder.name)  # a rerun of the command
+    resuming ...: 1 epochs done in ... min
+    >>> history = stage.fit(model, x, 3, y=y, verbose=0)
+    >>> history.epoch, len(history.history["loss"])  # the whole stage
+    ([0, 1, 2], 3)
+    >>> folder.cleanup()
     """
 
     def __init__(self, path):
@@ -186,10 +275,46 @@ class Stage:
 
     @property
     def initial_epoch(self):
+        """The epochs done before this process: where `fit` starts.
+
+        Example:
+        >>> import tempfile
+        >>> import numpy as np
+        >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> model.compile("sgd", "mse")
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> Stage(folder.name).initial_epoch  # a fresh stage
+        0
+        >>> history = Stage(folder.name).fit(
+        ...     model, np.ones((4, 2)), 2, y=np.ones((4, 1)), verbose=0)
+        >>> Stage(folder.name).initial_epoch
+        resuming ...: 2 epochs done in ... min, training ended
+        2
+        >>> folder.cleanup()
+        """
         return 0 if self.state is None else self.state["epoch"]
 
     @property
     def finished(self):
+        """Whether the stage's training ended (all epochs, or a callback).
+
+        A finished stage's `fit` runs no epoch again.
+
+        Example:
+        >>> import tempfile
+        >>> import numpy as np
+        >>> from zoo.callbacks import StepBudget
+        >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> model.compile("sgd", "mse")
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> stage = Stage(folder.name)
+        >>> history = stage.fit(model, np.ones((4, 2)), 5, [StepBudget(2)],
+        ...     y=np.ones((4, 1)), batch_size=2, verbose=0)
+        >>> stage.finished, Stage(folder.name).finished  # stopped by the budget
+        resuming ...: 1 epochs done in ... min, training ended
+        (False, True)
+        >>> folder.cleanup()
+        """
         return self.state is not None and self.state["finished"]
 
     def _saved(self):
@@ -212,6 +337,21 @@ class Stage:
         Returns:
             The `keras.callbacks.History` of the whole stage, epochs before
             the kill included.
+
+        Example (a rerun of a finished stage trains no more):
+        >>> import tempfile
+        >>> import numpy as np
+        >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> model.compile("sgd", "mse")
+        >>> x, y = np.ones((4, 2)), np.ones((4, 1))
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> history = Stage(folder.name).fit(model, x, 2, y=y, verbose=0)
+        >>> steps = int(model.optimizer.iterations)
+        >>> history = Stage(folder.name).fit(model, x, 2, y=y, verbose=0)
+        resuming ...: 2 epochs done in ... min, training ended
+        >>> len(history.history["loss"]), int(model.optimizer.iterations) == steps
+        (2, True)
+        >>> folder.cleanup()
         """
         callbacks = list(callbacks)
         if self.path is None:
@@ -238,7 +378,26 @@ class Stage:
         return history
 
     def save(self, state, arrays):
-        """Writes the state of `state["epoch"]` epochs, then drops old ones."""
+        """Writes the state of `state["epoch"]` epochs, then drops old ones.
+
+        Called after each epoch by `fit`; the last `KEPT_STATES` are kept.
+
+        Example:
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> stage = Stage(folder.name)
+        >>> for epoch in (1, 2, 3):
+        ...     state = {"epoch": epoch, "finished": epoch == 3, "seconds": 0.0,
+        ...              "history": {}, "callbacks": []}
+        ...     stage.save(state, {"model/00000": np.zeros(2)})
+        >>> sorted(os.listdir(folder.name))
+        ['epoch_2', 'epoch_3']
+        >>> Stage(folder.name).initial_epoch
+        resuming ...: 3 epochs done in ... min, training ended
+        3
+        >>> folder.cleanup()
+        """
         folder = os.path.join(self.path, f"epoch_{state['epoch']}")
         work = tempfile.mkdtemp(prefix=".saving-", dir=self.path)
         _write_json(os.path.join(work, STATE_FILE), state)

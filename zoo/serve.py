@@ -43,7 +43,20 @@ BYTES_SUFFIX = "_bytes"
 
 
 class RequestError(Exception):
-    """A request the server refuses: an HTTP status and the field at fault."""
+    """A request the server refuses: an HTTP status and the field at fault.
+
+    Args:
+        message: str. What is wrong, sent as the answer's `error`.
+        field: optional str. The request field at fault, sent as `field`.
+        status: `HTTPStatus`. Defaults to 400 (bad request).
+
+    Example:
+    >>> error = RequestError("`image` must be a list.", field="image")
+    >>> int(error.status), error.field, str(error)
+    (400, 'image', '`image` must be a list.')
+    >>> int(RequestError("No page /x.", status=HTTPStatus.NOT_FOUND).status)
+    404
+    """
 
     def __init__(self, message, field=None, status=HTTPStatus.BAD_REQUEST):
         super().__init__(message)
@@ -88,7 +101,24 @@ class Signatures:
         }
 
     def describe(self):
-        """JSON-ready `{signature: {"inputs": {...}, "outputs": {...}}}`."""
+        """JSON-ready `{signature: {"inputs": {...}, "outputs": {...}}}`.
+
+        Example:
+        >>> import tempfile
+        >>> import tensorflow as tf
+        >>> from zoo.export import Exported, write_metadata
+        >>> class Lengths(tf.Module):
+        ...     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        ...     def serve(self, text):
+        ...         return {"length": tf.strings.length(text)}
+        >>> module = Lengths()
+        >>> with tempfile.TemporaryDirectory() as path:
+        ...     tf.saved_model.save(module, path, signatures=module.serve)
+        ...     write_metadata(path, {"kind": "demo"})
+        ...     signatures = Signatures(Exported(path))
+        >>> signatures.describe()
+        {'serving_default': {'inputs': {'text': {'dtype': 'string', 'shape': [None]}}, 'outputs': {'length': {'dtype': 'int32', 'shape': [None]}}}}
+        """
 
         def spec(s):
             return {"dtype": s.dtype.name, "shape": s.shape.as_list()}
@@ -102,7 +132,29 @@ class Signatures:
         }
 
     def choose(self, fields):
-        """The signature whose inputs are exactly `fields`, else a 400."""
+        """The signature whose inputs are exactly `fields`, else a 400.
+
+        Example:
+        >>> import tempfile
+        >>> import tensorflow as tf
+        >>> from zoo.export import Exported, write_metadata
+        >>> class Lengths(tf.Module):
+        ...     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        ...     def serve(self, text):
+        ...         return {"length": tf.strings.length(text)}
+        >>> module = Lengths()
+        >>> with tempfile.TemporaryDirectory() as path:
+        ...     tf.saved_model.save(module, path, signatures=module.serve)
+        ...     write_metadata(path, {"kind": "demo"})
+        ...     signatures = Signatures(Exported(path))
+        >>> signatures.choose(["text"])
+        'serving_default'
+        >>> try:
+        ...     signatures.choose(["text", "beam_width"])
+        ... except RequestError as error:
+        ...     print(int(error.status), error.field, error)
+        400 beam_width The fields ['beam_width', 'text'] match no signature: send {text}.
+        """
         candidates = sorted(
             name for name, specs in self.inputs.items() if set(specs) == set(fields)
         )
@@ -122,7 +174,29 @@ class Signatures:
         )
 
     def parse(self, body):
-        """`(signature, {input: array}, rows)` from a decoded JSON body."""
+        """`(signature, {input: array}, rows)` from a decoded JSON body.
+
+        Example:
+        >>> import tempfile
+        >>> import tensorflow as tf
+        >>> from zoo.export import Exported, write_metadata
+        >>> class Lengths(tf.Module):
+        ...     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        ...     def serve(self, text):
+        ...         return {"length": tf.strings.length(text)}
+        >>> module = Lengths()
+        >>> with tempfile.TemporaryDirectory() as path:
+        ...     tf.saved_model.save(module, path, signatures=module.serve)
+        ...     write_metadata(path, {"kind": "demo"})
+        ...     signatures = Signatures(Exported(path))
+        >>> name, inputs, rows = signatures.parse({"text": ["ab", "c"]})
+        >>> name, inputs["text"].tolist(), rows
+        ('serving_default', [b'ab', b'c'], 2)
+        >>> signatures.parse({"text": []})
+        Traceback (most recent call last):
+        ...
+        zoo.serve.RequestError: The request holds no rows (an empty list).
+        """
         if not isinstance(body, dict) or not body:
             raise RequestError("The body must be a JSON object of input fields.")
         name = self.choose(body)
@@ -284,7 +358,28 @@ class Batcher:
         self._thread.start()
 
     def submit(self, name, inputs, rows, timeout=300):
-        """Queues one request and waits for its outputs (or raises its error)."""
+        """Queues one request and waits for its outputs (or raises its error).
+
+        Args:
+            name: str. The signature to run.
+            inputs: dict of NumPy arrays (`Signatures.parse`'s).
+            rows: int. The request's batch size.
+            timeout: float. Seconds to wait, then a 503. Defaults to `300`.
+
+        Example:
+        >>> def run(name, inputs):
+        ...     if (inputs["x"] < 0).any():
+        ...         raise ValueError("negative")
+        ...     return {"double": 2 * inputs["x"]}
+        >>> batcher = Batcher(run)
+        >>> batcher.submit("f", {"x": np.array([1, 2])}, 2)["double"].tolist()
+        [2, 4]
+        >>> batcher.submit("f", {"x": np.array([-1])}, 1)
+        Traceback (most recent call last):
+        ...
+        zoo.serve.RequestError: The model failed: ValueError
+        >>> batcher.close()
+        """
         pending = _Pending(name, inputs, rows)
         self._queue.put(pending)
         if not pending.done.wait(timeout):
@@ -297,7 +392,16 @@ class Batcher:
         return pending.outputs
 
     def close(self):
-        """Stops the batching thread once the queued requests are done."""
+        """Stops the batching thread once the queued requests are done.
+
+        Example:
+        >>> batcher = Batcher(lambda name, x: {"y": x["x"] + 1})
+        >>> batcher.submit("f", {"x": np.zeros(2)}, 2)["y"].tolist()
+        [1.0, 1.0]
+        >>> batcher.close()
+        >>> batcher.calls, batcher.requests
+        (1, 1)
+        """
         self._queue.put(None)
         self._thread.join()
 
@@ -399,6 +503,31 @@ class ModelServer(ThreadingHTTPServer):
         max_request_bytes: int. Largest accepted body.
         batch_delay: float. Seconds a request waits for others.
         max_batch: int. Rows per model call.
+
+    Example (`make_server(directory)` builds one for an export):
+    >>> import tempfile
+    >>> import tensorflow as tf
+    >>> from zoo.export import Exported, write_metadata
+    >>> class Lengths(tf.Module):
+    ...     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    ...     def serve(self, text):
+    ...         return {"length": tf.strings.length(text)}
+    >>> module = Lengths()
+    >>> with tempfile.TemporaryDirectory() as path:
+    ...     tf.saved_model.save(module, path, signatures=module.serve)
+    ...     write_metadata(path, {"kind": "demo"})
+    ...     signatures = Signatures(Exported(path))
+    >>> import json, threading, urllib.request
+    >>> server = ModelServer(("127.0.0.1", 0), signatures, max_request_bytes=2**20,
+    ...     batch_delay=0.005, max_batch=64)
+    >>> threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+    >>> url = "http://127.0.0.1:%d" % server.server_address[1]
+    >>> body = json.dumps({"text": ["ab", "c"]}).encode()
+    >>> with urllib.request.urlopen(url + "/v1/predict", body) as answer:
+    ...     json.load(answer)
+    {'signature': 'serving_default', 'predictions': [{'length': 2}, {'length': 1}]}
+    >>> server.shutdown()
+    >>> server.server_close()  # and the batcher's thread
     """
 
     daemon_threads = True
@@ -417,7 +546,41 @@ class ModelServer(ThreadingHTTPServer):
 
 
 class Handler(BaseHTTPRequestHandler):
-    """`POST /v1/predict`, `GET /v1/metadata`, `GET /`."""
+    """`POST /v1/predict`, `GET /v1/metadata`, `GET /`.
+
+    The request handler of a `ModelServer`; errors are answered as JSON,
+    `{"error": ..., "field": ...}`, with their HTTP status.
+
+    Example:
+    >>> import tempfile
+    >>> import tensorflow as tf
+    >>> from zoo.export import Exported, write_metadata
+    >>> class Lengths(tf.Module):
+    ...     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    ...     def serve(self, text):
+    ...         return {"length": tf.strings.length(text)}
+    >>> module = Lengths()
+    >>> with tempfile.TemporaryDirectory() as path:
+    ...     tf.saved_model.save(module, path, signatures=module.serve)
+    ...     write_metadata(path, {"kind": "demo"})
+    ...     signatures = Signatures(Exported(path))
+    >>> import json, threading, urllib.request
+    >>> server = ModelServer(("127.0.0.1", 0), signatures, max_request_bytes=2**20,
+    ...     batch_delay=0.005, max_batch=64)
+    >>> threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+    >>> url = "http://127.0.0.1:%d" % server.server_address[1]
+    >>> with urllib.request.urlopen(url + "/v1/metadata") as answer:
+    ...     json.load(answer)["metadata"]
+    {'kind': 'demo'}
+    >>> bad = json.dumps({"txt": ["ab"]}).encode()
+    >>> try:
+    ...     urllib.request.urlopen(url + "/v1/predict", bad)
+    ... except urllib.error.HTTPError as error:
+    ...     print(error.code, json.load(error))
+    400 {'error': "The fields ['txt'] match no signature: send {text}.", 'field': 'txt'}
+    >>> server.shutdown()
+    >>> server.server_close()  # and the batcher's thread
+    """
 
     server_version = "zoo-serve/1"
 

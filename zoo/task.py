@@ -623,6 +623,24 @@ class Task(keras.Model):
         Returns:
             The export's description (a dict) for the zoo's exports, else
             what `keras.Model.export` returns.
+
+        Example:
+        >>> import tempfile
+        >>> import numpy as np
+        >>> from zoo import export
+        >>> from zoo.ram import RecurrentAttentionModel
+        >>> model = RecurrentAttentionModel(
+        ...     num_classes=3, num_glimpses=2, patch_size=4, glimpse_units=4,
+        ...     location_units=4, glimpse_output_units=8, units=8, seed=0,
+        ...     class_names=["cat", "dog", "owl"])
+        >>> with tempfile.TemporaryDirectory() as directory:
+        ...     description = model.export(directory)
+        ...     exported = export.load(directory)  # TensorFlow alone runs it
+        >>> description["kind"], description["signatures"]
+        ('classifier', ['serve', 'serve_bytes'])
+        >>> outputs = exported(image=np.zeros((2, 28, 28, 1), "uint8"))
+        >>> outputs["class_name"].shape, outputs["probabilities"].shape
+        ((2,), (2, 3))
         """
         from zoo import export
 

@@ -200,6 +200,11 @@ class Fit:
             before the kill).
         epochs: int. Epochs run.
         steps: int. Optimizer steps run.
+
+    Example:
+    >>> fit = Fit(history={"loss": [0.5, 0.25]}, seconds=90.0, epochs=2, steps=40)
+    >>> fit.metrics()
+    {'train_minutes': 1.5, 'epochs': 2, 'steps': 40, 'history': {'loss': [0.5, 0.25]}}
     """
 
     history: dict
@@ -208,7 +213,16 @@ class Fit:
     steps: int
 
     def metrics(self, minutes_digits=1):
-        """`train_minutes`, `epochs`, `steps` and `history`, for metadata."""
+        """`train_minutes`, `epochs`, `steps` and `history`, for metadata.
+
+        Args:
+            minutes_digits: int. Decimals of `train_minutes`. Defaults to `1`.
+
+        Example:
+        >>> fit = Fit(history={"loss": [0.5]}, seconds=10.0, epochs=1, steps=8)
+        >>> fit.metrics()["train_minutes"], fit.metrics(minutes_digits=3)["train_minutes"]
+        (0.2, 0.167)
+        """
         return {
             "train_minutes": round(self.seconds / 60, minutes_digits),
             "epochs": self.epochs,
@@ -279,11 +293,31 @@ class TrainingRun:
 
     @property
     def replicas(self):
-        """The strategy's number of replicas."""
+        """The strategy's number of replicas.
+
+        Example:
+        >>> import argparse
+        >>> from zoo.arguments import add_training_arguments
+        >>> parser = argparse.ArgumentParser()
+        >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
+        >>> run = TrainingRun("my.train", parser.parse_args([]), [])
+        >>> run.replicas  # the default strategy on one device
+        1
+        """
         return self.strategy.num_replicas_in_sync
 
     def describe_strategy(self):
-        """`"strategy <Name> with <n> replica(s)"`, for a script's log."""
+        """`"strategy <Name> with <n> replica(s)"`, for a script's log.
+
+        Example:
+        >>> import argparse
+        >>> from zoo.arguments import add_training_arguments
+        >>> parser = argparse.ArgumentParser()
+        >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
+        >>> run = TrainingRun("my.train", parser.parse_args([]), [])
+        >>> run.describe_strategy()
+        'strategy ... with 1 replica(s)'
+        """
         return (
             f"strategy {type(self.strategy).__name__} with {self.replicas} replica(s)"
         )
@@ -297,6 +331,20 @@ class TrainingRun:
 
         Returns:
             bool.
+
+        Example:
+        >>> import argparse
+        >>> from zoo.arguments import add_training_arguments
+        >>> parser = argparse.ArgumentParser()
+        >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
+        >>> from zoo.task import Task
+        >>> argv = ["--static-shapes"]
+        >>> run = TrainingRun("my.train", parser.parse_args(argv), argv)
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> model = Task(ids, keras.layers.Embedding(4, 2)(ids))
+        >>> run.static_shapes(model), model.static_shapes
+        static shapes: fixed-size batches padded to the full length
+        (True, True)
         """
         from keras_attention.training.strategy import needs_static_shapes
 
@@ -312,13 +360,42 @@ class TrainingRun:
 
         Its `path` (`None` without a run directory) holds files that resume
         with it, such as the transformer's checkpoints.
+
+        Example:
+        >>> import argparse
+        >>> from zoo.arguments import add_training_arguments
+        >>> parser = argparse.ArgumentParser()
+        >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
+        >>> import os, tempfile
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> argv = ["--run-dir", os.path.join(folder.name, "run")]
+        >>> run = TrainingRun("my.train", parser.parse_args(argv), argv)
+        run directory .../run
+        >>> stage = run.stage("pretrain")
+        >>> os.path.basename(stage.path), run.stage("pretrain") is stage
+        ('pretrain', True)
+        >>> run.finish()
+        >>> folder.cleanup()
         """
         if name not in self._stages:
             self._stages[name] = self.directory.stage(name)
         return self._stages[name]
 
     def budgets(self):
-        """The callbacks of `--max-minutes` and `--max-steps` (new ones)."""
+        """The callbacks of `--max-minutes` and `--max-steps` (new ones).
+
+        Example:
+        >>> import argparse
+        >>> from zoo.arguments import add_training_arguments
+        >>> parser = argparse.ArgumentParser()
+        >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
+        >>> argv = ["--max-minutes", "30", "--max-steps", "1000"]
+        >>> run = TrainingRun("my.train", parser.parse_args(argv), argv)
+        >>> [type(callback).__name__ for callback in run.budgets()]
+        ['TimeBudget', 'StepBudget']
+        >>> run.budgets()[1].steps
+        1000
+        """
         callbacks = []
         if self.args.max_minutes:
             callbacks.append(TimeBudget(self.args.max_minutes))
@@ -352,6 +429,21 @@ class TrainingRun:
         Returns:
             A `Fit`. A model on static shapes (`static_shapes`) is back on
             dynamic ones, as presets are saved.
+
+        Example:
+        >>> import argparse
+        >>> from zoo.arguments import add_training_arguments
+        >>> parser = argparse.ArgumentParser()
+        >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
+        >>> import numpy as np
+        >>> argv = ["--max-steps", "5"]
+        >>> run = TrainingRun("my.train", parser.parse_args(argv), argv)
+        >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> model.compile("sgd", "mse")
+        >>> fit = run.fit(model, np.ones((8, 2)), y=np.ones((8, 1)), batch_size=2)
+        trained 2 epochs (5 steps) in ... min
+        >>> fit.epochs, fit.steps, sorted(fit.history)  # the step budget stopped it
+        (2, 5, ['loss'])
         """
         callbacks = list(callbacks) + (self.budgets() if budgets else [])
         kwargs.setdefault("verbose", self.args.verbose)
@@ -388,6 +480,20 @@ class TrainingRun:
             dict with `task`, `command`, `data`, `metrics`, `seed`, `options`
             (every command-line option), `strategy` (name, replicas),
             `versions` and `hardware` (see `hardware()`), and `extra`.
+
+        Example:
+        >>> import argparse
+        >>> from zoo.arguments import add_training_arguments
+        >>> parser = argparse.ArgumentParser()
+        >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
+        >>> argv = ["--seed", "7"]
+        >>> run = TrainingRun("my.train", parser.parse_args(argv), argv)
+        >>> fit = Fit(history={"loss": [0.5]}, seconds=60.0, epochs=1, steps=8)
+        >>> metadata = run.metadata("regression", {"rows": 8}, fit.metrics(), table=[])
+        >>> metadata["command"], metadata["seed"], metadata["metrics"]["steps"]
+        ('python -m my.train --seed 7', 7, 8)
+        >>> sorted(metadata)
+        ['command', 'data', 'hardware', 'metrics', 'options', 'seed', 'strategy', 'table', 'task', 'versions']
         """
         options = json.loads(json.dumps(vars(self.args), default=str))
         return {
@@ -415,6 +521,29 @@ class TrainingRun:
 
         Returns:
             The preset's metadata (dict).
+
+        Example:
+        >>> import argparse
+        >>> from zoo.arguments import add_training_arguments
+        >>> parser = argparse.ArgumentParser()
+        >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
+        >>> import json, os, tempfile
+        >>> from zoo.task import Task
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> model = Task(ids, keras.layers.Embedding(4, 2)(ids))
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> out = os.path.join(folder.name, "preset")
+        >>> results = os.path.join(folder.name, "results.json")
+        >>> argv = ["--out", out, "--results", results]
+        >>> run = TrainingRun("my.train", parser.parse_args(argv), argv)
+        run directory .../preset.run
+        >>> metadata = run.save_and_finish(model, "embedding", {}, {"loss": 0.5})
+        preset written to .../preset
+        >>> sorted(os.listdir(folder.name))  # the run directory is gone
+        ['preset', 'results.json']
+        >>> Task.from_preset(out).preset_metadata["task"]
+        'embedding'
+        >>> folder.cleanup()
         """
         metadata = self.metadata(task, data, metrics, **extra)
         self.save_preset(model, metadata)
@@ -422,13 +551,58 @@ class TrainingRun:
         return metadata
 
     def save_preset(self, model, metadata):
-        """Writes `model` to `--out` with `metadata`, and it to `--results`."""
+        """Writes `model` to `--out` with `metadata`, and it to `--results`.
+
+        Example:
+        >>> import argparse
+        >>> from zoo.arguments import add_training_arguments
+        >>> parser = argparse.ArgumentParser()
+        >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
+        >>> import json, os, tempfile
+        >>> from zoo.task import Task
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> model = Task(ids, keras.layers.Embedding(4, 2)(ids))
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> out = os.path.join(folder.name, "preset")
+        >>> results = os.path.join(folder.name, "results.json")
+        >>> argv = ["--out", out, "--results", results]
+        >>> run = TrainingRun("my.train", parser.parse_args(argv), argv)
+        run directory .../preset.run
+        >>> run.save_preset(model, {"task": "embedding"})
+        preset written to .../preset
+        >>> with open(results) as f:
+        ...     json.load(f)["task"]
+        'embedding'
+        >>> sorted(os.listdir(folder.name))  # the run stays until `finish`
+        ['preset', 'preset.run', 'results.json']
+        >>> run.finish()
+        >>> folder.cleanup()
+        """
         model.save_to_preset(self.args.out, metadata=metadata)
         print(f"preset written to {self.args.out}")
         self.write_results(metadata)
 
     def write_results(self, value):
-        """Writes a JSON value to `--results`, if given."""
+        """Writes a JSON value to `--results`, if given.
+
+        Example:
+        >>> import argparse
+        >>> from zoo.arguments import add_training_arguments
+        >>> parser = argparse.ArgumentParser()
+        >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
+        >>> import json, os, tempfile
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> results = os.path.join(folder.name, "table", "results.json")
+        >>> argv = ["--results", results, "--run-dir", os.path.join(folder.name, "run")]
+        >>> run = TrainingRun("my.train", parser.parse_args(argv), argv)
+        run directory .../run
+        >>> run.write_results([{"glimpses": 4, "error": 0.2}])
+        >>> with open(results) as f:
+        ...     json.load(f)
+        [{'glimpses': 4, 'error': 0.2}]
+        >>> run.finish()
+        >>> folder.cleanup()
+        """
         path = self.args.results
         if not path:
             return
@@ -437,5 +611,23 @@ class TrainingRun:
             json.dump(value, f, indent=2)
 
     def finish(self):
-        """Deletes the run directory: its work is in the written outputs."""
+        """Deletes the run directory: its work is in the written outputs.
+
+        Example:
+        >>> import argparse
+        >>> from zoo.arguments import add_training_arguments
+        >>> parser = argparse.ArgumentParser()
+        >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
+        >>> import os, tempfile
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> argv = ["--results", os.path.join(folder.name, "results.json")]
+        >>> run = TrainingRun("my.train", parser.parse_args(argv), argv)
+        run directory .../results.json.run
+        >>> os.listdir(folder.name)
+        ['results.json.run']
+        >>> run.finish()
+        >>> os.listdir(folder.name)
+        []
+        >>> folder.cleanup()
+        """
         self.directory.finish()

@@ -46,6 +46,22 @@ class CaptionedImage:
             `"restval"`).
         image_id: int. Its `imgid` (or its COCO `cocoid` when there is no
             `imgid`).
+
+    Example (what `load_karpathy` reads from a Karpathy split file):
+    >>> import json, tempfile
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(folder.name, "dataset_tiny.json")
+    >>> sentences = [{"raw": "A dog  runs ."}, {"tokens": ["a", "dog"]}]
+    >>> images = [{"filename": "dog.jpg", "split": "restval", "imgid": 7,
+    ...            "sentences": sentences}]
+    >>> with open(path, "w") as f:
+    ...     json.dump({"images": images}, f)
+    >>> (record,) = load_karpathy(path)
+    >>> os.path.basename(record.path), record.captions, record.split, record.image_id
+    ('dog.jpg', ('A dog runs .', 'a dog'), 'train', 7)
+    >>> pairs([record])[1]  # one (image, caption) pair per caption
+    ['A dog runs .', 'a dog']
+    >>> folder.cleanup()
     """
 
     path: str

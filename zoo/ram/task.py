@@ -183,6 +183,29 @@ class RecurrentAttentionModel(Task):
     def compute_loss(
         self, x=None, y=None, y_pred=None, sample_weight=None, training=True
     ):
+        """The hybrid loss: the compiled loss on the logits + REINFORCE + baseline.
+
+        The reward of each image is 1 when its class is right (see the class
+        docstring for the formula); the reward, the REINFORCE term and the
+        baseline's squared error are logged as `reward`, `reinforce_loss`
+        and `baseline_loss`. With `y=None` only the compiled loss is
+        returned.
+
+        Example:
+        >>> import numpy as np
+        >>> model = RecurrentAttentionModel(num_classes=3, num_glimpses=2)
+        >>> cross_entropy = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        >>> model.compile(loss=cross_entropy)
+        >>> images, labels = np.zeros((4, 28, 28, 1), "float32"), np.array([0, 1, 2, 1])
+        >>> y_pred = model(images)
+        >>> loss = model.compute_loss(images, labels, y_pred)
+        >>> predicted = ops.convert_to_numpy(y_pred["logits"]).argmax(-1)
+        >>> bool(np.isclose(model.reward_tracker.result(), (predicted == labels).mean()))
+        True
+        >>> extra = model.reinforce_tracker.result() + model.baseline_tracker.result()
+        >>> bool(np.isclose(loss, cross_entropy(labels, y_pred["logits"]) + extra))
+        True
+        """
         logits = y_pred["logits"]
         loss = super().compute_loss(x, y, logits, sample_weight, training=training)
         if y is None:

@@ -318,7 +318,11 @@ def main(argv=None):
             print(
                 f"data {variant}: {len(x_train)} train, {len(x_test)} test images "
                 f"{x_test.shape[1:]}"
-                + (", training canvases drawn every epoch" if fresh(variant, args) else "")
+                + (
+                    ", training canvases drawn every epoch"
+                    if fresh(variant, args)
+                    else ""
+                )
                 + f" ({time.time() - start:.0f} s)"
             )
         keras.utils.set_random_seed(args.seed)

@@ -144,10 +144,22 @@ class ShowAttendTellCell(keras.layers.Layer):
 
     @property
     def output_size(self):
+        """`units + annotation_dim`: the size of `[h_t; z_t]`.
+
+        Example:
+        >>> ShowAttendTellCell(8, annotation_dim=6).output_size
+        14
+        """
         return self.units + self.annotation_dim
 
     @property
     def state_size(self):
+        """The sizes of the state list: `h`, `c`, then `EXTRA_STATES`.
+
+        Example:
+        >>> ShowAttendTellCell(8, annotation_dim=6).state_size
+        [8, 8, 6, 6, 1, 1, 1, 1]
+        """
         # The annotation states have no fixed length; Keras reads these sizes
         # only for symbolic `return_state` shapes.
         d = self.annotation_dim
@@ -184,6 +196,13 @@ class ShowAttendTellCell(keras.layers.Layer):
         Returns:
             A list of tensors: `states` for the first step, or
             `initial_state` for `keras.layers.RNN` inside a layer call.
+
+        Example:
+        >>> import numpy as np
+        >>> cell = ShowAttendTellCell(8, annotation_dim=6)
+        >>> states = cell.initial_state(np.random.rand(2, 9, 6).astype("float32"))
+        >>> [tuple(state.shape) for state in states]  # h, c, then EXTRA_STATES
+        [(2, 8), (2, 8), (2, 9, 6), (2, 9, 6), (2, 9), (2, 9), (2, 1), (2, 1)]
         """
         self._build_state_layers()
         annotations = ops.cast(annotations, self.compute_dtype)
@@ -203,7 +222,17 @@ class ShowAttendTellCell(keras.layers.Layer):
         ]
 
     def attention_weights(self, states):
-        """The last step's attention weights `(B, L)` held in `states`."""
+        """The last step's attention weights `(B, L)` held in `states`.
+
+        Example:
+        >>> import numpy as np
+        >>> cell = ShowAttendTellCell(8, annotation_dim=6)
+        >>> states = cell.initial_state(np.random.rand(2, 9, 6).astype("float32"))
+        >>> output, states = cell(np.zeros((2, 4), "float32"), states)
+        >>> weights = ops.convert_to_numpy(cell.attention_weights(states))
+        >>> weights.shape, bool(np.allclose(weights.sum(-1), 1.0, atol=1e-5))
+        ((2, 9), True)
+        """
         return states[2 + EXTRA_STATES.index("weights")]
 
     def call(self, inputs, states, training=None):

@@ -66,6 +66,20 @@ class BackbonePreprocessing(keras.layers.Layer):
 
     Returns:
         Float tensor `(B, H, W, 3)`.
+
+    Example:
+    >>> import numpy as np
+    >>> gray = np.full((1, 2, 2, 1), 0.5, "float32")
+    >>> ops.convert_to_numpy(BackbonePreprocessing("tf")(gray)).shape
+    (1, 2, 2, 3)
+    >>> white = np.ones((1, 1, 1, 3), "float32")
+    >>> for mode in ("tf", "none"):
+    ...     print(mode, ops.convert_to_numpy(BackbonePreprocessing(mode)(white)).ravel())
+    tf [1. 1. 1.]
+    none [255. 255. 255.]
+    >>> preprocessing = BackbonePreprocessing("caffe")  # BGR, mean subtracted
+    >>> ops.convert_to_numpy(preprocessing(white)).ravel().round(2)
+    array([151.06, 138.22, 131.32], dtype=float32)
     """
 
     def __init__(self, mode="tf", **kwargs):

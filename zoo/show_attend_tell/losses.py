@@ -106,6 +106,20 @@ class ReinforceBaseline(keras.layers.Layer):
         decay: float in `[0, 1)`. Baseline decay. Defaults to `0.9`.
         **kwargs: base layer arguments.
 
+    Example:
+    >>> import numpy as np
+    >>> baseline = ReinforceBaseline(decay=0.9)
+    >>> baseline.build()
+    >>> log_prob, entropy = np.array([-1.0, -2.0]), np.array([0.5, 0.5])
+    >>> terms = baseline.terms(np.array([-2.0, -4.0]), log_prob, entropy)
+    >>> bool(np.all(ops.convert_to_numpy(terms) == 0))  # the value 0: a gradient
+    True
+    >>> round(float(baseline.baseline), 4)  # the first batch's mean reward
+    -3.0
+    >>> _ = baseline.terms(np.array([-1.0, -1.0]), log_prob, entropy)
+    >>> round(float(baseline.baseline), 4)  # 0.9 * -3 + 0.1 * -1
+    -2.8
+
     Reference:
         Xu et al., 2015, "Show, Attend and Tell", section 4.1 (eqs. 10-12);
         Williams, 1992, "Simple Statistical Gradient-Following Algorithms".
@@ -138,7 +152,27 @@ class ReinforceBaseline(keras.layers.Layer):
         )
 
     def terms(self, reward, log_prob, entropy):
-        """Per-caption surrogate terms `(B,)`; updates the baseline."""
+        """Per-caption surrogate terms `(B,)`; updates the baseline.
+
+        Args:
+            reward: float `(B,)`. Each caption's log-likelihood `R`.
+            log_prob: float `(B,)`. `sum_t log p(s_t)` of the sampled
+                locations.
+            entropy: float `(B,)`. `sum_t H[alpha_t]`.
+
+        Example (the gradient: `-weight * (R - b)` for `log_prob`):
+        >>> import tensorflow as tf
+        >>> baseline = ReinforceBaseline(entropy_weight=0.01)
+        >>> baseline.build()
+        >>> log_prob, entropy = tf.Variable([-1.0, -2.0]), tf.Variable([0.5, 0.5])
+        >>> with tf.GradientTape() as tape:
+        ...     loss = tf.reduce_sum(baseline.terms([-2.0, -4.0], log_prob, entropy))
+        >>> by_log_prob, by_entropy = tape.gradient(loss, [log_prob, entropy])
+        >>> by_log_prob.numpy().tolist()  # the baseline b is -3 (the mean reward)
+        [-1.0, 1.0]
+        >>> [round(float(g), 6) for g in by_entropy]  # -entropy_weight
+        [-0.01, -0.01]
+        """
         reward = ops.stop_gradient(ops.cast(reward, "float32"))
         mean_reward = ops.mean(reward)
         baseline = ops.where(self.initialized > 0, self.baseline, mean_reward)

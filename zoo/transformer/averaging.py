@@ -33,6 +33,21 @@ class Checkpoints(keras.callbacks.Callback):
         directory: str. Where to write.
         minutes: float. Wall-clock interval between checkpoints.
         keep: int. Checkpoints kept on disk. Defaults to `5`.
+
+    Example (a checkpoint after every step, the last two kept, averaged):
+    >>> import os, tempfile
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse")
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> checkpoints = Checkpoints(folder.name, minutes=1e-9, keep=2)
+    >>> history = model.fit(np.ones((8, 2)), np.ones((8, 1)), batch_size=2,
+    ...     callbacks=[checkpoints], verbose=0)
+    >>> [os.path.basename(path) for path in checkpoints.paths]
+    ['checkpoint_3.weights.h5', 'checkpoint_4.weights.h5']
+    >>> sorted(os.listdir(folder.name)) == sorted(map(os.path.basename, checkpoints.paths))
+    True
+    >>> model = average_checkpoints(model, checkpoints.paths)
+    >>> folder.cleanup()
     """
 
     def __init__(self, directory, minutes, keep=5):
@@ -60,6 +75,25 @@ class Checkpoints(keras.callbacks.Callback):
         self.save()
 
     def save(self):
+        """Writes the checkpoint of the current step (once) and drops old ones.
+
+        `fit` calls it every `minutes` and when training ends.
+
+        Example:
+        >>> import os, tempfile
+        >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> model.compile("sgd", "mse")
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> checkpoints = Checkpoints(folder.name, minutes=60, keep=2)
+        >>> checkpoints.set_model(model)
+        >>> for step in range(3):
+        ...     _ = model.train_on_batch(np.ones((2, 2)), np.ones((2, 1)))
+        ...     checkpoints.save()
+        >>> checkpoints.save()  # the same step: nothing new
+        >>> sorted(os.listdir(folder.name))
+        ['checkpoint_2.weights.h5', 'checkpoint_3.weights.h5']
+        >>> folder.cleanup()
+        """
         step = int(self.model.optimizer.iterations.numpy())
         name = f"checkpoint_{step}.weights.h5"
         path = os.path.join(self.directory, name)

@@ -97,6 +97,17 @@ class Transformer(TranslationTask):
         `Task.compute_loss` count real tokens, not sentences: under
         `tf.distribute` the loss is then the mean over every real target
         token of the global batch, as on one device.
+
+        Example (padded positions, id 0, add nothing to the loss):
+        >>> import numpy as np
+        >>> model = Transformer.from_name("tiny", vocabulary_size=20)
+        >>> cross_entropy = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        >>> model.compile(loss=cross_entropy)
+        >>> y = np.array([[5, 6, 0, 0]])  # two real tokens, two pads
+        >>> logits = np.random.default_rng(0).normal(size=(1, 4, 20)).astype("float32")
+        >>> loss = model.compute_loss(y=y, y_pred=ops.convert_to_tensor(logits))
+        >>> bool(np.isclose(loss, cross_entropy(y[:, :2], logits[:, :2])))
+        True
         """
         if y is not None and y_pred is not None:
             set_keras_mask(y_pred, ops.not_equal(y, PAD_ID))
@@ -283,6 +294,18 @@ class Transformer(TranslationTask):
         the top of `model.weights.h5` (`layers/reversible_embedding/...`);
         they are the backbone's layers, in the same order, so such a file
         is loaded into the backbone.
+
+        Example:
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> model = Transformer.from_name("tiny", vocabulary_size=20)
+        >>> other = Transformer.from_name("tiny", vocabulary_size=20)
+        >>> with tempfile.TemporaryDirectory() as directory:
+        ...     path = os.path.join(directory, "model.weights.h5")
+        ...     model.backbone.save_weights(path)  # the old one-class layout
+        ...     other.load_weights(path)  # a new-layout file loads as usual
+        >>> all(map(np.array_equal, model.get_weights(), other.get_weights()))
+        True
         """
         if _is_pre_backbone_file(filepath):
             return self.backbone.load_weights(filepath, *args, **kwargs)

@@ -236,7 +236,12 @@ def test_translated_dataset_draws_new_positions_each_epoch():
     images, labels = fashion_mnist.load("test", sample=True)
     items, item_labels = images[:50], labels[:50]
     ds = fashion_mnist.translated_dataset(
-        items, item_labels, batch_size=50, canvas_size=45, seed=3, shuffle=False,
+        items,
+        item_labels,
+        batch_size=50,
+        canvas_size=45,
+        seed=3,
+        shuffle=False,
         normalize=False,
     )
     epochs = [next(iter(ds)) for _ in range(3)]
