@@ -7,9 +7,9 @@ Four self-attention layers of the same size, batch 1, 8 heads of 64
   or explicit path; on CPU both hold the `(B, heads, T, T)` scores);
 - `full`: `keras_attention.layers.MultiHeadAttention(chunk_threshold=None)`,
   the full path, `(B, heads, T, T)` scores materialised;
-- `chunked`: the same layer with `chunk_threshold=0, chunk_size=512`: exact
-  attention by `chunked_attention` (online softmax, custom gradient),
-  linear memory;
+- `chunked`: the same layer with `chunk_threshold=0, chunk_size=--chunk`
+  (default 512): exact attention by `chunked_attention` (online softmax,
+  custom gradient), linear memory;
 - `windowed`: the same layer with `window=--window` (default 128):
   restricted self-attention by `windowed_attention`, each query sees the
   keys within `window` positions, `O(window * T)` time and memory (a
@@ -79,7 +79,7 @@ HEADS, KEY_DIM, WINDOW, CHUNK = 8, 64, 128, 512
 MIB = 2**20
 
 
-def _layer(method, window):
+def _layer(method, window, chunk=CHUNK):
     """The attention layer of one method."""
     import keras
 
@@ -90,7 +90,7 @@ def _layer(method, window):
     if method == "full":
         return MultiHeadAttention(HEADS, KEY_DIM, chunk_threshold=None)
     if method == "chunked":
-        return MultiHeadAttention(HEADS, KEY_DIM, chunk_threshold=0, chunk_size=CHUNK)
+        return MultiHeadAttention(HEADS, KEY_DIM, chunk_threshold=0, chunk_size=chunk)
     if method == "windowed":
         return MultiHeadAttention(HEADS, KEY_DIM, window=window)
     raise ValueError(f"Unknown method {method!r}. Valid: {METHODS}")
@@ -159,7 +159,7 @@ def _device_peak():
         return None
 
 
-def worker(method, length, batch, repeats, window):
+def worker(method, length, batch, repeats, window, chunk=CHUNK):
     """Runs one configuration; prints one JSON line."""
     import numpy as np
     from keras import ops
@@ -168,7 +168,7 @@ def worker(method, length, batch, repeats, window):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(batch, length, HEADS * KEY_DIM)).astype("float32")
     x = ops.convert_to_tensor(x)
-    forward, backward = _compiled(_layer(method, window), x)
+    forward, backward = _compiled(_layer(method, window, chunk), x)
     times = {}
     for name, compiled in (("forward", forward), ("backward", backward)):
         _block(compiled(x))  # compile and warm up
@@ -195,6 +195,7 @@ def worker(method, length, batch, repeats, window):
                 "method": method,
                 "length": length,
                 "window": window if method == "windowed" else None,
+                "chunk": chunk if method == "chunked" else None,
                 "forward_s": times["forward"],
                 "backward_s": times["backward"],
                 "peak_mib": peak_mib,
@@ -219,6 +220,7 @@ def _run(method, length, args):
         f"--batch={args.batch}",
         f"--repeats={args.repeats}",
         f"--window={args.window}",
+        f"--chunk={args.chunk}",
     ]
     env = {
         **os.environ,
@@ -250,6 +252,8 @@ def _table(results, methods, lengths):
             name = method
             if r.get("window"):
                 name = f"{method} (r={r['window']})"
+            elif r.get("chunk") and r["chunk"] != CHUNK:
+                name = f"{method} (c={r['chunk']})"
             if "forward_s" not in r:
                 reason = r.get("skipped") or r.get("error")
                 lines.append(f"| {length} | {name} | {reason} | | | | | |")
@@ -354,6 +358,9 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="T = 256, 512, 1024")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--window", type=int, default=WINDOW, help="windowed radius")
+    parser.add_argument(
+        "--chunk", type=int, default=CHUNK, help="chunked: query and key chunk size"
+    )
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
@@ -368,9 +375,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.window < 1:
         parser.error(f"--window must be a positive int. Received: {args.window}")
+    if args.chunk < 1:
+        parser.error(f"--chunk must be a positive int. Received: {args.chunk}")
     if args.worker:
         method, length = args.worker.split(":")
-        worker(method, int(length), args.batch, args.repeats, args.window)
+        worker(method, int(length), args.batch, args.repeats, args.window, args.chunk)
         return None
     if args.lengths:
         lengths = tuple(int(x) for x in args.lengths.split(","))
@@ -391,7 +400,7 @@ def main(argv=None):
     header = [
         f"backend: {keras.backend.backend()}; keras {keras.__version__}",
         describe(),
-        f"batch {args.batch}, {HEADS} heads x {KEY_DIM}, chunks {CHUNK}, "
+        f"batch {args.batch}, {HEADS} heads x {KEY_DIM}, chunks {args.chunk}, "
         f"window radius {args.window}, {args.repeats} timed runs (median), "
         f"memory budget for keras/full {budget:.1f} GiB",
     ]
@@ -426,6 +435,7 @@ def main(argv=None):
                 "header": header,
                 "command": " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]]),
                 "window": args.window,
+                "chunk": args.chunk,
                 "budget_gib": budget,
                 "results": results,
             },
