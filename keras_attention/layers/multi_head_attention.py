@@ -892,29 +892,37 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             return output, None
         if use_causal_mask:
             attention_mask = _causal_mask(ops.shape(query)[1], ops.shape(key)[1])
-        batch = ops.shape(query)[0]
-        q_len, k_len = ops.shape(query)[1], ops.shape(key)[1]
         one_query = query.shape[1] == 1 and self.num_heads <= MAX_BLOCK_HEADS
         raw = None
         if one_query:
             raw = _one_query_dot_scores(self._score_layer, query, key)
         if raw is None:
-            # Explicit sizes, not -1: a zero-length sequence has no -1 to infer.
-            rows = batch * self.num_heads
-            heads_q = ops.reshape(
-                ops.transpose(query, (0, 2, 1, 3)), (rows, q_len, self.key_dim)
-            )
-            heads_k = ops.reshape(
-                ops.transpose(key, (0, 2, 1, 3)), (rows, k_len, self.key_dim)
-            )
-            raw = self._score_layer(heads_q, heads_k)
-            raw = ops.reshape(raw, (batch, self.num_heads, q_len, k_len))
+            heads_k = ops.transpose(key, (0, 2, 1, 3))
+            raw = self._head_scores(query, heads_k)
         weights = self._masked_softmax(raw, attention_mask)
         dropped = self._dropout_layer(weights, training=training)
         if one_query:
             return _one_query_context(dropped, value), weights
         output = ops.einsum("bhqk,bkhd->bqhd", dropped, value)
         return output, weights
+
+    def _head_scores(self, query, key):
+        """Raw scores `(B, num_heads, Tq, Tv)` of the score layer, per head.
+
+        Args:
+            query: projected query `(B, Tq, num_heads, key_dim)`.
+            key: heads-first keys `(B, num_heads, Tv, key_dim)`.
+        """
+        batch = ops.shape(query)[0]
+        q_len, k_len = ops.shape(query)[1], ops.shape(key)[2]
+        # Explicit sizes, not -1: a zero-length sequence has no -1 to infer.
+        rows = batch * self.num_heads
+        heads_q = ops.reshape(
+            ops.transpose(query, (0, 2, 1, 3)), (rows, q_len, self.key_dim)
+        )
+        heads_k = ops.reshape(key, (rows, k_len, self.key_dim))
+        raw = self._score_layer(heads_q, heads_k)
+        return ops.reshape(raw, (batch, self.num_heads, q_len, k_len))
 
     def _heads_first_attention(self, query, key, value, attention_mask, training):
         """`_compute_attention`'s explicit path on heads-first keys and values.
@@ -935,13 +943,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         batch = ops.shape(query)[0]
         q_len, k_len = ops.shape(query)[1], ops.shape(key)[2]
         rows = batch * self.num_heads
-        heads_q = ops.reshape(
-            ops.transpose(query, (0, 2, 1, 3)), (rows, q_len, self.key_dim)
-        )
-        heads_k = ops.reshape(key, (rows, k_len, self.key_dim))
-        raw = self._score_layer(heads_q, heads_k)
-        raw = ops.reshape(raw, (batch, self.num_heads, q_len, k_len))
-        weights = self._masked_softmax(raw, attention_mask)
+        weights = self._masked_softmax(self._head_scores(query, key), attention_mask)
         dropped = self._dropout_layer(weights, training=training)
         heads_v = ops.reshape(value, (rows, k_len, self.value_dim))
         context = ops.matmul(

@@ -16,6 +16,14 @@ On the shipped sample (no Debian data needed, a minute):
     python -m zoo.ram.train --data sample --epochs 1 --rows ram_translated_6 \
         fc_translated --out /tmp/ram
 
+`--fresh-canvases` pastes each training item at a new random position every
+epoch (`fashion_mnist.translated_dataset`) instead of composing the
+translated training set once; the test canvases stay fixed (seed + 1):
+
+    python -m zoo.ram.train --epochs 150 --max-minutes 100 \
+        --rows ram_translated_6 --fresh-canvases \
+        --policy-learning-rate-scale 0.1 --out runs/fresh
+
 The shared options (seed, strategy, budgets, the run directory) are those
 of every training script (`zoo.arguments`, `zoo.training`); here the budgets
 apply to each row's training. Each row's state is saved after every epoch in
