@@ -30,3 +30,19 @@ def test_shipped_preset_is_listed_verified_and_classifies():
     assert error < 0.4, error
     paths = model.glimpses(images[:4])
     assert paths.shape == (4, 6, 2)
+
+
+@pytest.mark.tensorflow_only
+def test_long_preset_was_trained_on_fresh_canvases_and_classifies():
+    name = "ram_fashion_mnist_translated_long"
+    meta = presets.verify_preset(zoo.list_presets()[name])
+    assert "--fresh-canvases" in meta["command"]
+    assert meta["data"]["fresh_canvases"] is True
+    assert meta["data"]["seeds"] == {"train": 0, "test": 1}
+    assert meta["metrics"]["epochs"] == 150
+    model = zoo.from_preset(name)
+    assert (model.num_glimpses, model.patch_size, model.num_scales) == (6, 12, 3)
+    # 14.60% error on the full test set (card); chance is 90%.
+    images, labels = fashion_mnist.load("test", "translated", sample=True, seed=1)
+    predicted = model.predict(images, verbose=0).argmax(-1)
+    assert float(np.mean(predicted != labels)) < 0.3
