@@ -80,10 +80,14 @@ def _train(args, rest):
     return 0
 
 
-def _load(preset):
+#: `--dtype` choices: the Keras dtype policies a preset can run under.
+DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+def _load(preset, dtype=None):
     from zoo.task import Task
 
-    return Task.from_preset(preset)
+    return Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
 
 
 def task_kind(model):
@@ -108,7 +112,7 @@ def task_kind(model):
 
 
 def _translate(args):
-    model = _load(args.preset)
+    model = _load(args.preset, args.dtype)
     if task_kind(model) != "translation":
         print(f"Preset {args.preset} is not a translation model.", file=sys.stderr)
         return 2
@@ -202,7 +206,7 @@ def _check_plot_path(path):
 def _caption(args):
     import numpy as np
 
-    model = _load(args.preset)
+    model = _load(args.preset, args.dtype)
     if task_kind(model) != "captioning":
         print(f"Preset {args.preset} is not a captioning model.", file=sys.stderr)
         return 2
@@ -223,7 +227,7 @@ def _caption(args):
 
 
 def _classify(args):
-    model = _load(args.preset)
+    model = _load(args.preset, args.dtype)
     if task_kind(model) != "classification":
         print(f"Preset {args.preset} is not a glimpse classifier.", file=sys.stderr)
         return 2
@@ -252,7 +256,7 @@ def _classify(args):
 
 
 def _evaluate(args):
-    model = _load(args.preset)
+    model = _load(args.preset, args.dtype)
     kind = task_kind(model)
     if kind == "translation":
         from zoo.data import bible
@@ -334,7 +338,9 @@ def _evaluate_classifier(model, args):
 def _export(args):
     from zoo.export import export_preset
 
-    metadata = export_preset(args.preset, args.directory, beam_width=args.beam)
+    metadata = export_preset(
+        args.preset, args.directory, beam_width=args.beam, dtype=args.dtype
+    )
     signatures = ", ".join(sorted(metadata.get("signatures", {})))
     print(f"Exported {args.preset} to {args.directory} (signatures: {signatures})")
     return 0
@@ -418,6 +424,13 @@ def build_parser():
         default=None,
         help="beam width of the default signature (translation, captioning)",
     )
+    for command in (evaluate, translate, caption, classify, export):
+        command.add_argument(
+            "--dtype",
+            choices=DTYPES,
+            help="dtype policy to run the preset under (default: the preset's); "
+            "mixed_bfloat16 pays on CPUs with bfloat16 matrix units (AMX)",
+        )
     serve = sub.add_parser("serve", help="serve an export over HTTP (JSON and a page)")
     serve.add_argument("directory", help="a directory written by `export`")
     serve.add_argument("--host", default="127.0.0.1")

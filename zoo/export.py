@@ -75,10 +75,10 @@ def export(task, path, **options):
     return read_metadata(path)
 
 
-def export_preset(preset, directory, beam_width=None, **options):
+def export_preset(preset, directory, beam_width=None, dtype=None, **options):
     """Loads a preset (name or directory) and exports it to `directory`.
 
-    This is `python -m zoo export PRESET DIR [--beam N]`.
+    This is `python -m zoo export PRESET DIR [--beam N] [--dtype D]`.
 
     Args:
         preset: str. A shipped preset name or a preset directory.
@@ -86,6 +86,9 @@ def export_preset(preset, directory, beam_width=None, **options):
         beam_width: optional int. The beam of `serving_default` for the
             generative tasks; defaults to their exporter's (`4` for
             translation, as `translate`). A glimpse classifier has none.
+        dtype: optional dtype policy the graph computes in (e.g.
+            `"mixed_bfloat16"`); defaults to the preset's. The signatures'
+            inputs and outputs keep their dtypes.
         **options: other exporter settings.
 
     Returns:
@@ -94,7 +97,7 @@ def export_preset(preset, directory, beam_width=None, **options):
     from zoo.ram import RecurrentAttentionModel
     from zoo.task import Task
 
-    task = Task.from_preset(preset)
+    task = Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
     if beam_width is not None:
         if isinstance(task, RecurrentAttentionModel):
             raise ValueError(

@@ -160,7 +160,7 @@ class LooksLikeEveryTask:
 def test_commands_dispatch_on_the_type_not_the_methods(
     argv, message, monkeypatch, capsys
 ):
-    monkeypatch.setattr(cli, "_load", lambda preset: LooksLikeEveryTask())
+    monkeypatch.setattr(cli, "_load", lambda preset, dtype=None: LooksLikeEveryTask())
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err
@@ -193,7 +193,7 @@ def test_evaluate_reads_the_ram_data_variant_from_metadata(
     model = RecurrentAttentionModel.__new__(RecurrentAttentionModel)
     model.preset_metadata = {"data": data}
     model.predict = lambda images, **kwargs: np.eye(10)[np.zeros(len(images), int)]
-    monkeypatch.setattr(cli, "_load", lambda preset: model)
+    monkeypatch.setattr(cli, "_load", lambda preset, dtype=None: model)
     monkeypatch.setattr(fashion_mnist, "load", load)
     assert cli.main(["evaluate", RAM]) == 0
     assert loaded == [("test", variant, seeds)]
@@ -208,7 +208,16 @@ def test_a_bad_data_variant_in_metadata_exits_2(monkeypatch, capsys):
 
     model = RecurrentAttentionModel.__new__(RecurrentAttentionModel)
     model.preset_metadata = {"data": {"variant": "rotated"}}
-    monkeypatch.setattr(cli, "_load", lambda preset: model)
+    monkeypatch.setattr(cli, "_load", lambda preset, dtype=None: model)
     assert cli.main(["evaluate", RAM]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "variant='rotated'" in err
+
+
+def test_verbs_run_under_another_dtype_policy(items, capsys):
+    assert cli.main(["classify", RAM, items[0], "--dtype", "mixed_bfloat16"]) == 0
+    name = capsys.readouterr().out.splitlines()[0].split(": ", 1)[1].rsplit(" (", 1)[0]
+    assert name in fashion_mnist.CLASS_NAMES
+    argv = ["translate", SEQ2SEQ, "Jesus wept.", "--beam", "1"]
+    assert cli.main([*argv, "--dtype", "mixed_bfloat16"]) == 0
+    assert capsys.readouterr().out.strip()

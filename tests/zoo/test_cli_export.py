@@ -43,3 +43,27 @@ def test_bad_serve_options_are_refused_by_the_parser(argv, capsys):
         cli.main(argv)
     assert exit_info.value.code == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_export_under_a_dtype_policy_keeps_the_signature_dtypes(tmp_path, capsys):
+    import numpy as np
+    import tensorflow as tf
+
+    out = tmp_path / "bf16"
+    assert cli.main(["export", RAM, str(out), "--dtype", "mixed_bfloat16"]) == 0
+    assert "Exported" in capsys.readouterr().out
+    serve = tf.saved_model.load(str(out)).signatures["serving_default"]
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 255, (3, 60, 60, 1), dtype=np.uint8)
+    outputs = serve(image=tf.constant(images))
+    assert outputs["probabilities"].dtype == tf.float32
+    assert outputs["glimpse_path"].dtype == tf.float32
+    np.testing.assert_allclose(outputs["probabilities"].numpy().sum(-1), 1.0, atol=1e-5)
+
+
+def test_an_unknown_dtype_is_refused_by_the_parser(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["export", RAM, str(tmp_path / "x"), "--dtype", "float8"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'float8'" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "x")
