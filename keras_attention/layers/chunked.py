@@ -15,6 +15,8 @@ import math
 import keras
 from keras import ops
 
+from keras_attention.layers.masking import masked_softmax
+
 # Fill of masked float32 scores: exp(fill - max) underflows to exactly zero
 # without the NaNs that -inf gives on a fully masked row.
 _NEG = -1e30
@@ -540,18 +542,8 @@ def _one_block(plan, query, key, value):
     form. Same masks, empty rows (zeros) and dropout mask as the chunked
     loops.
     """
-    scores = plan.scores(query, key)
-    mask = plan.mask(0, 0)
-    if mask is not None:
-        scores = ops.where(mask, scores, _NEG)
-    # The maximum only keeps exp() in range: no gradient through it.
-    maximum = ops.stop_gradient(ops.max(scores, -1, keepdims=True))
-    weights = ops.exp(scores - maximum)
-    if mask is not None:
-        weights = ops.where(mask, weights, ops.zeros_like(weights))
-    total = ops.sum(weights, -1, keepdims=True)
-    total = ops.where(ops.greater(total, 0.0), total, ops.ones_like(total))
-    weights = plan.dropout(weights / total, plan.keep(ops.shape(query)[0], 0, 0))
+    weights = masked_softmax(plan.scores(query, key), plan.mask(0, 0))
+    weights = plan.dropout(weights, plan.keep(ops.shape(query)[0], 0, 0))
     return ops.matmul(ops.cast(weights, value.dtype), value)
 
 
