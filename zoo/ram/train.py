@@ -24,6 +24,14 @@ translated training set once; the test canvases stay fixed (seed + 1):
         --rows ram_translated_6 --fresh-canvases \
         --policy-learning-rate-scale 0.1 --out runs/fresh
 
+`--num-glimpses`, `--patch-size` and `--num-scales` replace the retina of
+every RAM row of the command (the table names the retina each row had), and
+`--canvas-size` the side of the translated and cluttered canvases; e.g.
+RAM against the convnet on cluttered 100x100, 45 minutes each:
+
+    python -m zoo.ram.train --rows ram_cluttered_6 conv_cluttered \
+        --canvas-size 100 --num-scales 4 --max-minutes 45 --epochs 1000
+
 The shared options (seed, strategy, budgets, the run directory) are those
 of every training script (`zoo.arguments`, `zoo.training`); here the budgets
 apply to each row's training. Each row's state is saved after every epoch in
@@ -36,7 +44,7 @@ import time
 import keras
 import numpy as np
 
-from zoo.arguments import pick_options, positive_float, training_parser
+from zoo.arguments import pick_options, positive_float, positive_int, training_parser
 from zoo.data import fashion_mnist
 from zoo.ram import RecurrentAttentionModel
 from zoo.ram.plotting import plot_glimpses
@@ -66,11 +74,43 @@ MODEL_OPTIONS = (
     "units cell location_std test_samples seed reinforce_core reinforce_weight "
     "policy_learning_rate_scale"
 ).split()
-TASKS = {
-    "centered": "centred 28x28",
-    "translated": "translated 60x60",
-    "cluttered": "cluttered 60x60 (4 pieces 8x8)",
-}
+#: RAM row options that `--num-glimpses`, `--patch-size` and `--num-scales`
+#: replace in every RAM row of a command.
+RETINA_OPTIONS = ("num_glimpses", "patch_size", "num_scales")
+CANVAS_SIZE = 60  # Translated and cluttered rows, unless --canvas-size.
+
+
+def task_label(variant, canvas_size=CANVAS_SIZE):
+    """The table's name of a task, e.g. `"translated 60x60"`.
+
+    Example:
+    >>> task_label("cluttered", 100)
+    'cluttered 100x100 (8 pieces 8x8)'
+    """
+    if variant == "centered":
+        return "centred 28x28"
+    size = f"{canvas_size}x{canvas_size}"
+    if variant == "translated":
+        return f"translated {size}"
+    pieces = 8 if canvas_size >= 100 else 4  # fashion_mnist.load's default
+    return f"cluttered {size} ({pieces} pieces 8x8)"
+
+
+def row_options(name, args):
+    """The options of row `name` with this command's retina options applied.
+
+    Example:
+    >>> args = parse_args(["--num-scales", "2", "--num-glimpses", "8"])
+    >>> row_options("ram_translated_6", args)
+    {'num_glimpses': 8, 'patch_size': 12, 'num_scales': 2, 'scale_factor': 2}
+    >>> row_options("fc_translated", args)
+    {}
+    """
+    _, kind, options = ROWS[name]
+    if kind != "ram":
+        return dict(options)
+    given = {k: getattr(args, k) for k in RETINA_OPTIONS}
+    return {**options, **{k: v for k, v in given.items() if v is not None}}
 
 
 def parse_args(argv=None):
@@ -115,6 +155,23 @@ def parse_args(argv=None):
         "position every epoch (fashion_mnist.translated_dataset) instead of "
         "one fixed canvas per item; the test canvases stay fixed",
     )
+    p.add_argument(
+        "--canvas-size",
+        type=positive_int,
+        default=CANVAS_SIZE,
+        help="side of the translated and cluttered canvases (cluttered "
+        "canvases of 100 or more get 8 pieces of clutter, else 4)",
+    )
+    for option, what in (
+        ("num_glimpses", "glimpses"),
+        ("patch_size", "side of the finest patch"),
+        ("num_scales", "patches per glimpse"),
+    ):
+        p.add_argument(
+            "--" + option.replace("_", "-"),
+            type=positive_int,
+            help=f"{what} of every RAM row (default: the row's own)",
+        )
     p.add_argument("--plot", help="PNG of glimpse paths of the preset row")
     return p.parse_args(argv)
 
@@ -179,16 +236,25 @@ def load_task(variant, args):
     With fresh canvases the training images are the 28x28 items.
     """
     kwargs = {"sample": args.data == "sample", "path": args.path}
-    train_variant = "centered" if fresh(variant, args) else variant
-    train = fashion_mnist.load("train", train_variant, seed=args.seed, **kwargs)
+    canvas = None if variant == "centered" else args.canvas_size
+    train = fashion_mnist.load(
+        "train",
+        "centered" if fresh(variant, args) else variant,
+        canvas_size=None if fresh(variant, args) else canvas,
+        seed=args.seed,
+        **kwargs,
+    )
     # A different seed for the test canvases: no shared positions or clutter.
-    test = fashion_mnist.load("test", variant, seed=args.seed + 1, **kwargs)
+    test = fashion_mnist.load(
+        "test", variant, canvas_size=canvas, seed=args.seed + 1, **kwargs
+    )
     return (*train, *test)
 
 
 def train_row(name, data, args, run, result=None):
     """Trains (or resumes) one row; `result`: the row's scores, if known."""
-    variant, kind, options = ROWS[name]
+    variant, kind, _ = ROWS[name]
+    options = row_options(name, args)
     x_train, y_train, x_test, y_test = data
     with run.strategy.scope():
         model = build_model(kind, options, x_test.shape[1], args)
@@ -204,7 +270,8 @@ def train_row(name, data, args, run, result=None):
         )
     test_ds = fashion_mnist.as_dataset(x_test, y_test, 500, shuffle=False)
     print(
-        f"\n== {name}: {kind} on {TASKS[variant]}, {model.count_params():,} parameters"
+        f"\n== {name}: {kind} on {task_label(variant, x_test.shape[1])}, "
+        f"{model.count_params():,} parameters"
     )
     fit = run.fit(model, train_ds, stage=name, shuffle=False)
     if result is not None:  # Trained and scored before a kill.
@@ -213,7 +280,7 @@ def train_row(name, data, args, run, result=None):
     error = 100.0 * (1.0 - scores["accuracy"])
     print(f"{name}: test error {error:.2f}% ({len(y_test)} images)")
     result = {
-        "task": TASKS[variant],
+        "task": task_label(variant, x_test.shape[1]),
         "model": kind,
         "options": options,
         "parameters": int(model.count_params()),
@@ -265,7 +332,7 @@ def data_metadata(args, data, variant):
 def save_preset(run, model, result, data, results, draw=True):
     """Writes the preset row's model with the table so far (and `--plot`)."""
     metadata = run.metadata(
-        "Fashion-MNIST classification, translated 60x60",
+        f"Fashion-MNIST classification, {task_label('translated', data[2].shape[1])}",
         data_metadata(run.args, data, ROWS[PRESET_ROW][0]),
         {
             "test_error_percent": result["test_error_percent"],

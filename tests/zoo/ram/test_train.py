@@ -83,3 +83,47 @@ def test_fresh_canvases_train_on_items_and_test_on_fixed_canvases(tmp_path):
     ) + (256 * 10 + 10)
     assert all(row["test_images"] == 1000 for row in rows.values())
     assert "--fresh-canvases" in json.loads(results.read_text())["command"]
+
+
+def test_canvas_size_and_retina_options_reach_every_ram_row(tmp_path):
+    results = tmp_path / "t.json"
+    rows = train.main(
+        [
+            "--data", "sample",
+            "--epochs", "1",
+            "--rows", "ram_cluttered_6", "fc_cluttered", "ram_centered_2",
+            "--canvas-size", "100",
+            "--num-glimpses", "3",
+            "--patch-size", "8",
+            "--num-scales", "2",
+            "--units", "16",
+            "--batch-size", "64",
+            "--max-steps", "2",
+            "--results", str(results),
+            "--verbose", "0",
+        ]
+    )  # fmt: skip
+    retina = {"num_glimpses": 3, "patch_size": 8, "num_scales": 2}
+    assert rows["ram_cluttered_6"]["options"] == {**retina, "scale_factor": 2}
+    assert rows["ram_centered_2"]["options"] == retina  # centred rows keep 28x28
+    assert rows["fc_cluttered"]["options"] == {}
+    assert rows["ram_cluttered_6"]["task"] == "cluttered 100x100 (8 pieces 8x8)"
+    assert rows["ram_centered_2"]["task"] == "centred 28x28"
+    assert rows["fc_cluttered"]["parameters"] == (100 * 100 * 256 + 256) + (
+        256 * 256 + 256
+    ) + (256 * 10 + 10)
+    table = train.format_table(rows)
+    assert (
+        "| cluttered 100x100 (8 pieces 8x8) | RAM, 3 glimpses, 8x8, 2 scale(s) |"
+        in table
+    )
+
+
+@pytest.mark.parametrize(
+    "argv", [["--canvas-size", "0"], ["--num-glimpses", "-1"], ["--patch-size", "x"]]
+)
+def test_retina_options_refuse_non_positive_values(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train.parse_args(argv)
+    assert exit_info.value.code == 2
+    assert argv[0] in capsys.readouterr().err
