@@ -167,27 +167,39 @@ def test_commands_dispatch_on_the_type_not_the_methods(
 
 
 @pytest.mark.parametrize(
-    "data, variant, seeds",
+    "data, variant, seeds, canvas",
     [
-        ({"variant": "centered", "seeds": {"train": 5, "test": 6}}, "centered", 6),
+        (
+            {"variant": "centered", "seeds": {"train": 5, "test": 6}},
+            "centered",
+            6,
+            None,
+        ),
+        (
+            {"variant": "cluttered", "canvas_size": 100, "seeds": {"test": 2}},
+            "cluttered",
+            2,
+            100,
+        ),
         (
             {"variant": "translated: each 28x28 item at a uniformly random"},
             "translated",
             1,
+            None,
         ),
-        ({}, "translated", 1),
+        ({}, "translated", 1, None),
     ],
-    ids=["data", "old-prose", "none"],
+    ids=["data", "canvas", "old-prose", "none"],
 )
 def test_evaluate_reads_the_ram_data_variant_from_metadata(
-    data, variant, seeds, monkeypatch, capsys
+    data, variant, seeds, canvas, monkeypatch, capsys
 ):
     from zoo.ram import RecurrentAttentionModel
 
     loaded = []
 
-    def load(split, variant, seed, path=None):
-        loaded.append((split, variant, seed))
+    def load(split, variant, canvas_size, seed, path=None):
+        loaded.append((split, variant, seed, canvas_size))
         return np.zeros((4, 28, 28), "uint8"), np.zeros(4, "int64")
 
     model = RecurrentAttentionModel.__new__(RecurrentAttentionModel)
@@ -196,9 +208,9 @@ def test_evaluate_reads_the_ram_data_variant_from_metadata(
     monkeypatch.setattr(cli, "_load", lambda preset, dtype=None: model)
     monkeypatch.setattr(fashion_mnist, "load", load)
     assert cli.main(["evaluate", RAM]) == 0
-    assert loaded == [("test", variant, seeds)]
+    assert loaded == [("test", variant, seeds, canvas)]
     assert (
-        f"{variant} Fashion-MNIST test: error 0.00% (4 images)"
+        f"{variant} 28x28 Fashion-MNIST test: error 0.00% (4 images)"
         in capsys.readouterr().out
     )
 
