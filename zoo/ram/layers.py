@@ -180,13 +180,18 @@ class RecurrentAttention(keras.layers.Layer):
     """The RAM agent unrolled over `num_glimpses` steps.
 
     ```
-    l_0   = (0, 0)                              # the image centre
+    l_0   = (0, 0)                              # the image centre (*)
     g_t   = f_g(x, l_{t-1})                     # GlimpseNetwork
     h_t   = f_h(h_{t-1}, g_t)                   # ReLU RNN or LSTM
     l_t   ~ N(tanh(W_l h_t), std^2)             # LocationPolicy, t < T
     b_t   = W_b h_t + c                         # baseline (stop-gradient h_t)
     y     = f_a(h_T)                            # class logits
     ```
+
+    (*) With `random_first_glimpse=True`, in training `l_0` is drawn
+    uniformly from `[-1, 1]^2` for every image, so the policy must learn to
+    reach the object from anywhere rather than from the centre only; at
+    inference the first glimpse stays at the centre.
 
     Args:
         num_classes: int. Classes of the action network. Defaults to `10`.
@@ -211,6 +216,9 @@ class RecurrentAttention(keras.layers.Layer):
         policy_learning_rate_scale: float > 0. Relative step size of the
             location policy under Adam (`LocationPolicy`'s
             `learning_rate_scale`). Defaults to `1.0`.
+        random_first_glimpse: bool. In training, place each image's first
+            glimpse uniformly at random instead of at the centre (see
+            above). Defaults to `False`.
         **kwargs: base layer arguments.
 
     Call arguments:
@@ -255,6 +263,7 @@ class RecurrentAttention(keras.layers.Layer):
         seed=None,
         reinforce_core=False,
         policy_learning_rate_scale=1.0,
+        random_first_glimpse=False,
         **kwargs,
     ):
         # Images are not cast on the way in (under mixed precision either):
@@ -285,6 +294,7 @@ class RecurrentAttention(keras.layers.Layer):
         self.seed = seed
         self.reinforce_core = bool(reinforce_core)
         self.policy_learning_rate_scale = policy_learning_rate_scale
+        self.random_first_glimpse = bool(random_first_glimpse)
         # Created here (not in build) so a bad std fails at construction.
         self.location_policy = LocationPolicy(
             location_std,
@@ -341,6 +351,10 @@ class RecurrentAttention(keras.layers.Layer):
         num_states = 2 if self.cell == "lstm" else 1
         states = [ops.zeros((n, self.units), self.compute_dtype)] * num_states
         location = ops.zeros((n, 2), "float32")
+        if training and self.random_first_glimpse:
+            # erf(z / sqrt(2)) of a standard normal z is uniform on (-1, 1).
+            noise = replica_normal((n, 2), self.location_policy.seed_generator)
+            location = ops.erf(noise / math.sqrt(2.0))
         locations, log_probs, baselines = [location], [], []
         for t in range(self.num_glimpses):
             # Gather from the image as given; convert the gathered pixels only.
@@ -411,5 +425,6 @@ class RecurrentAttention(keras.layers.Layer):
             seed=self.seed,
             reinforce_core=self.reinforce_core,
             policy_learning_rate_scale=self.policy_learning_rate_scale,
+            random_first_glimpse=self.random_first_glimpse,
         )
         return config

@@ -72,7 +72,7 @@ ROWS = {
 #: The options `RecurrentAttentionModel` takes as arguments of the same name.
 MODEL_OPTIONS = (
     "units cell location_std test_samples seed reinforce_core reinforce_weight "
-    "policy_learning_rate_scale"
+    "policy_learning_rate_scale random_first_glimpse"
 ).split()
 #: RAM row options that `--num-glimpses`, `--patch-size` and `--num-scales`
 #: replace in every RAM row of a command.
@@ -147,6 +147,12 @@ def parse_args(argv=None):
         default=1.0,
         help="step size of the location policy relative to the rest of the "
         "model under Adam (LocationPolicy learning_rate_scale)",
+    )
+    p.add_argument(
+        "--random-first-glimpse",
+        action="store_true",
+        help="in training, place each image's first glimpse uniformly at "
+        "random instead of at the centre (inference starts at the centre)",
     )
     p.add_argument(
         "--fresh-canvases",

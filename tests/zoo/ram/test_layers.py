@@ -76,3 +76,21 @@ def test_learning_rate_scale_keeps_the_initial_policy_and_scales_adam_steps():
         LocationPolicy(learning_rate_scale=True)
     config = LocationPolicy(learning_rate_scale=0.25).get_config()
     assert LocationPolicy.from_config(config).learning_rate_scale == 0.25
+
+
+def test_random_first_glimpse_in_training_only():
+    images = np.zeros((256, 20, 20, 1), "float32")
+    agent = RecurrentAttention(
+        3, num_glimpses=2, patch_size=4, seed=5, random_first_glimpse=True
+    )
+    first = agent(images, training=True)["locations"].numpy()[:, 0]
+    assert np.all(np.abs(first) < 1.0)
+    # Uniform on (-1, 1)^2: mean 0, variance 1/3, every quadrant visited.
+    np.testing.assert_allclose(first.mean(0), 0.0, atol=0.15)
+    np.testing.assert_allclose(first.var(0), 1.0 / 3.0, atol=0.08)
+    assert len({tuple(q) for q in (first > 0).astype(int)}) == 4
+    assert np.all(agent(images, training=False)["locations"].numpy()[:, 0] == 0.0)
+    centred = RecurrentAttention(3, num_glimpses=2, patch_size=4, seed=5)
+    assert np.all(centred(images, training=True)["locations"].numpy()[:, 0] == 0.0)
+    clone = RecurrentAttention.from_config(agent.get_config())
+    assert clone.random_first_glimpse is True

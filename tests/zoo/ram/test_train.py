@@ -23,6 +23,7 @@ def test_table_rows_preset_and_plot(tmp_path):
             "--out", str(out),
             "--results", str(results),
             "--plot", str(plot),
+            "--random-first-glimpse",
             "--verbose", "0",
         ]
     )  # fmt: skip
@@ -49,6 +50,7 @@ def test_table_rows_preset_and_plot(tmp_path):
     assert meta["hardware"]["cores"] >= 1 and meta["hardware"]["devices"]
     assert model.class_names[0] == "T-shirt/top"
     assert model.num_glimpses == 6 and model.num_scales == 3
+    assert model.random_first_glimpse is True
     assert model.predict(np.zeros((1, 60, 60), "uint8"), verbose=0).shape == (1, 10)
     assert plot.read_bytes()[:4] == b"\x89PNG"
 
