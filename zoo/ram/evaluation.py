@@ -6,9 +6,15 @@ the item after the first one (at the canvas centre); a policy that does not
 wanders. Distances are in the `[-1, 1]` units of the glimpse locations (half
 the canvas side is 1).
 
+The canvases are those the preset was trained for (its metadata's variant,
+canvas size and test seed; translated 60x60 with seed 1 for older presets),
+or those of `--variant`, `--canvas-size` and `--seed`. On cluttered canvases
+the distance is to the item (not the clutter).
+
 Usage:
     python -m zoo.ram.evaluation ram_fashion_mnist_translated --limit 2000
     python -m zoo.ram.evaluation ./my_preset --path /usr/share/fashion-mnist
+    python -m zoo.ram.evaluation ./my_preset --canvas-size 200
 """
 
 import argparse
@@ -58,33 +64,49 @@ def glimpse_distances(locations, centres, edge=0.99):
 
 
 def main(argv=None):
+    from zoo.cli import classifier_data
     from zoo.task import Task
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("preset", help="shipped preset name or ./path")
     p.add_argument("--limit", type=positive_int, default=2000, help="test canvases")
-    p.add_argument("--canvas-size", type=positive_int, default=60)
-    p.add_argument("--seed", type=int, default=1, help="test seed of zoo.ram.train")
+    p.add_argument(
+        "--variant",
+        choices=["translated", "cluttered"],
+        help="canvases (default: the preset's; translated for a centred one)",
+    )
+    p.add_argument(
+        "--canvas-size", type=positive_int, help="default: the preset's, else 60"
+    )
+    p.add_argument("--seed", type=int, help="default: the preset's test seed")
     p.add_argument("--path", help="Fashion-MNIST IDX directory")
     args = p.parse_args(argv)
     model = Task.from_preset(args.preset)
+    variant, seeds, canvas_size = classifier_data(model.preset_metadata)
+    variant = args.variant or ("translated" if variant == "centered" else variant)
+    canvas_size = args.canvas_size or canvas_size or 60
+    seed = seeds["test"] if args.seed is None else args.seed
     images, labels = fashion_mnist.load_arrays("test", args.path)
     # The whole test set is placed (the canvases of zoo.ram.train), then cut.
-    canvases, positions = fashion_mnist.translate(
-        images, canvas_size=args.canvas_size, seed=args.seed
-    )
+    if variant == "cluttered":
+        pieces = 8 if canvas_size >= 100 else 4  # as fashion_mnist.load
+        canvases, positions = fashion_mnist.clutter(
+            images, canvas_size, pieces, seed=seed
+        )
+    else:
+        canvases, positions = fashion_mnist.translate(images, canvas_size, seed=seed)
     canvases, positions = canvases[: args.limit], positions[: args.limit]
     labels = labels[: args.limit]
     locations = model.glimpses(canvases)
     logits = np.asarray(model.predict(canvases, verbose=0))
     error = 100.0 * float(np.mean(logits.argmax(-1) != labels))
-    edge = 1.0 - model.patch_size / args.canvas_size
+    edge = 1.0 - model.patch_size / canvas_size
     mean, border = glimpse_distances(
-        locations, item_centres(positions, args.canvas_size), edge
+        locations, item_centres(positions, canvas_size), edge
     )
     print(
-        f"{args.preset}: {len(labels)} translated {args.canvas_size}x"
-        f"{args.canvas_size} test canvases (seed {args.seed}), error {error:.2f}%"
+        f"{args.preset}: {len(labels)} {variant} {canvas_size}x{canvas_size} "
+        f"test canvases (seed {seed}), error {error:.2f}%"
     )
     print("| glimpse | " + " | ".join(str(t + 1) for t in range(len(mean))) + " |")
     print("|---|" + "---:|" * len(mean))

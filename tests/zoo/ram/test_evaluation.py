@@ -1,0 +1,39 @@
+"""python -m zoo.ram.evaluation: per-glimpse distances on the preset's canvases."""
+
+import numpy as np
+import pytest
+
+from zoo.data import fashion_mnist
+from zoo.ram import evaluation
+
+pytestmark = pytest.mark.tensorflow_only
+
+PRESET = "ram_fashion_mnist_translated"
+
+
+def test_distances_on_the_presets_canvases_and_on_others(capsys):
+    path = fashion_mnist.sample_path()
+    mean, border = evaluation.main([PRESET, "--limit", "50", "--path", path])
+    assert mean.shape == border.shape == (6,)
+    out = capsys.readouterr().out
+    # The preset's own test canvases: translated 60x60, seed 1.
+    assert "50 translated 60x60 test canvases (seed 1)" in out
+    assert out.count("|---|") == 1
+    # Glimpse 1 sits at the centre: its distance is the items' mean offset.
+    images = fashion_mnist.load_arrays("test", path)[0]
+    _, positions = fashion_mnist.translate(images, 60, seed=1)
+    centres = evaluation.item_centres(positions[:50], 60)
+    np.testing.assert_allclose(mean[0], np.linalg.norm(centres, axis=-1).mean())
+
+    evaluation.main(
+        [PRESET, "--limit", "20", "--path", path, "--variant", "cluttered"]
+        + ["--canvas-size", "100", "--seed", "3"]
+    )
+    assert "20 cluttered 100x100 test canvases (seed 3)" in capsys.readouterr().out
+
+
+def test_bad_variant_exits_2(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        evaluation.main([PRESET, "--variant", "rotated"])
+    assert exit_info.value.code == 2
+    assert "--variant" in capsys.readouterr().err
