@@ -237,6 +237,7 @@ def test_shipped_configs_load_unchanged(path):
         "class_names",
         "reinforce_core",
         "policy_learning_rate_scale",
+        "random_first_glimpse",
     }
 
 
