@@ -79,6 +79,15 @@ def main(argv=None):
         "--canvas-size", type=positive_int, help="default: the preset's, else 60"
     )
     p.add_argument("--seed", type=int, help="default: the preset's test seed")
+    p.add_argument(
+        "--start",
+        choices=["centre", "random"],
+        default="centre",
+        help="first glimpse at the canvas centre (as the model does) or at a "
+        "uniformly random place of each canvas (seeded by --seed): does the "
+        "policy reach the item from anywhere?",
+    )
+    p.add_argument("--plot", help="PNG of the glimpse paths of the first 8 canvases")
     p.add_argument("--path", help="Fashion-MNIST IDX directory")
     args = p.parse_args(argv)
     model = Task.from_preset(args.preset)
@@ -97,8 +106,10 @@ def main(argv=None):
         canvases, positions = fashion_mnist.translate(images, canvas_size, seed=seed)
     canvases, positions = canvases[: args.limit], positions[: args.limit]
     labels = labels[: args.limit]
-    locations = model.glimpses(canvases)
-    logits = np.asarray(model.predict(canvases, verbose=0))
+    first = None
+    if args.start == "random":
+        first = np.random.default_rng(seed).uniform(-1, 1, (len(labels), 2))
+    locations, logits = paths(model, canvases, first)
     error = 100.0 * float(np.mean(logits.argmax(-1) != labels))
     edge = 1.0 - model.patch_size / canvas_size
     mean, border = glimpse_distances(
@@ -106,7 +117,8 @@ def main(argv=None):
     )
     print(
         f"{args.preset}: {len(labels)} {variant} {canvas_size}x{canvas_size} "
-        f"test canvases (seed {seed}), error {error:.2f}%"
+        f"test canvases (seed {seed}), first glimpse at the {args.start}, "
+        f"error {error:.2f}%"
     )
     print("| glimpse | " + " | ".join(str(t + 1) for t in range(len(mean))) + " |")
     print("|---|" + "---:|" * len(mean))
@@ -118,7 +130,53 @@ def main(argv=None):
         + " | ".join(f"{100 * b:.1f}" for b in border)
         + " |"
     )
+    if args.plot:
+        from zoo.ram.plotting import plot_glimpses
+
+        names = model.class_names or [str(k) for k in range(model.num_classes)]
+        predicted = logits.argmax(-1)
+        plot_glimpses(
+            canvases[:8],
+            locations[:8],
+            args.plot,
+            model.patch_size,
+            model.num_scales,
+            model.scale_factor,
+            titles=[f"{names[t]} / {names[p]}" for t, p in zip(labels, predicted)],
+        )
+        print(f"glimpse paths drawn to {args.plot}")
     return mean, border
+
+
+def paths(model, images, first_locations=None, batch_size=500):
+    """`(locations, logits)` of a RAM task on `images`, as at inference.
+
+    Args:
+        model: a `RecurrentAttentionModel`.
+        images: images as `predict` takes them.
+        first_locations: optional `(N, 2)` first glimpse of each image
+            (default: the centre).
+        batch_size: int. Defaults to `500`.
+
+    Example:
+    >>> from zoo.ram import RecurrentAttentionModel
+    >>> model = RecurrentAttentionModel(num_classes=3, num_glimpses=2)
+    >>> locations, logits = paths(model, np.zeros((2, 28, 28), "uint8"),
+    ...                           first_locations=[[0.5, 0.5], [-1, 0]])
+    >>> locations.shape, logits.shape, locations[:, 0].tolist()
+    ((2, 2, 2), (2, 3), [[0.5, 0.5], [-1.0, 0.0]])
+    """
+    standardized = model.preprocessor.standardize(images)
+    agent = model.backbone.recurrent_attention
+    locations, logits = [], []
+    for start in range(0, int(standardized.shape[0]), batch_size):
+        first = None
+        if first_locations is not None:
+            first = np.asarray(first_locations[start : start + batch_size], "float32")
+        outputs = agent(standardized[start : start + batch_size], first_locations=first)
+        locations.append(np.asarray(outputs["locations"]))
+        logits.append(np.asarray(outputs["logits"]))
+    return np.concatenate(locations), np.concatenate(logits)
 
 
 if __name__ == "__main__":

@@ -226,6 +226,10 @@ class RecurrentAttention(keras.layers.Layer):
             1 or 3 channels; integer (0-255) or float (0-1) values, read as
             given: only the gathered pixels are cast and converted.
         training: bool. Sample locations (True) or follow the mean.
+        first_locations: optional `(batch, 2)` `(y, x)` in `[-1, 1]`: where
+            the first glimpse of each image is taken, instead of the centre
+            (or the random training draw); e.g. to see whether the policy
+            reaches the object from anywhere.
 
     Returns:
         A dict: `logits` `(batch, num_classes)` (log of the averaged
@@ -339,14 +343,23 @@ class RecurrentAttention(keras.layers.Layer):
         self.classifier.build((batch, self.units))
         self.built = True
 
-    def call(self, images, training=False):
+    def call(self, images, training=False, first_locations=None):
         images = ops.convert_to_tensor(images)
         if len(images.shape) == 3:
             images = ops.expand_dims(images, -1)
         integer = "int" in keras.backend.standardize_dtype(images.dtype)
+        if first_locations is not None:
+            first_locations = ops.convert_to_tensor(first_locations, "float32")
+            if tuple(first_locations.shape[1:]) != (2,):
+                raise ValueError(
+                    "first_locations must have shape (batch, 2), (y, x) in "
+                    f"[-1, 1]. Received: first_locations.shape={first_locations.shape}"
+                )
         samples = 1 if training else self.test_samples
         if samples > 1:
             images = ops.repeat(images, samples, axis=0)
+            if first_locations is not None:
+                first_locations = ops.repeat(first_locations, samples, axis=0)
         n = ops.shape(images)[0]
         num_states = 2 if self.cell == "lstm" else 1
         states = [ops.zeros((n, self.units), self.compute_dtype)] * num_states
@@ -355,6 +368,8 @@ class RecurrentAttention(keras.layers.Layer):
             # erf(z / sqrt(2)) of a standard normal z is uniform on (-1, 1).
             noise = replica_normal((n, 2), self.location_policy.seed_generator)
             location = ops.erf(noise / math.sqrt(2.0))
+        if first_locations is not None:
+            location = ops.clip(first_locations, -1.0, 1.0)
         locations, log_probs, baselines = [location], [], []
         for t in range(self.num_glimpses):
             # Gather from the image as given; convert the gathered pixels only.
@@ -397,7 +412,7 @@ class RecurrentAttention(keras.layers.Layer):
             "baselines": baselines,
         }
 
-    def compute_output_spec(self, images, training=False):
+    def compute_output_spec(self, images, training=False, first_locations=None):
         batch = images.shape[0]
         steps = self.num_glimpses - 1
         return {

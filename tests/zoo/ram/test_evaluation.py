@@ -32,6 +32,18 @@ def test_distances_on_the_presets_canvases_and_on_others(capsys):
     assert "20 cluttered 100x100 test canvases (seed 3)" in capsys.readouterr().out
 
 
+def test_random_first_glimpses_and_the_plot(tmp_path, capsys):
+    path, png = fashion_mnist.sample_path(), tmp_path / "paths.png"
+    argv = [PRESET, "--limit", "30", "--path", path, "--start", "random"]
+    mean, _ = evaluation.main(argv + ["--plot", str(png)])
+    assert "first glimpse at the random" in capsys.readouterr().out
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    # Seeded: the same random starts again; farther from the item than the centre.
+    np.testing.assert_array_equal(evaluation.main(argv)[0], mean)
+    centre, _ = evaluation.main(argv[:-2])
+    assert mean[0] > centre[0]
+
+
 def test_bad_variant_exits_2(capsys):
     with pytest.raises(SystemExit) as exit_info:
         evaluation.main([PRESET, "--variant", "rotated"])

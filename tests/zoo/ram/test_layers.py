@@ -94,3 +94,15 @@ def test_random_first_glimpse_in_training_only():
     assert np.all(centred(images, training=True)["locations"].numpy()[:, 0] == 0.0)
     clone = RecurrentAttention.from_config(agent.get_config())
     assert clone.random_first_glimpse is True
+
+
+def test_first_locations_replace_the_first_glimpse():
+    images = RNG.uniform(size=(3, 20, 20, 1)).astype("float32")
+    agent = RecurrentAttention(3, num_glimpses=3, patch_size=4, seed=5, test_samples=2)
+    first = np.array([[0.5, -0.5], [-1.0, 1.0], [2.0, 0.0]], "float32")
+    out = agent(images, first_locations=first)
+    # Clipped to the canvas; the policy chooses the later glimpses.
+    np.testing.assert_allclose(out["locations"].numpy()[:, 0], np.clip(first, -1, 1))
+    assert not np.allclose(out["locations"].numpy()[:, 1], 0.0)
+    with pytest.raises(ValueError, match=r"first_locations.shape=\(3, 3\)"):
+        agent(images, first_locations=np.zeros((3, 3), "float32"))
