@@ -4,7 +4,10 @@ On translated Fashion-MNIST canvases the item's position is known, so the
 policy can be judged directly: a policy that looks moves its glimpses towards
 the item after the first one (at the canvas centre); a policy that does not
 wanders. Distances are in the `[-1, 1]` units of the glimpse locations (half
-the canvas side is 1).
+the canvas side is 1). Two more rows per glimpse: the slope of the glimpse
+position on the item position (1: the glimpses follow the item; 0: they go
+to the same place on every canvas, however near the items that place is on
+average) and the share of the finest patch that falls on the item's pixels.
 
 The canvases are those the preset was trained for (its metadata's variant,
 canvas size and test seed; translated 60x60 with seed 1 for older presets),
@@ -61,6 +64,77 @@ def glimpse_distances(locations, centres, edge=0.99):
     distances = np.linalg.norm(locations - np.asarray(centres)[:, None], axis=-1)
     border = np.any(np.abs(locations) > edge, axis=-1)
     return distances.mean(axis=0), border.mean(axis=0)
+
+
+def following_slopes(locations, centres):
+    """Per glimpse: least-squares slope of glimpse position on item position.
+
+    Averaged over the two axes: 1 when the glimpses follow the item wherever
+    it is, 0 when they go to the same place whatever the canvas (however
+    close to the items that place is on average).
+
+    Example:
+    >>> centres = np.array([[0.5, -0.5], [-0.5, 0.5], [0.0, 0.2]])
+    >>> locations = np.stack([np.zeros_like(centres), 0.8 * centres], axis=1)
+    >>> following_slopes(locations, centres).round(6)
+    array([0. , 0.8])
+    """
+    locations = np.asarray(locations, "float64")
+    c = np.asarray(centres, "float64")
+    c = c - c.mean(axis=0)
+    moves = locations - locations.mean(axis=0)
+    spread = (c**2).sum(axis=0)  # 0 when every item sits at one place
+    covariance = (moves * c[:, None]).sum(axis=0)
+    slopes = np.divide(
+        covariance, spread, out=np.zeros_like(covariance), where=spread > 0
+    )
+    return slopes.mean(axis=-1)
+
+
+def item_coverage(canvases, positions, locations, patch_size, item_size=None):
+    """Per glimpse: mean share of the finest patch on the item's pixels.
+
+    The item's pixels are the non-zero pixels of its box (clutter never
+    overlaps the box, so this holds for cluttered canvases too).
+
+    Example:
+    >>> canvases = np.zeros((1, 8, 8), "uint8")
+    >>> canvases[0, :4, :4] = 255  # a 4x4 item in the top-left corner
+    >>> locations = np.array([[[-0.5, -0.5], [0.5, 0.5], [-0.5, 0.0]]])
+    >>> item_coverage(canvases, [[0, 0]], locations, 4, item_size=4)
+    array([1. , 0. , 0.5])
+    """
+    item_size = item_size or fashion_mnist.ITEM_SIZE
+    canvases = np.asarray(canvases)
+    canvases = canvases.reshape(canvases.shape[:3])
+    n, height, width = canvases.shape
+    positions = np.asarray(positions)
+    locations = np.asarray(locations, "float64")
+    # Ink of each canvas inside its item's box, summed: an integral image.
+    ink = canvases > 0
+    rows, cols = np.arange(height)[None, :, None], np.arange(width)[None, None, :]
+    top, left = positions[:, 0, None, None], positions[:, 1, None, None]
+    ink &= (rows >= top) & (rows < top + item_size)
+    ink &= (cols >= left) & (cols < left + item_size)
+    table = np.zeros((n, height + 1, width + 1))
+    table[:, 1:, 1:] = ink.cumsum(axis=1).cumsum(axis=2)
+    index = np.arange(n)
+    shares = []
+    for t in range(locations.shape[1]):
+        # The sensor's corner of the finest patch (GlimpseSensor._corner).
+        centre = (locations[:, t] + 1.0) * 0.5 * np.array([height, width])
+        corner = np.floor(centre - 0.5 * patch_size + 0.5).astype(int)
+        y0, x0 = np.clip(corner[:, 0], 0, height), np.clip(corner[:, 1], 0, width)
+        y1 = np.clip(corner[:, 0] + patch_size, 0, height)
+        x1 = np.clip(corner[:, 1] + patch_size, 0, width)
+        count = (
+            table[index, y1, x1]
+            - table[index, y0, x1]
+            - table[index, y1, x0]
+            + table[index, y0, x0]
+        )
+        shares.append(np.mean(count / patch_size**2))
+    return np.array(shares)
 
 
 def main(argv=None):
@@ -124,6 +198,19 @@ def main(argv=None):
     print("|---|" + "---:|" * len(mean))
     print(
         "| mean distance to the item | " + " | ".join(f"{d:.2f}" for d in mean) + " |"
+    )
+    centres = item_centres(positions, canvas_size)
+    slopes = following_slopes(locations, centres)
+    print(
+        "| slope on the item's position (1: follows it) | "
+        + " | ".join(f"{v:.2f}" for v in slopes)
+        + " |"
+    )
+    coverage = item_coverage(canvases, positions, locations, model.patch_size)
+    print(
+        "| item pixels in the finest patch (%) | "
+        + " | ".join(f"{100 * v:.0f}" for v in coverage)
+        + " |"
     )
     print(
         "| finest patch off the canvas (%) | "

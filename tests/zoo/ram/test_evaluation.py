@@ -49,3 +49,15 @@ def test_bad_variant_exits_2(capsys):
         evaluation.main([PRESET, "--variant", "rotated"])
     assert exit_info.value.code == 2
     assert "--variant" in capsys.readouterr().err
+
+
+def test_item_coverage_counts_the_item_not_the_clutter():
+    items = fashion_mnist.load_arrays("test", fashion_mnist.sample_path())[0][:20]
+    canvases, positions = fashion_mnist.clutter(items, 60, num_pieces=8, seed=2)
+    centres = evaluation.item_centres(positions, 60)
+    whole_box = evaluation.item_coverage(canvases, positions, centres[:, None], 28)
+    np.testing.assert_allclose(whole_box, [np.mean(items > 0)])
+    # Every canvas seen whole: only the item's own pixels count.
+    everything = evaluation.item_coverage(canvases, positions, np.zeros((20, 1, 2)), 60)
+    assert (canvases > 0).mean() > everything[0]
+    np.testing.assert_allclose(everything, [np.mean(items > 0) * 28**2 / 60**2])
