@@ -191,7 +191,8 @@ def main(argv=None):
     )
     print(
         f"{args.preset}: {len(labels)} {variant} {canvas_size}x{canvas_size} "
-        f"test canvases (seed {seed}), first glimpse at the {args.start}, "
+        f"test canvases (seed {seed}), first glimpse "
+        f"{'at random' if args.start == 'random' else 'at the centre'}, "
         f"error {error:.2f}%"
     )
     print("| glimpse | " + " | ".join(str(t + 1) for t in range(len(mean))) + " |")

@@ -36,7 +36,7 @@ def test_random_first_glimpses_and_the_plot(tmp_path, capsys):
     path, png = fashion_mnist.sample_path(), tmp_path / "paths.png"
     argv = [PRESET, "--limit", "30", "--path", path, "--start", "random"]
     mean, _ = evaluation.main(argv + ["--plot", str(png)])
-    assert "first glimpse at the random" in capsys.readouterr().out
+    assert "first glimpse at random" in capsys.readouterr().out
     assert png.read_bytes()[:4] == b"\x89PNG"
     # Seeded: the same random starts again; farther from the item than the centre.
     np.testing.assert_array_equal(evaluation.main(argv)[0], mean)
