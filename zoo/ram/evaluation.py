@@ -172,7 +172,7 @@ def main(argv=None):
     images, labels = fashion_mnist.load_arrays("test", args.path)
     # The whole test set is placed (the canvases of zoo.ram.train), then cut.
     if variant == "cluttered":
-        pieces = 8 if canvas_size >= 100 else 4  # as fashion_mnist.load
+        pieces = fashion_mnist.clutter_pieces(canvas_size)
         canvases, positions = fashion_mnist.clutter(
             images, canvas_size, pieces, seed=seed
         )

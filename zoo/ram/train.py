@@ -92,7 +92,7 @@ def task_label(variant, canvas_size=CANVAS_SIZE):
     size = f"{canvas_size}x{canvas_size}"
     if variant == "translated":
         return f"translated {size}"
-    pieces = 8 if canvas_size >= 100 else 4  # fashion_mnist.load's default
+    pieces = fashion_mnist.clutter_pieces(canvas_size)
     return f"cluttered {size} ({pieces} pieces 8x8)"
 
 
