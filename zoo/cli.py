@@ -278,70 +278,16 @@ def _evaluate(args):
         evaluate_scenes(model, test, beam_widths=sorted({1, args.beam}))
         return 0
     if kind == "classification":
-        return _evaluate_classifier(model, args)
+        from zoo.ram.evaluation import evaluate_classifier
+
+        if args.split == "validation":
+            raise ValueError(
+                "Fashion-MNIST has no validation split: use train or test."
+            )
+        evaluate_classifier(model, args.split, args.limit, args.data_path)
+        return 0
     print(f"Preset {args.preset} has no evaluation here.", file=sys.stderr)
     return 2
-
-
-def classifier_data(metadata):
-    """`(variant, seeds, canvas_size)` of the task a RAM preset learned.
-
-    Read from the preset's metadata as data (`data.variant`, `data.seeds`,
-    `data.canvas_size`, written by `zoo.ram.train`); presets written before
-    then describe the variant in prose ("translated: each 28x28 item ...")
-    and used the seeds 0 (train) and 1 (test) and the loader's default
-    canvas (`canvas_size` None).
-
-    Example:
-    >>> classifier_data({"data": {"variant": "cluttered", "canvas_size": 100,
-    ...                           "seeds": {"train": 3, "test": 4}}})
-    ('cluttered', {'train': 3, 'test': 4}, 100)
-    >>> classifier_data({"data": {"variant": "translated: each 28x28 item at"}})
-    ('translated', {'train': 0, 'test': 1}, None)
-    """
-    from zoo.data.fashion_mnist import VARIANTS
-
-    data = (metadata or {}).get("data", {})
-    variant = data.get("variant", "translated")
-    if variant not in VARIANTS:  # The prose of older presets.
-        variant = variant.split(":")[0].strip()
-    if variant not in VARIANTS:
-        raise ValueError(
-            f"The preset's data variant is none of {VARIANTS}. "
-            f"Received: variant={data.get('variant')!r}"
-        )
-    seeds = data.get("seeds", {"train": 0, "test": 1})
-    return variant, seeds, data.get("canvas_size")
-
-
-def _evaluate_classifier(model, args):
-    """Error rate of a glimpse classifier on the Fashion-MNIST variant it learned."""
-    import numpy as np
-
-    from zoo.data import fashion_mnist
-
-    if args.split == "validation":
-        raise ValueError("Fashion-MNIST has no validation split: use train or test.")
-    variant, seeds, canvas_size = classifier_data(
-        getattr(model, "preset_metadata", None)
-    )
-    images, labels = fashion_mnist.load(
-        args.split,
-        variant,
-        canvas_size=canvas_size,
-        seed=seeds[args.split],
-        path=args.data_path,
-    )
-    if args.limit:
-        images, labels = images[: args.limit], labels[: args.limit]
-    logits = np.asarray(model.predict(images, batch_size=256, verbose=1))
-    error = 100.0 * float(np.mean(logits.argmax(-1) != labels))
-    side = images.shape[1]
-    print(
-        f"{variant} {side}x{side} Fashion-MNIST {args.split}: error {error:.2f}% "
-        f"({len(labels)} images)"
-    )
-    return 0
 
 
 def _export(args):

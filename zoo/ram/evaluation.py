@@ -1,4 +1,7 @@
-"""Where a RAM preset looks: distance from each glimpse to the item, per glimpse.
+"""How well a RAM preset classifies, and where it looks, per glimpse.
+
+`evaluate_classifier` prints the error on the canvases the preset learned
+(what `python -m zoo evaluate` runs). The rest measures the policy.
 
 On translated Fashion-MNIST canvases the item's position is known, so the
 policy can be judged directly: a policy that looks moves its glimpses towards
@@ -137,8 +140,83 @@ def item_coverage(canvases, positions, locations, patch_size, item_size=None):
     return np.array(shares)
 
 
+def preset_data(metadata):
+    """`(variant, seeds, canvas_size)` of the task a RAM preset learned.
+
+    Read from the preset's metadata as data (`data.variant`, `data.seeds`,
+    `data.canvas_size`, written by `zoo.ram.train`); presets written before
+    then describe the variant in prose ("translated: each 28x28 item ...")
+    and used the seeds 0 (train) and 1 (test) and the loader's default
+    canvas (`canvas_size` None).
+
+    Args:
+        metadata: dict (a preset's `metadata.json`) or None.
+
+    Returns:
+        `(variant, seeds, canvas_size)`: a `fashion_mnist.VARIANTS` name,
+        `{"train": int, "test": int}` and an int or None.
+
+    Raises:
+        ValueError: the variant is not one the loader knows.
+
+    Example:
+    >>> preset_data({"data": {"variant": "cluttered", "canvas_size": 100,
+    ...                       "seeds": {"train": 3, "test": 4}}})
+    ('cluttered', {'train': 3, 'test': 4}, 100)
+    >>> preset_data({"data": {"variant": "translated: each 28x28 item at"}})
+    ('translated', {'train': 0, 'test': 1}, None)
+    """
+    data = (metadata or {}).get("data", {})
+    variant = data.get("variant", "translated")
+    if variant not in fashion_mnist.VARIANTS:  # The prose of older presets.
+        variant = variant.split(":")[0].strip()
+    if variant not in fashion_mnist.VARIANTS:
+        raise ValueError(
+            f"The preset's data variant is none of {fashion_mnist.VARIANTS}. "
+            f"Received: variant={data.get('variant')!r}"
+        )
+    seeds = data.get("seeds", {"train": 0, "test": 1})
+    return variant, seeds, data.get("canvas_size")
+
+
+def evaluate_classifier(model, split="test", limit=None, path=None):
+    """Prints and returns the error (%) of a RAM task on what it learned.
+
+    The images are the preset's (`preset_data`): its variant, canvas size
+    and the seed of `split`, from the Fashion-MNIST files at `path`.
+
+    Args:
+        model: a `RecurrentAttentionModel` (its `preset_metadata` says the
+            task; none: translated 60x60 canvases).
+        split: `"train"` or `"test"`. Defaults to `"test"`.
+        limit: optional int, the first images only.
+        path: optional Fashion-MNIST IDX directory.
+
+    Returns:
+        float, the error in percent.
+    """
+    if split not in ("train", "test"):
+        raise ValueError(
+            f"`split` must be 'train' or 'test' (Fashion-MNIST has no other). "
+            f"Received: split={split!r}"
+        )
+    variant, seeds, canvas_size = preset_data(getattr(model, "preset_metadata", None))
+    images, labels = fashion_mnist.load(
+        split, variant, canvas_size=canvas_size, seed=seeds[split], path=path
+    )
+    if limit:
+        images, labels = images[:limit], labels[:limit]
+    logits = np.asarray(model.predict(images, batch_size=256, verbose=1))
+    error = 100.0 * float(np.mean(logits.argmax(-1) != labels))
+    side = images.shape[1]
+    print(
+        f"{variant} {side}x{side} Fashion-MNIST {split}: error {error:.2f}% "
+        f"({len(labels)} images)"
+    )
+    return error
+
+
 def main(argv=None):
-    from zoo.cli import classifier_data
     from zoo.task import Task
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -165,7 +243,7 @@ def main(argv=None):
     p.add_argument("--path", help="Fashion-MNIST IDX directory")
     args = p.parse_args(argv)
     model = Task.from_preset(args.preset)
-    variant, seeds, canvas_size = classifier_data(model.preset_metadata)
+    variant, seeds, canvas_size = preset_data(model.preset_metadata)
     variant = args.variant or ("translated" if variant == "centered" else variant)
     canvas_size = args.canvas_size or canvas_size or 60
     seed = seeds["test"] if args.seed is None else args.seed
@@ -183,7 +261,7 @@ def main(argv=None):
     first = None
     if args.start == "random":
         first = np.random.default_rng(seed).uniform(-1, 1, (len(labels), 2))
-    locations, logits = paths(model, canvases, first)
+    locations, logits = model.look(canvases, first)
     error = 100.0 * float(np.mean(logits.argmax(-1) != labels))
     edge = 1.0 - model.patch_size / canvas_size
     mean, border = glimpse_distances(
@@ -234,37 +312,6 @@ def main(argv=None):
         )
         print(f"glimpse paths drawn to {args.plot}")
     return mean, border
-
-
-def paths(model, images, first_locations=None, batch_size=500):
-    """`(locations, logits)` of a RAM task on `images`, as at inference.
-
-    Args:
-        model: a `RecurrentAttentionModel`.
-        images: images as `predict` takes them.
-        first_locations: optional `(N, 2)` first glimpse of each image
-            (default: the centre).
-        batch_size: int. Defaults to `500`.
-
-    Example:
-    >>> from zoo.ram import RecurrentAttentionModel
-    >>> model = RecurrentAttentionModel(num_classes=3, num_glimpses=2)
-    >>> locations, logits = paths(model, np.zeros((2, 28, 28), "uint8"),
-    ...                           first_locations=[[0.5, 0.5], [-1, 0]])
-    >>> locations.shape, logits.shape, locations[:, 0].tolist()
-    ((2, 2, 2), (2, 3), [[0.5, 0.5], [-1.0, 0.0]])
-    """
-    standardized = model.preprocessor.standardize(images)
-    agent = model.backbone.recurrent_attention
-    locations, logits = [], []
-    for start in range(0, int(standardized.shape[0]), batch_size):
-        first = None
-        if first_locations is not None:
-            first = np.asarray(first_locations[start : start + batch_size], "float32")
-        outputs = agent(standardized[start : start + batch_size], first_locations=first)
-        locations.append(np.asarray(outputs["locations"]))
-        logits.append(np.asarray(outputs["logits"]))
-    return np.concatenate(locations), np.concatenate(logits)
 
 
 if __name__ == "__main__":

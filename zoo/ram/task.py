@@ -357,12 +357,54 @@ class RecurrentAttentionModel(Task):
         >>> locations.shape, locations[0, 0].tolist()  # the first: the centre
         ((1, 2, 2), [0.0, 0.0])
         """
+        return self.look(images, batch_size=batch_size)[0]
+
+    def look(self, images, first_locations=None, batch_size=256):
+        """Where the agent looks and what it concludes, as at inference.
+
+        Args:
+            images: images as accepted by `fit` (uint8 or float, any size).
+            first_locations: optional `(batch, 2)` `(y, x)` in `[-1, 1]`:
+                each image's first glimpse (default: the centre), e.g. to
+                see whether the policy reaches the item from anywhere.
+            batch_size: int. Defaults to `256`.
+
+        Returns:
+            `(locations, logits)` as NumPy arrays, `(batch, num_glimpses, 2)`
+            and `(batch, num_classes)`.
+
+        Example:
+        >>> import numpy as np
+        >>> model = RecurrentAttentionModel(num_classes=3, num_glimpses=2)
+        >>> locations, logits = model.look(
+        ...     np.zeros((2, 28, 28), "uint8"), first_locations=[[0.5, 0.5], [-1, 0]])
+        >>> locations.shape, logits.shape, locations[:, 0].tolist()
+        ((2, 2, 2), (2, 3), [[0.5, 0.5], [-1.0, 0.0]])
+        """
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(
+                f"`batch_size` must be a positive int. Received: batch_size={batch_size!r}"
+            )
         standardized = self.preprocessor.standardize(images)
-        found = []
-        for start in range(0, int(standardized.shape[0]), batch_size):
-            batch = standardized[start : start + batch_size]
-            found.append(ops.convert_to_numpy(self(batch, training=False)["locations"]))
-        return np.concatenate(found, axis=0)
+        count = int(standardized.shape[0])
+        if first_locations is not None:
+            first_locations = np.asarray(first_locations, "float32")
+            if first_locations.shape != (count, 2):
+                raise ValueError(
+                    f"`first_locations` must be (batch, 2) = ({count}, 2), one "
+                    "(y, x) per image. Received: "
+                    f"first_locations.shape={first_locations.shape}"
+                )
+        agent = self.backbone.recurrent_attention
+        locations, logits = [], []
+        for start in range(0, count, batch_size):
+            first = None
+            if first_locations is not None:
+                first = first_locations[start : start + batch_size]
+            outputs = agent(standardized[start : start + batch_size], first_locations=first)
+            locations.append(ops.convert_to_numpy(outputs["locations"]))
+            logits.append(ops.convert_to_numpy(outputs["logits"]))
+        return np.concatenate(locations), np.concatenate(logits)
 
     # Saving ------------------------------------------------------------------
 

@@ -63,7 +63,7 @@ def test_seeking_preset_follows_the_item():
     labels = fashion_mnist.load("test", sample=True)[1]
     first = np.random.default_rng(0).uniform(-1, 1, (len(items), 2))
     for start in (None, first):
-        locations, logits = evaluation.paths(model, canvases, start)
+        locations, logits = model.look(canvases, start)
         assert float(np.mean(logits.argmax(-1) != labels)) < 0.35
         # After three glimpses the policy follows the item, from the centre
         # or from anywhere (full test set: 0.72-0.79; the long preset: at

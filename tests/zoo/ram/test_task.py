@@ -386,3 +386,21 @@ def test_the_task_graph_calls_the_backbone():
     direct = model.backbone(images[..., None])["logits"]
     logits = model.predict(images, verbose=0)
     np.testing.assert_allclose(logits, direct, rtol=1e-5, atol=1e-5)
+
+
+def test_look_matches_predict_in_any_batching_and_takes_first_locations():
+    model = tiny()
+    images = RNG.integers(0, 256, (5, 30, 30), dtype="uint8")
+    locations, logits = model.look(images, batch_size=2)
+    whole_locations, whole_logits = model.look(images, batch_size=5)
+    np.testing.assert_allclose(locations, whole_locations, atol=1e-6)
+    np.testing.assert_allclose(logits, whole_logits, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(logits, model.predict(images, verbose=0), atol=1e-5)
+    np.testing.assert_array_equal(model.glimpses(images), locations)
+    first = RNG.uniform(-1, 1, (5, 2)).astype("float32")
+    moved, _ = model.look(images, first_locations=first, batch_size=2)
+    np.testing.assert_allclose(moved[:, 0], first, atol=1e-6)
+    with pytest.raises(ValueError, match=r"first_locations.*\(5, 2\).*\(4, 2\)"):
+        model.look(images, first_locations=first[:4])
+    with pytest.raises(ValueError, match="batch_size.*0"):
+        model.look(images, batch_size=0)
