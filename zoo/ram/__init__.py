@@ -2,9 +2,13 @@
 
 - `backbone.py`: `RecurrentAttentionBackbone`, the functional graph.
 - `preprocessor.py`: `ImagePreprocessor`, images of any dtype and layout.
-- `task.py`: `RecurrentAttentionModel`: hybrid loss, `classify`, `glimpses`.
+- `task.py`: `RecurrentAttentionModel`: hybrid loss, `classify`, `glimpses`,
+  `look`.
+- `evaluation.py`: error on the preset's canvases and where the policy looks.
 - `layers.py`: the agent's layers (`LocationPolicy`, `RecurrentAttention`).
 - `presets.py`: the shipped presets.
+- `train.py`: the error table and the presets (`python -m zoo.ram.train`);
+  `plotting.py`: glimpse-path figures; `export.py`: the serving export.
 """
 
 from zoo.ram.backbone import RecurrentAttentionBackbone
