@@ -24,6 +24,14 @@ translated training set once; the test canvases stay fixed (seed + 1):
         --rows ram_translated_6 --fresh-canvases \
         --policy-learning-rate-scale 0.1 --out runs/fresh
 
+`--initial-weights PRESET` starts the RAM rows from a preset's weights, e.g.
+to fine-tune `ram_fashion_mnist_translated_long` with the random first
+glimpse and REINFORCE reaching the core:
+
+    python -m zoo.ram.train --rows ram_translated_6 --fresh-canvases \
+        --initial-weights ram_fashion_mnist_translated_long \
+        --random-first-glimpse --reinforce-core --out runs/tuned
+
 `--num-glimpses`, `--patch-size` and `--num-scales` replace the retina of
 every RAM row of the command (the table names the retina each row had), and
 `--canvas-size` the side of the translated and cluttered canvases; e.g.
@@ -178,6 +186,14 @@ def parse_args(argv=None):
             type=positive_int,
             help=f"{what} of every RAM row (default: the row's own)",
         )
+    p.add_argument(
+        "--initial-weights",
+        metavar="PRESET",
+        help="RAM rows start from the weights of this preset (a shipped name "
+        "or ./path) instead of random ones, e.g. to fine-tune a preset with "
+        "other training options; the rows' network (retina, --units, --cell) "
+        "must be the preset's",
+    )
     p.add_argument("--plot", help="PNG of glimpse paths of the preset row")
     return p.parse_args(argv)
 
@@ -223,12 +239,38 @@ def build_model(kind, options, image_size, args):
         return fully_connected((image_size, image_size, 1))
     if kind == "conv":
         return small_convnet()
-    return RecurrentAttentionModel(
+    model = RecurrentAttentionModel(
         glimpse_output_units=args.units,
         class_names=fashion_mnist.CLASS_NAMES,
         **pick_options(args, *MODEL_OPTIONS),
         **options,
     )
+    if args.initial_weights:
+        start_from(model, args.initial_weights)
+    return model
+
+
+def start_from(model, preset):
+    """Gives `model` the weights of the RAM preset `preset` (same network).
+
+    Raises:
+        ValueError: the preset's weights do not have the model's shapes.
+    """
+    source = RecurrentAttentionModel.from_preset(preset)
+    given = [tuple(w.shape) for w in source.weights]
+    have = [tuple(w.shape) for w in model.weights]
+    if given != have:
+        differ = [
+            f"{w.path} {g} in the preset, {h} here"
+            for w, g, h in zip(model.weights, given, have)
+            if g != h
+        ] or [f"{len(given)} weights in the preset, {len(have)} here"]
+        raise ValueError(
+            f"--initial-weights is a different network from this row's "
+            f"({differ[0]}); give the preset's retina, --units and --cell. "
+            f"Received: initial_weights={preset!r}"
+        )
+    model.set_weights(source.get_weights())
 
 
 def fresh(variant, args):

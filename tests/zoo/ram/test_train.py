@@ -129,3 +129,35 @@ def test_retina_options_refuse_non_positive_values(argv, capsys):
         train.parse_args(argv)
     assert exit_info.value.code == 2
     assert argv[0] in capsys.readouterr().err
+
+
+def test_initial_weights_start_the_ram_rows_from_a_preset(tmp_path):
+    tiny = ["--data", "sample", "--rows", "ram_translated_6", "--units", "16",
+            "--num-glimpses", "2", "--num-scales", "1", "--patch-size", "4",
+            "--batch-size", "64", "--verbose", "0"]  # fmt: skip
+    first = tmp_path / "first"
+    train.main([*tiny, "--epochs", "1", "--max-steps", "2", "--out", str(first)])
+    args = train.parse_args([*tiny, "--initial-weights", str(first)])
+    model = train.build_model(
+        "ram", train.row_options("ram_translated_6", args), 60, args
+    )
+    saved = RecurrentAttentionModel.from_preset(str(first))
+    for got, want in zip(model.get_weights(), saved.get_weights(), strict=True):
+        np.testing.assert_array_equal(got, want)
+    # The whole command runs from them and records the option.
+    second = tmp_path / "second"
+    train.main([*tiny, "--initial-weights", str(first), "--epochs", "1",
+                "--max-steps", "1", "--out", str(second)])  # fmt: skip
+    assert (
+        "--initial-weights"
+        in RecurrentAttentionModel.from_preset(str(second)).preset_metadata["command"]
+    )
+    other = train.parse_args(
+        [*tiny, "--num-scales", "2", "--initial-weights", str(first)]
+    )
+    with pytest.raises(
+        ValueError, match=r"--initial-weights.*different network.*first"
+    ):
+        train.build_model(
+            "ram", train.row_options("ram_translated_6", other), 60, other
+        )
