@@ -6,7 +6,7 @@ model card is `zoo/ram/README.md`.
 
 Example:
 >>> sorted(PRESETS)
-['ram_fashion_mnist_translated', 'ram_fashion_mnist_translated_long', 'ram_fashion_mnist_translated_seeking']
+['ram_fashion_mnist_translated', 'ram_fashion_mnist_translated_200', 'ram_fashion_mnist_translated_long', 'ram_fashion_mnist_translated_seeking']
 """
 
 PRESETS = {
@@ -23,5 +23,11 @@ PRESETS = {
         "6 glimpses of 2 scales (12x12, 24x24), first glimpse at random in "
         "training, REINFORCE reaching the core: its glimpses follow the item "
         "(slope 0.72-0.79 after the second); 21.18% test error."
+    ),
+    "ram_fashion_mnist_translated_200": (
+        "6 glimpses of 4 scales (12x12 to 96x96), trained on items at random "
+        "positions of a 200x200 canvas (first glimpse at random in training, "
+        "REINFORCE reaching the core): it searches for the item, 31.10% test "
+        "error on 200x200 canvases."
     ),
 }

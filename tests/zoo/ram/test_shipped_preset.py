@@ -73,3 +73,29 @@ def test_seeking_preset_follows_the_item():
         assert np.all(slopes[3:] > 0.5), slopes
         coverage = evaluation.item_coverage(canvases, positions, locations, 12)
         assert np.all(coverage[3:] > coverage[0] + 0.05), coverage
+
+
+@pytest.mark.tensorflow_only
+def test_200_preset_finds_the_item_on_a_200x200_canvas():
+    from zoo.ram import evaluation
+
+    name = "ram_fashion_mnist_translated_200"
+    meta = presets.verify_preset(zoo.list_presets()[name])
+    assert meta["data"]["canvas_size"] == 200
+    for flag in ("--canvas-size 200", "--num-scales 4", "--reinforce-core"):
+        assert flag in meta["command"]
+    model = zoo.from_preset(name)
+    assert (model.num_scales, model.patch_size) == (4, 12)
+    items = fashion_mnist.load_arrays("test", fashion_mnist.sample_path())[0]
+    canvases, positions = fashion_mnist.translate(items, 200, seed=1)
+    labels = fashion_mnist.load("test", sample=True)[1]
+    locations, logits = model.look(canvases)
+    # Chance is 90%; the full test set: 31.10% (card).
+    assert float(np.mean(logits.argmax(-1) != labels)) < 0.45
+    # From the centre the item is mostly out of the finest patches' reach;
+    # the later glimpses follow it and come nearer than the first.
+    centres = evaluation.item_centres(positions, 200)
+    slopes = evaluation.following_slopes(locations, centres)
+    assert np.all(slopes[4:] > 0.5), slopes
+    distances, _ = evaluation.glimpse_distances(locations, centres)
+    assert np.all(distances[4:] < distances[0] - 0.1), distances
