@@ -280,10 +280,6 @@ def _evaluate(args):
     if kind == "classification":
         from zoo.ram.evaluation import evaluate_classifier
 
-        if args.split == "validation":
-            raise ValueError(
-                "Fashion-MNIST has no validation split: use train or test."
-            )
         evaluate_classifier(model, args.split, args.limit, args.data_path)
         return 0
     print(f"Preset {args.preset} has no evaluation here.", file=sys.stderr)

@@ -233,3 +233,12 @@ def test_verbs_run_under_another_dtype_policy(items, capsys):
     argv = ["translate", SEQ2SEQ, "Jesus wept.", "--beam", "1"]
     assert cli.main([*argv, "--dtype", "mixed_bfloat16"]) == 0
     assert capsys.readouterr().out.strip()
+
+
+def test_evaluate_classifier_refuses_the_validation_split(capsys):
+    code = cli.main(
+        ["evaluate", "ram_fashion_mnist_translated", "--split", "validation"]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err
+    assert "split" in err and "validation" in err, err

@@ -197,8 +197,8 @@ def evaluate_classifier(model, split="test", limit=None, path=None):
     """
     if split not in ("train", "test"):
         raise ValueError(
-            f"`split` must be 'train' or 'test' (Fashion-MNIST has no other). "
-            f"Received: split={split!r}"
+            "`split` must be 'train' or 'test' (Fashion-MNIST has no "
+            f"validation split). Received: split={split!r}"
         )
     variant, seeds, canvas_size = preset_data(getattr(model, "preset_metadata", None))
     images, labels = fashion_mnist.load(
