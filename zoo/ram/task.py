@@ -401,7 +401,9 @@ class RecurrentAttentionModel(Task):
             first = None
             if first_locations is not None:
                 first = first_locations[start : start + batch_size]
-            outputs = agent(standardized[start : start + batch_size], first_locations=first)
+            outputs = agent(
+                standardized[start : start + batch_size], first_locations=first
+            )
             locations.append(ops.convert_to_numpy(outputs["locations"]))
             logits.append(ops.convert_to_numpy(outputs["logits"]))
         return np.concatenate(locations), np.concatenate(logits)
