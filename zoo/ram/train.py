@@ -24,13 +24,14 @@ translated training set once; the test canvases stay fixed (seed + 1):
         --rows ram_translated_6 --fresh-canvases \
         --policy-learning-rate-scale 0.1 --out runs/fresh
 
-`--initial-weights PRESET` starts the RAM rows from a preset's weights, e.g.
-to fine-tune `ram_fashion_mnist_translated_long` with the random first
-glimpse and REINFORCE reaching the core:
+`--initial-weights PRESET` starts the RAM rows from a preset's weights (the
+optimizer starts afresh), e.g. to train `ram_fashion_mnist_translated_200`
+further with its own settings:
 
     python -m zoo.ram.train --rows ram_translated_6 --fresh-canvases \
-        --initial-weights ram_fashion_mnist_translated_long \
-        --random-first-glimpse --reinforce-core --out runs/tuned
+        --canvas-size 200 --num-scales 4 --random-first-glimpse \
+        --reinforce-core --initial-weights ram_fashion_mnist_translated_200 \
+        --out runs/longer
 
 `--num-glimpses`, `--patch-size` and `--num-scales` replace the retina of
 every RAM row of the command (the table names the retina each row had), and
