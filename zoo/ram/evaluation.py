@@ -264,9 +264,8 @@ def main(argv=None):
     locations, logits = model.look(canvases, first)
     error = 100.0 * float(np.mean(logits.argmax(-1) != labels))
     edge = 1.0 - model.patch_size / canvas_size
-    mean, border = glimpse_distances(
-        locations, item_centres(positions, canvas_size), edge
-    )
+    centres = item_centres(positions, canvas_size)
+    mean, border = glimpse_distances(locations, centres, edge)
     print(
         f"{args.preset}: {len(labels)} {variant} {canvas_size}x{canvas_size} "
         f"test canvases (seed {seed}), first glimpse "
@@ -278,7 +277,6 @@ def main(argv=None):
     print(
         "| mean distance to the item | " + " | ".join(f"{d:.2f}" for d in mean) + " |"
     )
-    centres = item_centres(positions, canvas_size)
     slopes = following_slopes(locations, centres)
     print(
         "| slope on the item's position (1: follows it) | "
