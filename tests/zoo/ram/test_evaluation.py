@@ -44,6 +44,30 @@ def test_random_first_glimpses_and_the_plot(tmp_path, capsys):
     assert mean[0] > centre[0]
 
 
+def test_test_samples_adds_the_sampled_error_and_keeps_the_mean_path(capsys):
+    argv = [PRESET, "--limit", "40", "--path", fashion_mnist.sample_path()]
+    mean, border = evaluation.main(argv)
+    assert "sampled glimpse paths" not in capsys.readouterr().out
+    sampled_mean, sampled_border = evaluation.main(argv + ["--test-samples", "4"])
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("with 4 sampled"))
+    error = float(line.rsplit(" ", 1)[1].rstrip("%"))
+    assert 0.0 <= error <= 100.0 and error * 40 / 100 == pytest.approx(
+        round(error * 40 / 100)
+    )
+    # The per-glimpse table describes the policy mean, with or without samples.
+    np.testing.assert_array_equal(sampled_mean, mean)
+    np.testing.assert_array_equal(sampled_border, border)
+
+
+@pytest.mark.parametrize("value", ["0", "two"])
+def test_bad_test_samples_exits_2(value, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        evaluation.main([PRESET, "--test-samples", value])
+    assert exit_info.value.code == 2
+    assert "--test-samples" in capsys.readouterr().err
+
+
 def test_bad_variant_exits_2(capsys):
     with pytest.raises(SystemExit) as exit_info:
         evaluation.main([PRESET, "--variant", "rotated"])
