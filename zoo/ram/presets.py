@@ -6,7 +6,7 @@ model card is `zoo/ram/README.md`.
 
 Example:
 >>> sorted(PRESETS)
-['ram_fashion_mnist_translated', 'ram_fashion_mnist_translated_200', 'ram_fashion_mnist_translated_long', 'ram_fashion_mnist_translated_seeking']
+['ram_fashion_mnist_translated', 'ram_fashion_mnist_translated_200', 'ram_fashion_mnist_translated_long', 'ram_fashion_mnist_translated_seeking', 'ram_fashion_mnist_translated_seeking_annealed']
 """
 
 PRESETS = {
@@ -29,5 +29,10 @@ PRESETS = {
         "positions of a 200x200 canvas (first glimpse at random in training, "
         "REINFORCE reaching the core): it searches for the item, 31.10% test "
         "error on 200x200 canvases."
+    ),
+    "ram_fashion_mnist_translated_seeking_annealed": (
+        "The seeking preset trained 100 more minutes at a tenth of the step "
+        "size (Adam, lr 1e-4): its glimpses follow the item more closely "
+        "(slope 0.8-0.9 after the second) and 14.98% test error."
     ),
 }
