@@ -185,6 +185,16 @@ def preset_data(metadata):
     return variant, seeds, data.get("canvas_size")
 
 
+def error_percent(logits, labels):
+    """Share of images whose highest logit is not their label, in percent.
+
+    Example:
+    >>> error_percent(np.array([[0.1, 0.9], [0.8, 0.2]]), np.array([1, 1]))
+    50.0
+    """
+    return 100.0 * float(np.mean(np.argmax(logits, -1) != labels))
+
+
 def evaluate_classifier(model, split="test", limit=None, path=None):
     """Prints and returns the error (%) of a RAM task on what it learned.
 
@@ -213,7 +223,7 @@ def evaluate_classifier(model, split="test", limit=None, path=None):
     if limit:
         images, labels = images[:limit], labels[:limit]
     logits = np.asarray(model.predict(images, batch_size=256, verbose=1))
-    error = 100.0 * float(np.mean(logits.argmax(-1) != labels))
+    error = error_percent(logits, labels)
     side = images.shape[1]
     print(
         f"{variant} {side}x{side} Fashion-MNIST {split}: error {error:.2f}% "
@@ -275,7 +285,7 @@ def main(argv=None):
     if args.start == "random":
         first = np.random.default_rng(seed).uniform(-1, 1, (len(labels), 2))
     locations, logits = model.look(canvases, first)
-    error = 100.0 * float(np.mean(logits.argmax(-1) != labels))
+    error = error_percent(logits, labels)
     edge = 1.0 - model.patch_size / canvas_size
     centres = item_centres(positions, canvas_size)
     mean, border = glimpse_distances(locations, centres, edge)
@@ -288,7 +298,7 @@ def main(argv=None):
     if args.test_samples > 1:
         sampled = Task.from_preset(args.preset, test_samples=args.test_samples)
         _, sampled_logits = sampled.look(canvases, first)
-        sampled_error = 100.0 * float(np.mean(sampled_logits.argmax(-1) != labels))
+        sampled_error = error_percent(sampled_logits, labels)
         print(
             f"with {args.test_samples} sampled glimpse paths per canvas "
             f"(class probabilities averaged): error {sampled_error:.2f}%"
