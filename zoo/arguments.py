@@ -61,6 +61,28 @@ def positive_float(text):
     return value
 
 
+def fraction(text):
+    """A float strictly between 0 and 1 (a part of a budget).
+
+    Example:
+    >>> fraction("0.25")
+    0.25
+    >>> fraction("1")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected a number between 0 and 1 (both excluded), got '1'
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(
+            f"expected a number between 0 and 1 (both excluded), got {text!r}"
+        )
+    return value
+
+
 def add_training_arguments(
     parser,
     *,

@@ -41,6 +41,14 @@ RAM against the convnet on cluttered 100x100, 45 minutes each:
     python -m zoo.ram.train --rows ram_cluttered_6 conv_cluttered \
         --canvas-size 100 --num-scales 4 --max-minutes 45 --epochs 1000
 
+`--anneal-fraction F` trains the last F of each row's budget (the first of
+`--max-minutes`, `--max-steps` and `--epochs` to end) at a tenth of the
+learning rate (`--anneal-factor`), the same schedule for every row; e.g. the
+centred rows 25 minutes each, the last 30% at 1e-4:
+
+    python -m zoo.ram.train --rows ram_centered_6 fc_centered conv_centered \
+        --num-scales 3 --max-minutes 25 --epochs 1000 --anneal-fraction 0.3
+
 The shared options (seed, strategy, budgets, the run directory) are those
 of every training script (`zoo.arguments`, `zoo.training`); here the budgets
 apply to each row's training. Each row's state is saved after every epoch in
@@ -53,7 +61,14 @@ import time
 import keras
 import numpy as np
 
-from zoo.arguments import pick_options, positive_float, positive_int, training_parser
+from zoo.arguments import (
+    fraction,
+    pick_options,
+    positive_float,
+    positive_int,
+    training_parser,
+)
+from zoo.callbacks import AnnealLearningRate
 from zoo.data import fashion_mnist
 from zoo.ram import RecurrentAttentionModel
 from zoo.ram.plotting import plot_glimpses
@@ -87,6 +102,7 @@ MODEL_OPTIONS = (
 #: replace in every RAM row of a command.
 RETINA_OPTIONS = ("num_glimpses", "patch_size", "num_scales")
 CANVAS_SIZE = 60  # Translated and cluttered rows, unless --canvas-size.
+ANNEAL_FACTOR = 0.1  # --anneal-factor, unless given.
 
 
 def task_label(variant, canvas_size=CANVAS_SIZE):
@@ -195,8 +211,28 @@ def parse_args(argv=None):
         "other training options; the rows' network (retina, --units, --cell) "
         "must be the preset's",
     )
+    p.add_argument(
+        "--anneal-fraction",
+        type=fraction,
+        metavar="F",
+        help="train the last F of each row's budget (--max-minutes, "
+        "--max-steps or --epochs, whichever ends first) at --anneal-factor "
+        "times the learning rate (zoo.callbacks.AnnealLearningRate)",
+    )
+    p.add_argument(
+        "--anneal-factor",
+        type=positive_float,
+        help="what --anneal-fraction multiplies the learning rate by "
+        f"(default {ANNEAL_FACTOR})",
+    )
     p.add_argument("--plot", help="PNG of glimpse paths of the preset row")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.anneal_factor is not None and args.anneal_fraction is None:
+        p.error(
+            "--anneal-factor needs --anneal-fraction (the part of the budget "
+            f"it applies to); received --anneal-factor {args.anneal_factor}"
+        )
+    return args
 
 
 def fully_connected(input_shape, num_classes=10):
@@ -300,6 +336,30 @@ def load_task(variant, args):
     return (*train, *test)
 
 
+def schedule(args, budgets):
+    """The learning-rate callbacks of `--anneal-fraction` (none without it).
+
+    Example:
+    >>> args = parse_args(["--anneal-fraction", "0.25"])
+    >>> [(c.fraction, c.factor) for c in schedule(args, budgets=[])]
+    [(0.25, 0.1)]
+    >>> schedule(parse_args([]), budgets=[])
+    []
+    """
+    if args.anneal_fraction is None:
+        return []
+    factor = ANNEAL_FACTOR if args.anneal_factor is None else args.anneal_factor
+    return [
+        AnnealLearningRate(
+            args.learning_rate,
+            args.anneal_fraction,
+            factor,
+            budgets,
+            verbose=bool(args.verbose),
+        )
+    ]
+
+
 def train_row(name, data, args, run, result=None):
     """Trains (or resumes) one row; `result`: the row's scores, if known."""
     variant, kind, _ = ROWS[name]
@@ -322,7 +382,16 @@ def train_row(name, data, args, run, result=None):
         f"\n== {name}: {kind} on {task_label(variant, x_test.shape[1])}, "
         f"{model.count_params():,} parameters"
     )
-    fit = run.fit(model, train_ds, stage=name, shuffle=False)
+    budgets = run.budgets()  # The schedule reads how far they are spent.
+    anneal = schedule(args, budgets)
+    fit = run.fit(
+        model,
+        train_ds,
+        stage=name,
+        shuffle=False,
+        callbacks=anneal + budgets,
+        budgets=False,
+    )
     if result is not None:  # Trained and scored before a kill.
         return model, result
     scores = model.evaluate(test_ds, verbose=0, return_dict=True)
@@ -338,8 +407,15 @@ def train_row(name, data, args, run, result=None):
         "train_minutes": round(fit.seconds / 60, 2),
         "epochs": fit.epochs,
         "steps": fit.steps,
+        "learning_rate": args.learning_rate,
         "history": fit.history,
     }
+    if anneal:
+        result["anneal"] = {
+            "fraction": anneal[0].fraction,
+            "factor": anneal[0].factor,
+            "from_step": anneal[0].annealed_at_step,
+        }
     return model, result
 
 
@@ -389,6 +465,7 @@ def save_preset(run, model, result, data, results, draw=True):
             "steps": result.get("steps"),
             "batch_size": run.args.batch_size,
             "learning_rate": run.args.learning_rate,
+            **({"anneal": result["anneal"]} if "anneal" in result else {}),
             "train_minutes": result["train_minutes"],
             "history": result["history"],
         },

@@ -161,3 +161,41 @@ def test_initial_weights_start_the_ram_rows_from_a_preset(tmp_path):
         train.build_model(
             "ram", train.row_options("ram_translated_6", other), 60, other
         )
+
+
+def test_anneal_fraction_lowers_every_rows_rate_for_the_end_of_its_budget(tmp_path):
+    tiny = ["--data", "sample", "--units", "16", "--num-glimpses", "2",
+            "--num-scales", "1", "--patch-size", "4", "--batch-size", "64",
+            "--epochs", "1", "--max-steps", "4", "--learning-rate", "0.01",
+            "--verbose", "0"]  # fmt: skip
+    out = tmp_path / "preset"
+    rows = train.main(
+        [*tiny, "--rows", "ram_translated_6", "fc_translated",
+         "--anneal-fraction", "0.25", "--anneal-factor", "0.5",
+         "--out", str(out)]
+    )  # fmt: skip
+    for row in rows.values():  # The last of 4 steps at half the rate.
+        assert row["anneal"] == {"fraction": 0.25, "factor": 0.5, "from_step": 3}
+        assert row["learning_rate"] == 0.01
+    meta = RecurrentAttentionModel.from_preset(str(out)).preset_metadata
+    assert meta["metrics"]["anneal"]["from_step"] == 3
+    assert "--anneal-fraction 0.25" in meta["command"]
+    plain = train.main([*tiny, "--rows", "fc_translated"])
+    assert "anneal" not in plain["fc_translated"]
+
+
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["--anneal-fraction", "1"], "--anneal-fraction"),
+        (["--anneal-fraction", "0"], "--anneal-fraction"),
+        (["--anneal-fraction", "0.2", "--anneal-factor", "0"], "--anneal-factor"),
+        (["--anneal-factor", "0.5"], "--anneal-factor needs --anneal-fraction"),
+    ],
+)
+def test_anneal_options_refuse_bad_values(argv, named, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train.parse_args(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err.strip().splitlines()[-1] and named in err
