@@ -6,12 +6,18 @@ resumed from its run directory continues at the rate of the point it
 resumes at, to the state of an unbroken run.
 """
 
+import os
+import sys
+
 import keras
 import numpy as np
 import pytest
 
 from zoo import run_directory
 from zoo.callbacks import AnnealLearningRate, StepBudget, TimeBudget
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interrupts import Interrupt, StopAt  # noqa: E402 (tests/zoo/interrupts.py)
 
 RATE = 0.1
 
@@ -83,20 +89,6 @@ def test_the_most_advanced_budget_decides():
 def test_bad_arguments_are_named(kwargs, name):
     with pytest.raises(ValueError, match=rf"`{name}`.*Received: {name}="):
         AnnealLearningRate(RATE, **kwargs)
-
-
-class Interrupt(Exception):
-    pass
-
-
-class StopAt(keras.callbacks.Callback):
-    def __init__(self, epoch):
-        super().__init__()
-        self.epoch = epoch
-
-    def on_epoch_begin(self, epoch, logs=None):
-        if epoch == self.epoch:
-            raise Interrupt()
 
 
 def staged_fit(stage, interrupt_at=None):

@@ -11,12 +11,16 @@ import json
 import os
 import re
 import shlex
+import sys
 
 import keras
 import numpy as np
 import pytest
 
 from zoo import arguments, training
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interrupts import Interrupt, StopAt  # noqa: E402 (tests/zoo/interrupts.py)
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -53,20 +57,6 @@ def tiny_data(batches=4):
 
     x = np.random.default_rng(0).normal(size=(8 * batches, 4)).astype("float32")
     return tf.data.Dataset.from_tensor_slices((x, x[:, :1])).batch(8)
-
-
-class Interrupt(Exception):
-    pass
-
-
-class StopAt(keras.callbacks.Callback):
-    def __init__(self, epoch):
-        super().__init__()
-        self.epoch = epoch
-
-    def on_epoch_begin(self, epoch, logs=None):
-        if epoch == self.epoch:
-            raise Interrupt()
 
 
 # Shared options ----------------------------------------------------------

@@ -30,6 +30,9 @@ from zoo import run_directory as training
 from zoo.callbacks import StepBudget, TimeBudget
 from zoo.transformer.averaging import Checkpoints
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interrupts import Interrupt, StopAt  # noqa: E402 (tests/zoo/interrupts.py)
+
 pytestmark = pytest.mark.tensorflow_only
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -121,22 +124,6 @@ def test_sigkilled_cli_run_resumes_to_the_uninterrupted_result(tmp_path):
 
 
 # In this process ---------------------------------------------------------
-
-
-class Interrupt(Exception):
-    pass
-
-
-class StopAt(keras.callbacks.Callback):
-    """Raises `Interrupt` at the start of an epoch: a kill mid-run."""
-
-    def __init__(self, epoch):
-        super().__init__()
-        self.epoch = epoch
-
-    def on_epoch_begin(self, epoch, logs=None):
-        if epoch == self.epoch:
-            raise Interrupt()
 
 
 def tiny_fit(stage, epochs, interrupt_at=None, stop_early=False, sized=True):
