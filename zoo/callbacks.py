@@ -125,7 +125,7 @@ class AnnealLearningRate(keras.callbacks.Callback):
     `1 - fraction` of itself, then `learning_rate * factor` (checked before
     every batch). It is set from the budgets, not counted: a run resumed
     from the run directory (the budgets' state restored) gets the rate of
-    the point it resumes at. Give it before the budgets in the callback list.
+    the point it resumes at.
 
     Args:
         learning_rate: float. The optimizer's learning rate before annealing.

@@ -44,10 +44,10 @@ RAM against the convnet on cluttered 100x100, 45 minutes each:
 `--anneal-fraction F` trains the last F of each row's budget (the first of
 `--max-minutes`, `--max-steps` and `--epochs` to end) at a tenth of the
 learning rate (`--anneal-factor`), the same schedule for every row; e.g. the
-centred rows 25 minutes each, the last 30% at 1e-4:
+centred rows of the card, 30 minutes each, the last 9 at 1e-4:
 
     python -m zoo.ram.train --rows ram_centered_6 fc_centered conv_centered \
-        --num-scales 3 --max-minutes 25 --epochs 1000 --anneal-fraction 0.3
+        --num-scales 3 --max-minutes 30 --epochs 1000 --anneal-fraction 0.3
 
 The shared options (seed, strategy, budgets, the run directory) are those
 of every training script (`zoo.arguments`, `zoo.training`); here the budgets
