@@ -18,6 +18,7 @@ from keras_attention import presets
 from zoo import distributed_loss, inputs
 from zoo.backbone import base_config, set_dtype_policy, with_dtype_policy
 from zoo.backbone_arguments import ArgumentsOf
+from zoo.data import pipeline
 
 # Re-exported: the family models import these from here.
 from zoo.distributed_loss import global_batch_mean, logged_as_share  # noqa: F401
@@ -276,7 +277,7 @@ class Task(keras.Model):
 
         dataset = dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
         self._check_prepared(dataset.element_spec)
-        return dataset.prefetch(tf.data.AUTOTUNE)
+        return pipeline.finish(dataset)
 
     def _check_prepared(self, spec):
         """Refuses preprocessed data that lacks some of the model's inputs.

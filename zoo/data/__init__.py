@@ -3,7 +3,8 @@
 Bible EN-ES verse pairs (`bible`), Fashion-MNIST (`fashion_mnist`), Fashion-MNIST
 scenes with captions and boxes (`scenes`), caption datasets in Karpathy's split
 format (`captions`), TSV parallel text (`parallel_text`), WordPiece
-vocabularies (`vocabulary`).
+vocabularies (`vocabulary`); `pipeline.finish`, the tail of every `tf.data`
+pipeline the zoo builds.
 """
 
 from zoo.data import (
@@ -11,6 +12,7 @@ from zoo.data import (
     captions,
     fashion_mnist,
     parallel_text,
+    pipeline,
     scenes,
     vocabulary,
 )
@@ -20,6 +22,7 @@ __all__ = [
     "captions",
     "fashion_mnist",
     "parallel_text",
+    "pipeline",
     "scenes",
     "vocabulary",
 ]

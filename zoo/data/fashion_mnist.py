@@ -25,6 +25,8 @@ import struct
 
 import numpy as np
 
+from zoo.data import pipeline
+
 DEFAULT_PATH = "/usr/share/datasets/fashion-mnist"
 DEBIAN_PACKAGE = "dataset-fashion-mnist"
 ITEM_SIZE = 28
@@ -487,7 +489,7 @@ def translated_dataset(
     ds = ds.batch(batch_size, drop_remainder=drop_remainder)
     if normalize:
         ds = ds.map(_scale, num_parallel_calls=tf.data.AUTOTUNE)
-    return ds.prefetch(tf.data.AUTOTUNE)
+    return pipeline.finish(ds)
 
 
 def _examples(images, labels, shuffle, seed):
@@ -551,4 +553,4 @@ def as_dataset(
     ds = ds.batch(batch_size, drop_remainder=drop_remainder)
     if normalize:  # per batch, so the set stays uint8 in memory
         ds = ds.map(_scale, num_parallel_calls=tf.data.AUTOTUNE)
-    return ds.prefetch(tf.data.AUTOTUNE)
+    return pipeline.finish(ds)
