@@ -6,12 +6,14 @@ in the pipeline then take tf.data's fixed defaults (one parallel call per
 core for `map`, a small prefetch buffer).
 
 Why: with TensorFlow 2.21 on a CPU, deleting an iterator whose autotuning
-thread runs can wait, idle, for that thread to wake. Keras's `fit` makes a
-new iterator each epoch and drops the previous one as the epoch begins, so
-long epochs began with the core idle: 16 s of each 41 s epoch of the
-8-glimpse RAM on Fashion-MNIST (gdb: the main thread in
-`RootDataset::Iterator::~Iterator`, one thread in `Model::OptimizeLoop`);
-24-25 s per epoch without the thread, the same weights after each epoch.
+thread runs waits, idle, for that thread's next wake-up. Keras's `fit`
+makes a new iterator each epoch and drops the previous one as the next
+epoch begins, so epochs began with the core idle (gdb: the main thread in
+`RootDataset::Iterator::~Iterator`, one thread asleep in
+`Model::OptimizeLoop`). The waits measured fit wake-ups at 10 ms x
+(2**n - 1) after the iterator starts (a period doubling from 10 ms): a 24 s
+epoch of the 8-glimpse RAM on Fashion-MNIST waited until 41 s (16.3 s
+idle), a 1.6 s FC epoch until 2.5 s, a 19 s epoch only until 20.5 s.
 `benchmarks/epoch_stall.py` measures it.
 
 A dataset whose options already say `autotune.enabled` keeps the caller's
