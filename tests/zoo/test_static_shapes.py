@@ -20,11 +20,7 @@ def _shapes(dataset):
 
 @pytest.mark.parametrize("name", sorted(tiny_models.CASES))
 def test_fit_batches_have_one_static_shape(name):
-    factory, batch, _ = tiny_models.CASES[name]
-    model = factory(0)
-    x, y = batch()
-    x = list(x) if isinstance(x, tuple) else x
-    y = list(y) if isinstance(y, tuple) else y
+    model, x, y = tiny_models.case_with_samples(name)
     dynamic = model._as_dataset(x, y, batch_size=4, drop_remainder=True)
     assert model.use_static_shapes() is model
     static = model._as_dataset(x, y, batch_size=4, drop_remainder=True)

@@ -266,6 +266,17 @@ CASES = {
     "show_attend_tell": (show_attend_tell, scenes_batch, sparse_categorical_loss),
 }
 
+
+def case_with_samples(name):
+    """`(model, x, y)` of case `name`: a fresh model (seed 0) and its raw
+    batch, tuples of samples as lists (the form `Task.fit` takes)."""
+    factory, batch, _ = CASES[name]
+    x, y = batch()
+    x = list(x) if isinstance(x, tuple) else x
+    y = list(y) if isinstance(y, tuple) else y
+    return factory(0), x, y
+
+
 # The model the multi-worker test trains (the issue asks for the tiny
 # Transformer there).
 MULTI_WORKER_CASE = "transformer"

@@ -52,11 +52,7 @@ def test_fashion_mnist_pipelines_end_with_finish():
 
 @pytest.mark.parametrize("name", sorted(tiny_models.CASES))
 def test_task_fit_data_ends_with_finish(name):
-    factory, batch, _ = tiny_models.CASES[name]
-    model = factory(0)
-    x, y = batch()
-    x = list(x) if isinstance(x, tuple) else x
-    y = list(y) if isinstance(y, tuple) else y
+    model, x, y = tiny_models.case_with_samples(name)
     raw = model._as_dataset(x, y, batch_size=4, drop_remainder=True)
     given = tf.data.Dataset.from_tensor_slices((x, y))
     from_dataset = model._as_dataset(given, None, batch_size=4, drop_remainder=True)
