@@ -7,15 +7,16 @@ table (`--rows`), this fits a fresh copy on the zoo's Fashion-MNIST training
 pipeline (`fashion_mnist.as_dataset`, which ends with `pipeline.finish`) for
 `--epochs` epochs twice in one process: once as the zoo builds it
 (`autotune.enabled = False`) and once with autotuning set back on. Per
-epoch it prints the wall time, the process CPU time, and the wall time from
-`on_epoch_begin` to the end of the first batch minus that batch's CPU time
-(the idle wait; the first epoch also traces the step). Same seed, same data
+epoch it prints the wall time, the process CPU time, and the idle wait
+before the first batch: the wall time from `on_epoch_begin` to the start
+of the first batch minus the CPU time spent in it (where the previous
+iterator is dropped and the next one made). Same seed, same data
 order, same weights: the two fits compute the same thing.
 
 Usage (one core, as the tables train):
     taskset -c 0 python benchmarks/epoch_stall.py
     taskset -c 0 python benchmarks/epoch_stall.py --rows fc_centered --epochs 5
-    taskset -c 0 python benchmarks/epoch_stall.py --json zoo/ram/logs/epoch_stall.json
+    taskset -c 0 python benchmarks/epoch_stall.py --json benchmarks/logs/epoch_stall.json
 """
 
 import argparse
