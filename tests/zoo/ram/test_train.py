@@ -199,3 +199,37 @@ def test_anneal_options_refuse_bad_values(argv, named, capsys):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "error:" in err.strip().splitlines()[-1] and named in err
+
+
+def test_test_samples_scores_ram_rows_both_ways(tmp_path):
+    rows = train.main(
+        ["--data", "sample", "--units", "16", "--num-glimpses", "2",
+         "--num-scales", "1", "--patch-size", "4", "--batch-size", "64",
+         "--epochs", "1", "--max-steps", "2", "--verbose", "0",
+         "--rows", "ram_centered_6", "fc_centered", "--test-samples", "3"]
+    )  # fmt: skip
+    ram, fc = rows["ram_centered_6"], rows["fc_centered"]
+    assert 0.0 <= ram["test_error_one_path_percent"] <= 100.0
+    assert "test_error_one_path_percent" not in fc
+    table = train.format_table(rows)
+    assert f"(one path {ram['test_error_one_path_percent']:.2f})" in table
+
+
+def test_one_path_model_keeps_the_weights_and_follows_the_mean_path():
+    args = train.parse_args(
+        ["--units", "16", "--test-samples", "4", "--patch-size", "4",
+         "--num-scales", "1", "--num-glimpses", "2"]
+    )  # fmt: skip
+    options = train.row_options("ram_centered_6", args)
+    sampled = train.build_model("ram", options, 28, args)
+    assert sampled.test_samples == 4
+    copy = train.one_path_model(sampled, options, args)
+    assert copy.test_samples == 1 and copy.num_glimpses == 2
+    for a, b in zip(sampled.get_weights(), copy.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    images = np.random.default_rng(0).integers(0, 255, (3, 28, 28), "uint8")
+    np.testing.assert_array_equal(  # one path: the same logits every call
+        copy.predict_on_batch(images), copy.predict_on_batch(images)
+    )
+    with pytest.raises(SystemExit):  # a positive count, checked by the parser
+        train.parse_args(["--test-samples", "0"])
