@@ -308,12 +308,7 @@ def clutter(
     (3, 60, 60)
     """
     images = np.asarray(images)
-    if not 0 < piece_size <= ITEM_SIZE:
-        raise ValueError(
-            f"piece_size must be in [1, {ITEM_SIZE}]. Received: {piece_size=}"
-        )
-    if num_pieces < 0:
-        raise ValueError(f"num_pieces must be >= 0. Received: {num_pieces=}")
+    _check_pieces(num_pieces, piece_size)
     own_sources = source_images is None
     sources = images if own_sources else np.asarray(source_images)
     if own_sources and len(sources) < 2 and num_pieces > 0:
@@ -459,32 +454,194 @@ def translated_dataset(
     >>> tuple(first.shape), bool((first != second).numpy().any())
     ((32, 40, 40, 1), True)
     """
+    _check_canvas(canvas_size)
+
+    def paste(item, label, index, seeds):
+        del index  # Every canvas holds its own item only.
+        return _paste(item, seeds[0], canvas_size), label
+
+    return _fresh_canvases(
+        items, labels, batch_size, paste, 1, seed, shuffle, normalize, drop_remainder
+    )
+
+
+def cluttered_dataset(
+    items,
+    labels,
+    batch_size,
+    canvas_size=60,
+    num_pieces=None,
+    piece_size=8,
+    seed=0,
+    shuffle=True,
+    normalize=True,
+    drop_remainder=False,
+):
+    """Cluttered canvases drawn afresh every epoch, as a `tf.data.Dataset`.
+
+    The recipe of `clutter` (the item at a uniformly random position, then
+    `num_pieces` crops of `piece_size x piece_size` cut at random from other
+    items, placed where they do not overlap the item's 28x28 box and
+    combined by pixel-wise maximum), drawn anew on every pass: the item's
+    position, the pieces, where they are cut and where they go. `clutter`
+    composes each canvas once, and a model trained for many epochs can learn
+    the training canvases by heart. The pieces are cut from `items`, never
+    from a canvas's own item. The same distribution as `clutter`, not the
+    same canvases.
+
+    Args:
+        items: uint8 array `(N, 28, 28)`, `N >= 2` when `num_pieces > 0`.
+        labels: integer array `(N,)`.
+        batch_size: int. Batch size.
+        canvas_size: int. Side of the square canvas. Defaults to `60`.
+        num_pieces: int or None. Clutter pieces per canvas; defaults to
+            `clutter_pieces(canvas_size)` (4, or 8 from 100x100 up).
+        piece_size: int. Side of each piece, in `[1, 28]`. Defaults to `8`.
+        seed: int. Seed of the canvases and of the shuffle; the sequence of
+            epochs is the same for the same seed. Defaults to `0`.
+        shuffle: bool. Shuffle the items each epoch. Defaults to `True`.
+        normalize: bool. As in `as_dataset`. Defaults to `True`.
+        drop_remainder: bool. As in `as_dataset`. Defaults to `False`.
+
+    Returns:
+        A `tf.data.Dataset` of `(canvases, labels)` batches.
+
+    Example:
+    >>> images, labels = load("test", sample=True)
+    >>> ds = cluttered_dataset(images, labels, batch_size=32, canvas_size=44)
+    >>> first, second = [next(iter(ds))[0] for _ in range(2)]
+    >>> tuple(first.shape), bool((first != second).numpy().any())
+    ((32, 44, 44, 1), True)
+    """
     import tensorflow as tf
 
+    _check_canvas(canvas_size)
+    if num_pieces is None:
+        num_pieces = clutter_pieces(canvas_size)
+    _check_clutter(num_pieces, piece_size, canvas_size)
+    items = _checked_items(items)
+    if len(items) < 2 and num_pieces > 0:
+        raise ValueError(
+            "cluttered_dataset needs at least two items to cut pieces from. "
+            f"Received: items.shape={items.shape}"
+        )
+    sources = tf.convert_to_tensor(items)
+    count = len(items)
+    span = canvas_size - piece_size + 1
+    grid = tf.range(span)
+
+    def paste(item, label, index, seeds):
+        canvas, row, col = _paste(item, seeds[0], canvas_size, with_position=True)
+        if num_pieces == 0:
+            return canvas, label
+        # Any item but this one: index + 1 + [0, N - 2], modulo N.
+        others = tf.random.stateless_uniform(
+            [num_pieces], seeds[1], maxval=count - 1, dtype="int32"
+        )
+        cuts = tf.random.stateless_uniform(
+            [num_pieces, 2], seeds[2], maxval=ITEM_SIZE - piece_size + 1, dtype="int32"
+        )
+        source = tf.gather(sources, (tf.cast(index, "int32") + 1 + others) % count)
+        steps = tf.range(piece_size)
+        pieces = tf.gather(source, cuts[:, :1] + steps, axis=1, batch_dims=1)
+        pieces = tf.gather(pieces, cuts[:, 1:] + steps, axis=2, batch_dims=1)
+        # The top-left corners that keep a piece off the item's box.
+        free = (
+            (grid[:, None] + piece_size <= row)
+            | (grid[:, None] >= row + ITEM_SIZE)
+            | (grid[None, :] + piece_size <= col)
+            | (grid[None, :] >= col + ITEM_SIZE)
+        )
+        logits = tf.where(tf.reshape(free, [1, -1]), 0.0, float("-inf"))
+        places = tf.random.stateless_categorical(
+            logits, num_pieces, seeds[3], dtype="int32"
+        )[0]
+        # Each piece's pixels at their canvas cells, combined by maximum.
+        shape = [num_pieces, piece_size, piece_size]
+        rows = (places // span)[:, None, None] + steps[None, :, None]
+        cols = (places % span)[:, None, None] + steps[None, None, :]
+        cells = tf.stack(
+            [tf.broadcast_to(rows, shape), tf.broadcast_to(cols, shape)], axis=-1
+        )
+        canvas = tf.tensor_scatter_nd_max(
+            canvas, tf.reshape(cells, [-1, 2]), tf.reshape(pieces, [-1])
+        )
+        return tf.ensure_shape(canvas, (canvas_size, canvas_size)), label
+
+    return _fresh_canvases(
+        items, labels, batch_size, paste, 4, seed, shuffle, normalize, drop_remainder
+    )
+
+
+def _check_pieces(num_pieces, piece_size):
+    if not 0 < piece_size <= ITEM_SIZE:
+        raise ValueError(
+            f"piece_size must be in [1, {ITEM_SIZE}]. Received: {piece_size=}"
+        )
+    if num_pieces < 0:
+        raise ValueError(f"num_pieces must be >= 0. Received: {num_pieces=}")
+
+
+def _check_clutter(num_pieces, piece_size, canvas_size):
+    """Errors for pieces that do not fit beside the item at every position."""
+    _check_pieces(num_pieces, piece_size)
+    margin = canvas_size - ITEM_SIZE
+    if num_pieces and (margin + 1) // 2 < piece_size:
+        raise ValueError(
+            f"A {piece_size}x{piece_size} piece does not fit beside a centred "
+            f"item on a {canvas_size}x{canvas_size} canvas; canvas_size must "
+            f"be at least {ITEM_SIZE + 2 * piece_size - 1}. "
+            f"Received: {canvas_size=}"
+        )
+
+
+def _checked_items(items):
     items = np.asarray(items)
     if items.ndim != 3 or items.shape[1:] != (ITEM_SIZE, ITEM_SIZE):
         raise ValueError(
             f"items must have shape (N, {ITEM_SIZE}, {ITEM_SIZE}). "
             f"Received: items.shape={items.shape}"
         )
-    _check_canvas(canvas_size)
+    return items
+
+
+def _paste(item, seed, canvas_size, with_position=False):
+    """`item` padded to the canvas at a random position (and the position)."""
+    import tensorflow as tf
+
     margin = canvas_size - ITEM_SIZE
+    row, col = tf.unstack(
+        tf.random.stateless_uniform([2], seed, maxval=margin + 1, dtype="int32")
+    )
+    canvas = tf.pad(item, [[row, margin - row], [col, margin - col]])
+    canvas = tf.ensure_shape(canvas, (canvas_size, canvas_size))
+    return (canvas, row, col) if with_position else canvas
 
-    def paste(item, label, position_seed):
-        row, col = tf.unstack(
-            tf.random.stateless_uniform(
-                [2], position_seed, maxval=margin + 1, dtype="int32"
-            )
-        )
-        canvas = tf.pad(item, [[row, margin - row], [col, margin - col]])
-        return tf.ensure_shape(canvas, (canvas_size, canvas_size)), label
 
-    ds = _examples(items, labels, shuffle, seed)
-    # One pair of seeds per item and epoch: rerandomized on each iteration.
+def _fresh_canvases(
+    items,
+    labels,
+    batch_size,
+    paste,
+    num_seeds,
+    seed,
+    shuffle,
+    normalize,
+    drop_remainder,
+):
+    """Batches of `paste(item, label, index, seeds)` drawn anew each epoch.
+
+    `seeds` holds `num_seeds` stateless seeds per item and epoch.
+    """
+    import tensorflow as tf
+
+    items = _checked_items(items)
+    ds = _examples(items, labels, shuffle, seed, with_index=True)
+    # Fresh seeds per item and epoch: rerandomized on each iteration.
     seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
-    seeds = seeds.batch(2)
+    seeds = seeds.batch(2 * num_seeds).map(lambda s: tf.reshape(s, [num_seeds, 2]))
     ds = tf.data.Dataset.zip(ds, seeds).map(
-        lambda pair, s: paste(*pair, s), num_parallel_calls=tf.data.AUTOTUNE
+        lambda example, s: paste(*example, s), num_parallel_calls=tf.data.AUTOTUNE
     )
     ds = ds.batch(batch_size, drop_remainder=drop_remainder)
     if normalize:
@@ -492,8 +649,11 @@ def translated_dataset(
     return pipeline.finish(ds)
 
 
-def _examples(images, labels, shuffle, seed):
-    """One `(image, label)` element per image, shuffled each epoch or not."""
+def _examples(images, labels, shuffle, seed, with_index=False):
+    """One `(image, label)` element per image, shuffled each epoch or not.
+
+    With `with_index`, `(image, label, index)`: the image's index in `images`.
+    """
     import tensorflow as tf
 
     images = np.asarray(images)
@@ -502,7 +662,10 @@ def _examples(images, labels, shuffle, seed):
         raise ValueError(
             f"images and labels differ in length: {len(images)} vs {len(labels)}."
         )
-    ds = tf.data.Dataset.from_tensor_slices((images, labels))
+    columns = (images, labels)
+    if with_index:
+        columns += (np.arange(len(images), dtype="int32"),)
+    ds = tf.data.Dataset.from_tensor_slices(columns)
     if shuffle:
         ds = ds.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)
     return ds

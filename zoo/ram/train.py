@@ -17,8 +17,9 @@ On the shipped sample (no Debian data needed, a minute):
         fc_translated --out /tmp/ram
 
 `--fresh-canvases` pastes each training item at a new random position every
-epoch (`fashion_mnist.translated_dataset`) instead of composing the
-translated training set once; the test canvases stay fixed (seed + 1):
+epoch (`fashion_mnist.translated_dataset`; on cluttered rows with new
+clutter, `fashion_mnist.cluttered_dataset`) instead of composing the
+training set once; the test canvases stay fixed (seed + 1):
 
     python -m zoo.ram.train --epochs 150 --max-minutes 100 \
         --rows ram_translated_6 --fresh-canvases \
@@ -195,9 +196,10 @@ def parse_args(argv=None):
     p.add_argument(
         "--fresh-canvases",
         action="store_true",
-        help="translated rows: paste each training item at a new random "
-        "position every epoch (fashion_mnist.translated_dataset) instead of "
-        "one fixed canvas per item; the test canvases stay fixed",
+        help="translated and cluttered rows: compose each training canvas "
+        "anew every epoch (a new position, and new clutter: "
+        "fashion_mnist.translated_dataset, cluttered_dataset) instead of one "
+        "fixed canvas per item; the test canvases stay fixed",
     )
     p.add_argument(
         "--canvas-size",
@@ -325,7 +327,7 @@ def start_from(model, preset):
 
 def fresh(variant, args):
     """Whether the training canvases of `variant` are drawn every epoch."""
-    return args.fresh_canvases and variant == "translated"
+    return args.fresh_canvases and variant in ("translated", "cluttered")
 
 
 def load_task(variant, args):
@@ -383,7 +385,11 @@ def train_row(name, data, args, run, result=None):
         compile_classifier(model, args.learning_rate)
     batching = {"seed": args.seed, "drop_remainder": run.static_shapes()}
     if fresh(variant, args):
-        train_ds = fashion_mnist.translated_dataset(
+        compose = {
+            "translated": fashion_mnist.translated_dataset,
+            "cluttered": fashion_mnist.cluttered_dataset,
+        }[variant]
+        train_ds = compose(
             x_train, y_train, args.batch_size, x_test.shape[1], **batching
         )
     else:

@@ -268,3 +268,58 @@ def test_translated_dataset_draws_new_positions_each_epoch():
         fashion_mnist.translated_dataset(np.zeros((2, 60, 60), "uint8"), [0, 1], 2)
     with pytest.raises(ValueError, match="canvas_size"):
         fashion_mnist.translated_dataset(items, item_labels, 8, canvas_size=20)
+
+
+def test_cluttered_dataset_draws_new_clutter_each_epoch_beside_the_intact_item():
+    # Item k is filled with the value k + 1, so a pixel's value says which
+    # item it came from.
+    count, size, pieces = 40, 60, 4
+    items = np.repeat(np.arange(1, count + 1, dtype="uint8"), 28 * 28)
+    items = items.reshape(count, 28, 28)
+    labels = np.arange(count) % 10
+    ds = fashion_mnist.cluttered_dataset(
+        items, labels, count, size, seed=5, shuffle=False, normalize=False
+    )
+    epochs = [next(iter(ds))[0].numpy() for _ in range(2)]
+    for canvases in epochs:
+        assert canvases.shape == (count, size, size) and canvases.dtype == np.uint8
+        for k, canvas in enumerate(canvases):
+            rows, cols = np.nonzero(canvas == k + 1)
+            r0, c0 = rows.min(), cols.min()
+            assert len(rows) == 28 * 28  # the whole item, and nowhere else
+            assert (rows.max() - r0, cols.max() - c0) == (27, 27)
+            outside = canvas.copy()
+            outside[r0 : r0 + 28, c0 : c0 + 28] = 0
+            # Up to 4 pieces of 8x8 from other items (overlaps take the max).
+            assert 0 < np.count_nonzero(outside) <= pieces * 64
+            assert set(np.unique(outside)) <= set(range(count + 1)) - {k + 1}
+    assert not np.array_equal(epochs[0], epochs[1])  # fresh clutter
+    again = fashion_mnist.cluttered_dataset(
+        items, labels, count, size, seed=5, shuffle=False, normalize=False
+    )
+    np.testing.assert_array_equal(next(iter(again))[0], epochs[0])  # seeded
+    x, y = next(iter(fashion_mnist.cluttered_dataset(items, labels, 8, 100)))
+    assert tuple(x.shape) == (8, 100, 100, 1) and x.dtype.name == "float32"
+    assert y.dtype.name == "int32"
+    empty = fashion_mnist.cluttered_dataset(
+        items, labels, count, 40, num_pieces=0, shuffle=False, normalize=False
+    )  # no pieces: a translated canvas
+    assert np.count_nonzero(next(iter(empty))[0].numpy()) == count * 28 * 28
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"items": np.zeros((2, 60, 60), "uint8")}, "items must have shape"),
+        ({"items": np.zeros((1, 28, 28), "uint8")}, "at least two items"),
+        ({"canvas_size": 40}, "canvas_size must be at least 43"),
+        ({"canvas_size": 20}, "canvas_size must be at least 28"),
+        ({"piece_size": 0}, "piece_size"),
+        ({"num_pieces": -1}, "num_pieces"),
+    ],
+)
+def test_cluttered_dataset_refuses_bad_arguments(kwargs, match):
+    arguments = {"items": np.zeros((4, 28, 28), "uint8"), **kwargs}
+    labels = np.zeros(len(arguments["items"]), "int32")
+    with pytest.raises(ValueError, match=match):
+        fashion_mnist.cluttered_dataset(labels=labels, batch_size=2, **arguments)

@@ -233,3 +233,25 @@ def test_one_path_model_keeps_the_weights_and_follows_the_mean_path():
     )
     with pytest.raises(SystemExit):  # a positive count, checked by the parser
         train.parse_args(["--test-samples", "0"])
+
+
+def test_fresh_canvases_draw_new_clutter_for_cluttered_rows(monkeypatch):
+    from zoo.data import fashion_mnist
+
+    calls = []
+    compose = fashion_mnist.cluttered_dataset
+
+    def recorded(items, labels, batch_size, canvas_size, **kwargs):
+        calls.append((items.shape, canvas_size))
+        return compose(items, labels, batch_size, canvas_size, **kwargs)
+
+    monkeypatch.setattr(fashion_mnist, "cluttered_dataset", recorded)
+    argv = ["--data", "sample", "--epochs", "1", "--rows", "fc_cluttered",
+            "--batch-size", "64", "--max-steps", "2", "--verbose", "0"]  # fmt: skip
+    rows = train.main(argv + ["--fresh-canvases", "--canvas-size", "64"])
+    assert calls == [((2000, 28, 28), 64)]  # the sample's items, every epoch
+    assert rows["fc_cluttered"]["parameters"] == (64 * 64 * 256 + 256) + (
+        256 * 256 + 256
+    ) + (256 * 10 + 10)
+    train.main(argv)  # fixed canvases: composed once by fashion_mnist.load
+    assert len(calls) == 1
