@@ -215,6 +215,14 @@ class GlimpseNetwork(keras.layers.Layer):
     `location_output_dense` on `h_l`, without one) so each path can be
     inspected; a second bias would be redundant.
 
+    With `glimpse_filters`, the "what" path reads each patch with a small
+    convolutional network before `theta_g^0` (as in the glimpse networks of
+    Ba et al., 2015): every entry adds a 3x3 convolution ("same" padding,
+    ReLU) with that many filters followed by 2x2 max pooling, the same
+    weights for every scale of the retina, so `rho` becomes the pooled
+    feature maps of all scales. Its cost still depends on the patch only,
+    never on the image size.
+
     Args:
         glimpse_units: int >= 1. Size of `h_g`. Defaults to `128`.
         location_units: int >= 1. Size of `h_l`. Defaults to `128`.
@@ -226,6 +234,10 @@ class GlimpseNetwork(keras.layers.Layer):
         kernel_initializer: initializer of every kernel. Defaults to
             `"glorot_uniform"`.
         bias_initializer: initializer of every bias. Defaults to `"zeros"`.
+        glimpse_filters: optional sequence of ints >= 1, the filters of each
+            convolution of the "what" path (see above), e.g. `(16, 32)`.
+            Defaults to `None`: the paper's network, `theta_g^0` on the
+            pixels.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -243,10 +255,16 @@ class GlimpseNetwork(keras.layers.Layer):
     >>> images = np.random.rand(2, 28, 28, 1).astype("float32")
     >>> tuple(net(images, np.zeros((2, 2), "float32")).shape)
     (2, 64)
+    >>> conv = GlimpseNetwork(32, 16, 64, patch_size=4, num_scales=2,
+    ...                       glimpse_filters=(8, 16))
+    >>> tuple(conv(images, np.zeros((2, 2), "float32")).shape)
+    (2, 64)
 
-    Reference:
+    References:
         Mnih et al., 2014, "Recurrent Models of Visual Attention", sec. 3.1
         and sec. 4.
+        Ba, Mnih and Kavukcuoglu, 2015, "Multiple Object Recognition with
+        Visual Attention" (convolutional glimpse networks).
     """
 
     def __init__(
@@ -259,9 +277,11 @@ class GlimpseNetwork(keras.layers.Layer):
         scale_factor=2,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
+        glimpse_filters=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.glimpse_filters = _filters(glimpse_filters)
         self.glimpse_units = _positive_int("glimpse_units", glimpse_units)
         self.location_units = _positive_int("location_units", location_units)
         self.output_units = _positive_int("output_units", output_units)
@@ -276,15 +296,17 @@ class GlimpseNetwork(keras.layers.Layer):
             units,
             activation=activation,
             use_bias=use_bias,
-            kernel_initializer=keras.initializers.get(
-                keras.initializers.serialize(self.kernel_initializer)
-            ),
-            bias_initializer=keras.initializers.get(
-                keras.initializers.serialize(self.bias_initializer)
-            ),
+            kernel_initializer=self._initializer(self.kernel_initializer),
+            bias_initializer=self._initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name=name,
         )
+
+    @staticmethod
+    def _initializer(initializer):
+        # A fresh copy per sublayer: a seeded initializer shared by two
+        # layers would give them the same draws.
+        return keras.initializers.get(keras.initializers.serialize(initializer))
 
     def build(self, images_shape, locations_shape):
         _check_input_shapes(self, images_shape, locations_shape)
@@ -303,7 +325,28 @@ class GlimpseNetwork(keras.layers.Layer):
             name="sensor",
         )
         self.sensor.build(images_shape, locations_shape)
-        rho_size = self.num_scales * self.patch_size**2 * channels
+        side, depth = self.patch_size, channels
+        self.glimpse_convolutions = []
+        for i, filters in enumerate(self.glimpse_filters or ()):
+            conv = keras.layers.Conv2D(
+                filters,
+                3,
+                padding="same",
+                activation="relu",
+                kernel_initializer=self._initializer(self.kernel_initializer),
+                bias_initializer=self._initializer(self.bias_initializer),
+                dtype=self.dtype_policy,
+                name=f"glimpse_conv_{i}",
+            )
+            conv.build((None, side, side, depth))
+            pool = keras.layers.MaxPooling2D(
+                2, padding="same", dtype=self.dtype_policy, name=f"glimpse_pool_{i}"
+            )
+            pool.build((None, side, side, filters))
+            self.glimpse_convolutions += [conv, pool]
+            side, depth = -(-side // 2), filters
+        self._patch_shape = (self.patch_size, self.patch_size, channels)
+        rho_size = self.num_scales * side**2 * depth
         self._rho_size = rho_size
         # theta_g^0 and theta_g^1.
         self.glimpse_dense = self._dense(
@@ -344,6 +387,11 @@ class GlimpseNetwork(keras.layers.Layer):
         Returns:
             Glimpse features `(batch, output_units)`.
         """
+        if self.glimpse_convolutions:
+            # Every scale's patch through the same convolutions.
+            glimpses = ops.reshape(glimpses, (-1, *self._patch_shape))
+            for layer in self.glimpse_convolutions:
+                glimpses = layer(glimpses)
         rho = ops.reshape(glimpses, (-1, self._rho_size))
         h_g = self.glimpse_dense(rho)
         h_l = self.location_dense(ops.cast(locations, self.compute_dtype))
@@ -368,6 +416,32 @@ class GlimpseNetwork(keras.layers.Layer):
                     self.kernel_initializer
                 ),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                "glimpse_filters": self.glimpse_filters,
             }
         )
         return config
+
+
+def _filters(glimpse_filters):
+    """`glimpse_filters` as a list of ints >= 1, or `None` for none."""
+    if glimpse_filters is None:
+        return None
+    if isinstance(glimpse_filters, (str, bytes)) or not hasattr(
+        glimpse_filters, "__iter__"
+    ):
+        raise TypeError(
+            "`glimpse_filters` must be a sequence of integers >= 1 or None. "
+            f"Received: glimpse_filters={glimpse_filters!r}"
+        )
+    filters = list(glimpse_filters)
+    for value in filters:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, numbers.Integral)
+            or value < 1
+        ):
+            raise ValueError(
+                "`glimpse_filters` must hold integers >= 1. "
+                f"Received: glimpse_filters={glimpse_filters!r}"
+            )
+    return [int(v) for v in filters] or None

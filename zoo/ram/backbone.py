@@ -31,7 +31,7 @@ class RecurrentAttentionBackbone(Backbone):
             `glimpse_units`, `location_units`, `glimpse_output_units`,
             `units`, `cell`, `location_std`, `test_samples`, `seed`,
             `reinforce_core`, `policy_learning_rate_scale`,
-            `random_first_glimpse`), in its order and
+            `random_first_glimpse`, `glimpse_filters`), in its order and
             with its defaults; they build the agent and are read back as
             attributes (`backbone.num_glimpses`). Also `keras.Model`'s `name`
             and `trainable`; any other name raises a `TypeError`.

@@ -219,6 +219,9 @@ class RecurrentAttention(keras.layers.Layer):
         random_first_glimpse: bool. In training, place each image's first
             glimpse uniformly at random instead of at the centre (see
             above). Defaults to `False`.
+        glimpse_filters: optional sequence of ints, convolutions of the
+            glimpse network's "what" path (`GlimpseNetwork`), e.g.
+            `(16, 32)`. Defaults to `None`: the paper's fully connected one.
         **kwargs: base layer arguments.
 
     Call arguments:
@@ -268,6 +271,7 @@ class RecurrentAttention(keras.layers.Layer):
         reinforce_core=False,
         policy_learning_rate_scale=1.0,
         random_first_glimpse=False,
+        glimpse_filters=None,
         **kwargs,
     ):
         # Images are not cast on the way in (under mixed precision either):
@@ -308,22 +312,24 @@ class RecurrentAttention(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="location_policy",
         )
+        self.glimpse_network = GlimpseNetwork(
+            glimpse_units,
+            location_units,
+            glimpse_output_units,
+            patch_size=patch_size,
+            num_scales=num_scales,
+            scale_factor=scale_factor,
+            glimpse_filters=glimpse_filters,
+            dtype=self.dtype_policy,
+            name="glimpse_network",
+        )
+        self.glimpse_filters = self.glimpse_network.glimpse_filters
 
     def build(self, images_shape):
         batch = images_shape[0]
         # Channels the glimpse network is built for; other inputs are
         # converted glimpse by glimpse (`to_model_pixels`).
         self.input_channels = images_shape[-1]
-        self.glimpse_network = GlimpseNetwork(
-            self.glimpse_units,
-            self.location_units,
-            self.glimpse_output_units,
-            patch_size=self.patch_size,
-            num_scales=self.num_scales,
-            scale_factor=self.scale_factor,
-            dtype=self.dtype_policy,
-            name="glimpse_network",
-        )
         self.glimpse_network.build(images_shape, (batch, 2))
         if self.cell == "lstm":
             self.core = keras.layers.LSTMCell(
@@ -441,5 +447,6 @@ class RecurrentAttention(keras.layers.Layer):
             reinforce_core=self.reinforce_core,
             policy_learning_rate_scale=self.policy_learning_rate_scale,
             random_first_glimpse=self.random_first_glimpse,
+            glimpse_filters=self.glimpse_filters,
         )
         return config

@@ -65,7 +65,8 @@ class RecurrentAttentionModel(Task):
             `glimpse_units`, `location_units`, `glimpse_output_units`,
             `units`, `cell`, `location_std`, `test_samples`, `seed`,
             `reinforce_core`, `policy_learning_rate_scale`,
-            `random_first_glimpse`), in its order and with its defaults, and `channels` (1 or 3, default 1). They
+            `random_first_glimpse`, `glimpse_filters`), in its order and
+            with its defaults, and `channels` (1 or 3, default 1). They
             build the backbone and are read back as attributes
             (`model.num_glimpses`). Left out, or agreeing with it, when
             `backbone` is given. Also `keras.Model`'s `name` and `trainable`;

@@ -103,7 +103,7 @@ ROWS = {
 #: The options `RecurrentAttentionModel` takes as arguments of the same name.
 MODEL_OPTIONS = (
     "units cell location_std test_samples seed reinforce_core reinforce_weight "
-    "policy_learning_rate_scale random_first_glimpse"
+    "policy_learning_rate_scale random_first_glimpse glimpse_filters"
 ).split()
 #: RAM row options that `--num-glimpses`, `--patch-size` and `--num-scales`
 #: replace in every RAM row of a command.
@@ -194,6 +194,15 @@ def parse_args(argv=None):
         "random instead of at the centre (inference starts at the centre)",
     )
     p.add_argument(
+        "--glimpse-filters",
+        type=positive_int,
+        nargs="+",
+        metavar="N",
+        help="RAM rows read each patch with 3x3 convolutions of these many "
+        "filters, each followed by 2x2 max pooling (GlimpseNetwork "
+        "glimpse_filters), instead of the paper's fully connected layer",
+    )
+    p.add_argument(
         "--fresh-canvases",
         action="store_true",
         help="translated and cluttered rows: compose each training canvas "
@@ -223,8 +232,8 @@ def parse_args(argv=None):
         metavar="PRESET",
         help="RAM rows start from the weights of this preset (a shipped name "
         "or ./path) instead of random ones, e.g. to fine-tune a preset with "
-        "other training options; the rows' network (retina, --units, --cell) "
-        "must be the preset's",
+        "other training options; the rows' network (retina, --units, --cell, "
+        "--glimpse-filters) must be the preset's",
     )
     p.add_argument(
         "--anneal-fraction",
@@ -319,7 +328,8 @@ def start_from(model, preset):
         ] or [f"{len(given)} weights in the preset, {len(have)} here"]
         raise ValueError(
             f"--initial-weights is a different network from this row's "
-            f"({differ[0]}); give the preset's retina, --units and --cell. "
+            f"({differ[0]}); give the preset's retina, --units, --cell and "
+            "--glimpse-filters. "
             f"Received: initial_weights={preset!r}"
         )
     model.set_weights(source.get_weights())
@@ -432,6 +442,11 @@ def train_row(name, data, args, run, result=None):
             if kind == "ram" and args.test_samples > 1
             else {}
         ),
+        **(
+            {"glimpse_filters": args.glimpse_filters}
+            if kind == "ram" and args.glimpse_filters
+            else {}
+        ),
         "train_minutes": round(fit.seconds / 60, 2),
         "epochs": fit.epochs,
         "steps": fit.steps,
@@ -478,6 +493,9 @@ def format_table(results):
                 f"RAM, {o['num_glimpses']} glimpses, {o['patch_size']}x"
                 f"{o['patch_size']}, {o.get('num_scales', 1)} scale(s)"
             )
+            if r.get("glimpse_filters"):
+                filters = "-".join(map(str, r["glimpse_filters"]))
+                label += f", conv glimpse network ({filters} filters)"
         else:
             label = {"fc": "FC, 2 layers (256 ReLU)", "conv": "small convnet"}[
                 r["model"]
