@@ -1,5 +1,7 @@
 """GlimpseSensor and GlimpseNetwork against NumPy slicing and NumPy layers."""
 
+import math
+
 import keras
 import numpy as np
 import pytest
@@ -198,16 +200,90 @@ def test_network_matches_numpy():
     assert len(net.trainable_weights) == 7
 
 
-def test_gradients_reach_every_weight_and_the_images():
+def np_conv3x3_relu(x, kernel, bias):
+    """'same' 3x3 convolution + ReLU of `(n, h, w, c)` in NumPy."""
+    n, h, w, _ = x.shape
+    padded = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    out = np.zeros((n, h, w, kernel.shape[-1]))
+    for dy in range(3):
+        for dx in range(3):
+            out += padded[:, dy : dy + h, dx : dx + w] @ kernel[dy, dx]
+    return np_relu(out + bias)
+
+
+def np_max_pool2(x):
+    """2x2 max pooling, stride 2, 'same' padding (odd sides keep the edge)."""
+    n, h, w, c = x.shape
+    padded = np.full((n, h + h % 2, w + w % 2, c), -np.inf)
+    padded[:, :h, :w] = x
+    return padded.reshape(n, padded.shape[1] // 2, 2, -1, 2, c).max(axis=(2, 4))
+
+
+@pytest.mark.parametrize("patch_size", [5, 6])
+def test_convolutional_what_path_matches_numpy(patch_size):
+    net = GlimpseNetwork(
+        glimpse_units=6,
+        location_units=5,
+        output_units=7,
+        patch_size=patch_size,
+        num_scales=2,
+        glimpse_filters=(3, 4),
+        bias_initializer=keras.initializers.RandomNormal(seed=1),
+    )
+    img = image(23, 19, channels=2, batch=3)
+    loc = RNG.uniform(-1, 1, size=(3, 2)).astype("float32")
+    out = run(net, img, loc)
+
+    def w(layer, name):
+        return keras.ops.convert_to_numpy(getattr(layer, name))
+
+    # Every scale's patch through the same two convolutions and poolings.
+    x = np_glimpse(img, loc, patch_size, 2, 2)
+    x = x.reshape(3 * 2, patch_size, patch_size, 2)
+    for conv in net.glimpse_convolutions[::2]:
+        x = np_max_pool2(np_conv3x3_relu(x, w(conv, "kernel"), w(conv, "bias")))
+    side = math.ceil(math.ceil(patch_size / 2) / 2)
+    assert x.shape == (6, side, side, 4)
+    rho = x.reshape(3, -1)
+    h_g = np_relu(rho @ w(net.glimpse_dense, "kernel") + w(net.glimpse_dense, "bias"))
+    h_l = np_relu(loc @ w(net.location_dense, "kernel") + w(net.location_dense, "bias"))
+    ref = np_relu(
+        h_g @ w(net.glimpse_output_dense, "kernel")
+        + w(net.glimpse_output_dense, "bias")
+        + h_l @ w(net.location_output_dense, "kernel")
+    )
+    assert np.any(ref > 0)
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
+    # Two convolutions with a kernel and a bias each, besides the seven.
+    assert len(net.trainable_weights) == 11
+
+
+def test_convolutional_path_weights_do_not_depend_on_the_image_size():
+    shapes = []
+    for side in (16, 64):
+        net = GlimpseNetwork(4, 4, 4, patch_size=4, num_scales=3, glimpse_filters=[2])
+        run(net, image(side, side, batch=1), np.zeros((1, 2), "float32"))
+        shapes.append([tuple(v.shape) for v in net.weights])
+    assert shapes[0] == shapes[1]
+
+
+@pytest.mark.parametrize("glimpse_filters,weights", [(None, 7), ((2, 3), 11)])
+def test_gradients_reach_every_weight_and_the_images(glimpse_filters, weights):
     keras.utils.set_random_seed(0)
     images = keras.Input((12, 12, 1))
     locations = keras.Input((2,))
     # A 1x1 convolution before the sensor: its kernel only learns if
     # gradients flow through the gather back to the image.
     features = keras.layers.Conv2D(2, 1, name="pixels")(images)
-    g = GlimpseNetwork(8, 8, 4, patch_size=3, num_scales=2, name="glimpse")(
-        features, locations
-    )
+    g = GlimpseNetwork(
+        8,
+        8,
+        4,
+        patch_size=3,
+        num_scales=2,
+        glimpse_filters=glimpse_filters,
+        name="glimpse",
+    )(features, locations)
     model = keras.Model([images, locations], keras.layers.Dense(1)(g))
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
     img = image(12, 12, batch=8)
@@ -217,7 +293,7 @@ def test_gradients_reach_every_weight_and_the_images():
     model.train_on_batch([img, loc], target)
     after = [keras.ops.convert_to_numpy(v) for v in model.trainable_weights]
     names = [v.path for v in model.trainable_weights]
-    assert sum("glimpse" in n for n in names) == 7
+    assert sum("glimpse" in n for n in names) == weights
     for name, old, new in zip(names, before, after, strict=True):
         assert not np.allclose(old, new), f"{name} received no gradient"
 
@@ -234,6 +310,10 @@ def test_configs_round_trip():
     config = GlimpseNetwork.from_config(net.get_config()).get_config()
     assert config == net.get_config()
     assert config["output_units"] == 2 and config["scale_factor"] == 3
+    assert config["glimpse_filters"] is None
+    conv = GlimpseNetwork(4, 3, 2, glimpse_filters=(5, 6))
+    config = GlimpseNetwork.from_config(conv.get_config()).get_config()
+    assert config == conv.get_config() and config["glimpse_filters"] == [5, 6]
 
 
 def test_model_save_and_load_without_custom_objects(tmp_path):
@@ -241,7 +321,10 @@ def test_model_save_and_load_without_custom_objects(tmp_path):
     locations = keras.Input((2,))
     sensor = GlimpseSensor(4, num_scales=2)(images, locations)
     g = GlimpseNetwork(8, 4, 6, patch_size=4, num_scales=2)(images, locations)
-    model = keras.Model([images, locations], [sensor, g])
+    conv = GlimpseNetwork(8, 4, 6, patch_size=4, num_scales=2, glimpse_filters=[3])(
+        images, locations
+    )
+    model = keras.Model([images, locations], [sensor, g, conv])
     img = image(30, 22, batch=2)
     loc = np.array([[0.2, -0.4], [-1.0, 1.0]], "float32")
     expected = model.predict([img, loc], verbose=0)
@@ -281,6 +364,21 @@ def test_sensor_rejects_bad_arguments(kwargs, name):
 def test_network_rejects_bad_arguments(name):
     with pytest.raises(ValueError, match=name):
         GlimpseNetwork(**{name: 0})
+
+
+@pytest.mark.parametrize(
+    "glimpse_filters,error",
+    [
+        ((8, 0), ValueError),
+        ([2.5], ValueError),
+        ((True,), ValueError),
+        (16, TypeError),
+        ("16", TypeError),
+    ],
+)
+def test_network_rejects_bad_glimpse_filters(glimpse_filters, error):
+    with pytest.raises(error, match=r"glimpse_filters.*Received: glimpse_filters="):
+        GlimpseNetwork(glimpse_filters=glimpse_filters)
 
 
 @pytest.mark.parametrize(

@@ -244,8 +244,11 @@ def test_learns_to_look_in_the_corner():
 # --- Serialization --------------------------------------------------------------------
 
 
-def test_preset_round_trip(tmp_path):
-    model = tiny(cell="lstm", test_samples=1, discount=0.95)
+@pytest.mark.parametrize("glimpse_filters", [None, (3, 5)])
+def test_preset_round_trip(tmp_path, glimpse_filters):
+    model = tiny(
+        cell="lstm", test_samples=1, discount=0.95, glimpse_filters=glimpse_filters
+    )
     images = RNG.integers(0, 256, (5, 30, 30), dtype="uint8")
     model.fit(images, RNG.integers(0, 4, 5), epochs=1, verbose=0)
     expected = model.predict(images, verbose=0)
@@ -275,6 +278,7 @@ def test_preset_round_trip(tmp_path):
         ({"discount": 0.0}, "discount"),
         ({"location_std": -1.0}, "std"),
         ({"test_samples": 0}, "test_samples"),
+        ({"glimpse_filters": (8, 0)}, "glimpse_filters"),
     ],
 )
 def test_bad_arguments(kwargs, match):

@@ -121,8 +121,35 @@ def test_canvas_size_and_retina_options_reach_every_ram_row(tmp_path):
     )
 
 
+def test_glimpse_filters_give_ram_rows_a_convolutional_glimpse_network():
+    rows = train.main(
+        ["--data", "sample", "--units", "16", "--num-glimpses", "2",
+         "--num-scales", "2", "--patch-size", "6", "--batch-size", "64",
+         "--epochs", "1", "--max-steps", "2", "--verbose", "0",
+         "--rows", "ram_centered_6", "fc_centered", "--glimpse-filters", "4", "8"]
+    )  # fmt: skip
+    ram, fc = rows["ram_centered_6"], rows["fc_centered"]
+    assert ram["glimpse_filters"] == [4, 8] and "glimpse_filters" not in fc
+    plain = train.build_model(
+        "ram", ram["options"], 28, train.parse_args(["--units", "16"])
+    )
+    # Two 3x3 convolutions (1 -> 4 -> 8 channels); the 6x6 patch pools to
+    # 2x2, so theta_g^0 reads 2 scales x 2 x 2 x 8 features, not 2 x 6 x 6.
+    convs = (9 * 1 * 4 + 4) + (9 * 4 * 8 + 8)
+    dense_change = (2 * 2 * 2 * 8 - 2 * 6 * 6) * 128
+    assert ram["parameters"] == plain.count_params() + convs + dense_change
+    assert "conv glimpse network (4-8 filters)" in train.format_table(rows)
+    assert "conv glimpse" not in train.format_table({"fc_centered": fc})
+
+
 @pytest.mark.parametrize(
-    "argv", [["--canvas-size", "0"], ["--num-glimpses", "-1"], ["--patch-size", "x"]]
+    "argv",
+    [
+        ["--canvas-size", "0"],
+        ["--num-glimpses", "-1"],
+        ["--patch-size", "x"],
+        ["--glimpse-filters", "16", "0"],
+    ],
 )
 def test_retina_options_refuse_non_positive_values(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
