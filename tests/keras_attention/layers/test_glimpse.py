@@ -169,6 +169,21 @@ def test_any_image_size_in_a_compiled_model():
 # --- GlimpseNetwork -----------------------------------------------------------
 
 
+def w(layer, name):
+    return keras.ops.convert_to_numpy(getattr(layer, name))
+
+
+def np_network(net, rho, loc):
+    """The glimpse network's dense layers in NumPy, on `rho` (batch, size)."""
+    h_g = np_relu(rho @ w(net.glimpse_dense, "kernel") + w(net.glimpse_dense, "bias"))
+    h_l = np_relu(loc @ w(net.location_dense, "kernel") + w(net.location_dense, "bias"))
+    return np_relu(
+        h_g @ w(net.glimpse_output_dense, "kernel")
+        + w(net.glimpse_output_dense, "bias")
+        + h_l @ w(net.location_output_dense, "kernel")
+    )
+
+
 def test_network_matches_numpy():
     net = GlimpseNetwork(
         glimpse_units=6,
@@ -184,17 +199,8 @@ def test_network_matches_numpy():
     out = run(net, img, loc)
     assert out.shape == (4, 7)
 
-    def w(layer, name):
-        return keras.ops.convert_to_numpy(getattr(layer, name))
-
     rho = np_glimpse(img, loc, 3, 2, 2).reshape(4, -1)
-    h_g = np_relu(rho @ w(net.glimpse_dense, "kernel") + w(net.glimpse_dense, "bias"))
-    h_l = np_relu(loc @ w(net.location_dense, "kernel") + w(net.location_dense, "bias"))
-    ref = np_relu(
-        h_g @ w(net.glimpse_output_dense, "kernel")
-        + w(net.glimpse_output_dense, "bias")
-        + h_l @ w(net.location_output_dense, "kernel")
-    )
+    ref = np_network(net, rho, loc)
     assert np.any(ref > 0) and np.any(ref == 0)
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
     assert len(net.trainable_weights) == 7
@@ -234,9 +240,6 @@ def test_convolutional_what_path_matches_numpy(patch_size):
     loc = RNG.uniform(-1, 1, size=(3, 2)).astype("float32")
     out = run(net, img, loc)
 
-    def w(layer, name):
-        return keras.ops.convert_to_numpy(getattr(layer, name))
-
     # Every scale's patch through the same two convolutions and poolings.
     x = np_glimpse(img, loc, patch_size, 2, 2)
     x = x.reshape(3 * 2, patch_size, patch_size, 2)
@@ -245,13 +248,7 @@ def test_convolutional_what_path_matches_numpy(patch_size):
     side = math.ceil(math.ceil(patch_size / 2) / 2)
     assert x.shape == (6, side, side, 4)
     rho = x.reshape(3, -1)
-    h_g = np_relu(rho @ w(net.glimpse_dense, "kernel") + w(net.glimpse_dense, "bias"))
-    h_l = np_relu(loc @ w(net.location_dense, "kernel") + w(net.location_dense, "bias"))
-    ref = np_relu(
-        h_g @ w(net.glimpse_output_dense, "kernel")
-        + w(net.glimpse_output_dense, "bias")
-        + h_l @ w(net.location_output_dense, "kernel")
-    )
+    ref = np_network(net, rho, loc)
     assert np.any(ref > 0)
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
     # Two convolutions with a kernel and a bias each, besides the seven.
