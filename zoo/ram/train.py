@@ -256,6 +256,11 @@ def parse_args(argv=None):
             "--anneal-factor needs --anneal-fraction (the part of the budget "
             f"it applies to); received --anneal-factor {args.anneal_factor}"
         )
+    if args.out and PRESET_ROW not in args.rows:
+        p.error(
+            f"--out writes the {PRESET_ROW} row as a preset, and --rows does "
+            f"not train it; received --out {args.out} --rows {' '.join(args.rows)}"
+        )
     return args
 
 

@@ -142,6 +142,16 @@ def test_glimpse_filters_give_ram_rows_a_convolutional_glimpse_network():
     assert "conv glimpse" not in train.format_table({"fc_centered": fc})
 
 
+def test_out_without_the_preset_row_is_refused(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train.parse_args(["--out", "p", "--rows", "ram_cluttered_6"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--out" in err and "ram_translated_6" in err and "ram_cluttered_6" in err
+    args = train.parse_args(["--out", "p", "--rows", "ram_translated_6", "fc_centered"])
+    assert args.out == "p"
+
+
 @pytest.mark.parametrize(
     "argv",
     [
