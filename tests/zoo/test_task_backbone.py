@@ -238,6 +238,7 @@ def test_shipped_configs_load_unchanged(path):
         "reinforce_core",
         "policy_learning_rate_scale",
         "random_first_glimpse",
+        "glimpse_filters",
     }
 
 
