@@ -34,6 +34,13 @@ further with its own settings:
         --reinforce-core --initial-weights ram_fashion_mnist_translated_200 \
         --out runs/longer
 
+`--out` writes the `ram_translated_6` row as a preset; `--preset-row`
+names another RAM row, e.g. a cluttered 100x100 preset that `python -m
+zoo.ram.evaluation` then scores on cluttered canvases:
+
+    python -m zoo.ram.train --rows ram_cluttered_6 --canvas-size 100 \
+        --num-scales 4 --preset-row ram_cluttered_6 --out runs/cluttered100
+
 `--num-glimpses`, `--patch-size` and `--num-scales` replace the retina of
 every RAM row of the command (the table names the retina each row had), and
 `--canvas-size` the side of the translated and cluttered canvases; e.g.
@@ -81,7 +88,7 @@ from zoo.ram import RecurrentAttentionModel
 from zoo.ram.plotting import plot_glimpses
 from zoo.training import TrainingRun, compile_classifier
 
-PRESET_ROW = "ram_translated_6"
+PRESET_ROW = "ram_translated_6"  # --preset-row, unless given.
 ROWS_FILE = "results.json"  # In the run directory: the rows trained.
 
 # name: (task variant, model kind, model options)
@@ -153,7 +160,7 @@ def parse_args(argv=None):
         learning_rate=1e-3,
         verbose=2,
         out_required=False,
-        out_help=f"preset directory for the {PRESET_ROW} row",
+        out_help="preset directory for the --preset-row row",
     )
     p.add_argument("--data", default="full", choices=["full", "sample"])
     p.add_argument("--path", help="directory with the Fashion-MNIST IDX files")
@@ -249,6 +256,13 @@ def parse_args(argv=None):
         help="what --anneal-fraction multiplies the learning rate by "
         f"(default {ANNEAL_FACTOR})",
     )
+    p.add_argument(
+        "--preset-row",
+        default=PRESET_ROW,
+        choices=[name for name, row in ROWS.items() if row[1] == "ram"],
+        help="the RAM row that --out writes as a preset, with its task in the "
+        f"metadata (default {PRESET_ROW})",
+    )
     p.add_argument("--plot", help="PNG of glimpse paths of the preset row")
     args = p.parse_args(argv)
     if args.anneal_factor is not None and args.anneal_fraction is None:
@@ -256,10 +270,11 @@ def parse_args(argv=None):
             "--anneal-factor needs --anneal-fraction (the part of the budget "
             f"it applies to); received --anneal-factor {args.anneal_factor}"
         )
-    if args.out and PRESET_ROW not in args.rows:
+    if args.out and args.preset_row not in args.rows:
         p.error(
-            f"--out writes the {PRESET_ROW} row as a preset, and --rows does "
-            f"not train it; received --out {args.out} --rows {' '.join(args.rows)}"
+            f"--out writes the {args.preset_row} row (--preset-row) as a preset, "
+            f"and --rows does not train it; received --out {args.out} "
+            f"--preset-row {args.preset_row} --rows {' '.join(args.rows)}"
         )
     return args
 
@@ -528,9 +543,10 @@ def data_metadata(args, data, variant):
 
 def save_preset(run, model, result, data, results, draw=True):
     """Writes the preset row's model with the table so far (and `--plot`)."""
+    variant = ROWS[run.args.preset_row][0]
     metadata = run.metadata(
-        f"Fashion-MNIST classification, {task_label('translated', data[2].shape[1])}",
-        data_metadata(run.args, data, ROWS[PRESET_ROW][0]),
+        f"Fashion-MNIST classification, {task_label(variant, data[2].shape[1])}",
+        data_metadata(run.args, data, variant),
         {
             "test_error_percent": result["test_error_percent"],
             "epochs": result.get("epochs", run.args.epochs),
@@ -580,7 +596,7 @@ def main(argv=None):
     cache, results = {}, run.directory.read(ROWS_FILE, {})
     total = time.time()
     for name in args.rows:
-        if name in results and not (name == PRESET_ROW and args.out):
+        if name in results and not (name == args.preset_row and args.out):
             print(f"\n== {name}: trained before (run directory)")
             continue
         variant = ROWS[name][0]
@@ -604,13 +620,13 @@ def main(argv=None):
         )
         run.directory.write(ROWS_FILE, results)
         run.write_results({"command": run.command, "rows": results})
-        if name == PRESET_ROW and args.out:
+        if name == args.preset_row and args.out:
             preset = (model, results[name], cache[variant])
             # Saved now (table so far), and again with the whole table below.
             save_preset(run, *preset, results, draw=False)
     print(f"\ntotal {(time.time() - total) / 60:.1f} min\n")
     print(format_table(results))
-    if args.out and PRESET_ROW in results:
+    if args.out and args.preset_row in results:
         save_preset(run, *preset, results)
     run.finish()
     return results

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from zoo.ram import RecurrentAttentionModel, train
+from zoo.ram import RecurrentAttentionModel, evaluation, train
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -149,7 +149,37 @@ def test_out_without_the_preset_row_is_refused(capsys):
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "--out" in err and "ram_translated_6" in err and "ram_cluttered_6" in err
     args = train.parse_args(["--out", "p", "--rows", "ram_translated_6", "fc_centered"])
-    assert args.out == "p"
+    assert args.out == "p" and args.preset_row == "ram_translated_6"
+    with pytest.raises(SystemExit) as exit_info:
+        train.parse_args(["--out", "p", "--preset-row", "ram_cluttered_6",
+                          "--rows", "ram_translated_6"])  # fmt: skip
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--preset-row ram_cluttered_6" in err and "ram_translated_6" in err
+    with pytest.raises(SystemExit) as exit_info:  # Only RAM rows are presets.
+        train.parse_args(["--out", "p", "--preset-row", "conv_cluttered"])
+    assert exit_info.value.code == 2
+    assert "--preset-row" in capsys.readouterr().err
+
+
+def test_preset_row_writes_a_cluttered_row_that_evaluation_reads_as_cluttered(
+    tmp_path,
+):
+    out = tmp_path / "cluttered"
+    rows = train.main(
+        ["--data", "sample", "--rows", "ram_cluttered_6", "--units", "16",
+         "--num-glimpses", "2", "--num-scales", "1", "--patch-size", "4",
+         "--batch-size", "64", "--epochs", "1", "--max-steps", "1",
+         "--verbose", "0", "--preset-row", "ram_cluttered_6", "--out", str(out)]
+    )  # fmt: skip
+    meta = RecurrentAttentionModel.from_preset(str(out)).preset_metadata
+    assert meta["data"]["variant"] == "cluttered"
+    assert meta["data"]["canvas_size"] == 60
+    assert "cluttered 60x60" in meta["task"]
+    assert meta["metrics"]["test_error_percent"] == pytest.approx(
+        rows["ram_cluttered_6"]["test_error_percent"]
+    )
+    assert evaluation.preset_data(meta) == ("cluttered", {"train": 0, "test": 1}, 60)
 
 
 @pytest.mark.parametrize(
