@@ -6,10 +6,17 @@ model card is `zoo/ram/README.md`.
 
 Example:
 >>> sorted(PRESETS)
-['ram_fashion_mnist_translated', 'ram_fashion_mnist_translated_200', 'ram_fashion_mnist_translated_long', 'ram_fashion_mnist_translated_seeking', 'ram_fashion_mnist_translated_seeking_annealed']
+['ram_fashion_mnist_cluttered_100', 'ram_fashion_mnist_translated', 'ram_fashion_mnist_translated_200', 'ram_fashion_mnist_translated_long', 'ram_fashion_mnist_translated_seeking', 'ram_fashion_mnist_translated_seeking_annealed']
 """
 
 PRESETS = {
+    "ram_fashion_mnist_cluttered_100": (
+        "6 glimpses of 4 scales (12x12 to 96x96), a convolutional glimpse "
+        "network (16-32 filters), trained 100 minutes on cluttered 100x100 "
+        "canvases (first glimpse at random in training, REINFORCE reaching the "
+        "core, location std 0.25): its glimpses go to the item among the "
+        "clutter (slope 0.76-0.82 after the second); 14.20% test error."
+    ),
     "ram_fashion_mnist_translated": (
         "RAM, 6 glimpses of 3 scales (12x12 to 48x48), LSTM core: Fashion-MNIST "
         "items at random positions of a 60x60 canvas, 27.43% test error."
