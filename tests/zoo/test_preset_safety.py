@@ -235,9 +235,8 @@ def test_cli_reports_a_malformed_preset_in_one_line(copy, capsys, case):
 
 def test_shipped_presets_load_unchanged():
     shipped = list_presets()
-    assert (
-        len(shipped) == 8
-    )  # RAM: the 6-epoch table preset, long, seeking, 200, annealed
+    # RAM: the 6-epoch table preset, long, seeking, 200, annealed, cluttered 100.
+    assert len(shipped) == 9
     for name, directory in shipped.items():
         before = presets.verify_preset(directory)
         model = Task.from_preset(name)
