@@ -11,8 +11,11 @@ from zoo.ram import RecurrentAttentionModel
 NAME = "ram_fashion_mnist_translated"
 
 
-def sample_canvases(size):
+def sample_canvases(size, clutter_pieces=0):
     """The shipped sample's test items on `size` canvases (seed 1).
+
+    With `clutter_pieces`, that many 8x8 pieces of other items are placed
+    beside each item (`fashion_mnist.clutter`), as on the cluttered canvases.
 
     Returns `(canvases, positions, labels, centres)`: uint8 canvases, item
     positions, labels and the item centres in glimpse units
@@ -21,7 +24,10 @@ def sample_canvases(size):
     from zoo.ram import evaluation
 
     items = fashion_mnist.load_arrays("test", fashion_mnist.sample_path())[0]
-    canvases, positions = fashion_mnist.translate(items, size, seed=1)
+    if clutter_pieces:
+        canvases, positions = fashion_mnist.clutter(items, size, clutter_pieces, seed=1)
+    else:
+        canvases, positions = fashion_mnist.translate(items, size, seed=1)
     labels = fashion_mnist.load("test", sample=True)[1]
     return canvases, positions, labels, evaluation.item_centres(positions, size)
 
@@ -159,16 +165,13 @@ def test_cluttered_100_preset_classifies_cluttered_100x100_canvases():
         assert flag in meta["command"]
     model = zoo.from_preset(name)
     assert (model.num_scales, tuple(model.glimpse_filters)) == (4, (16, 32))
-    items = fashion_mnist.load_arrays("test", fashion_mnist.sample_path())[0]
-    canvases, positions = fashion_mnist.clutter(items, 100, 8, seed=1)
-    labels = fashion_mnist.load("test", sample=True)[1]
+    canvases, _, labels, centres = sample_canvases(100, clutter_pieces=8)
     locations, logits = model.look(canvases)
     # Full test set: 14.20% (card); the sample: 12.6%; chance is 90%.
     assert float(np.mean(logits.argmax(-1) != labels)) < 0.2
     # From the second glimpse on the policy follows the item among the
     # clutter (sample: slope 0.56, then 0.77-0.82) and stays near it
     # (distance 0.57 at the centre, then 0.29-0.31).
-    centres = evaluation.item_centres(positions, 100)
     slopes = evaluation.following_slopes(locations, centres)
     assert np.all(slopes[2:] > 0.6), slopes
     distances, _ = evaluation.glimpse_distances(locations, centres)
