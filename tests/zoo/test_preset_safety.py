@@ -236,7 +236,7 @@ def test_cli_reports_a_malformed_preset_in_one_line(copy, capsys, case):
 def test_shipped_presets_load_unchanged():
     shipped = list_presets()
     # RAM: the 6-epoch table preset, long, seeking, 200, annealed, cluttered 100.
-    assert len(shipped) == 9
+    assert len(shipped) == 10
     for name, directory in shipped.items():
         before = presets.verify_preset(directory)
         model = Task.from_preset(name)
