@@ -235,7 +235,8 @@ def test_cli_reports_a_malformed_preset_in_one_line(copy, capsys, case):
 
 def test_shipped_presets_load_unchanged():
     shipped = list_presets()
-    # RAM: the 6-epoch table preset, long, seeking, 200, annealed, cluttered 100.
+    # RAM: the 6-epoch table preset, long, seeking, 200, annealed, cluttered 100
+    # and cluttered 100 long; the other three families one each.
     assert len(shipped) == 10
     for name, directory in shipped.items():
         before = presets.verify_preset(directory)
