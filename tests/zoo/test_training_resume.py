@@ -118,7 +118,8 @@ def test_sigkilled_cli_run_resumes_to_the_uninterrupted_result(tmp_path):
         json.loads((path / "metadata.json").read_text())["metrics"]
         for path in (reference_out, out)
     ]
-    assert metrics[1]["history"] == metrics[0]["history"]
+    # Computed with those weights: held to the same tolerance (issue 38).
+    assert_same_history(metrics[1]["history"], metrics[0]["history"])
     assert len(metrics[1]["history"]["loss"]) == EPOCHS
     assert metrics[1]["test_error_percent"] == metrics[0]["test_error_percent"]
 

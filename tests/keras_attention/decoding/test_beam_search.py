@@ -512,4 +512,6 @@ def test_beam_search_over_a_large_vocabulary_equals_plain_top_k(monkeypatch):
     monkeypatch.setattr(beam_search, "top_k_by_blocks", ops.top_k)
     plain_seqs, plain_scores = decode(search, next, prompt, stop_token_ids=[7])
     np.testing.assert_array_equal(np_(seqs), np_(plain_seqs))
-    np.testing.assert_array_equal(np_(scores), np_(plain_scores))
+    # Two graphs (under JAX, two jit compilations): the same values picked,
+    # but the arithmetic around them may be fused differently (issue 38).
+    np.testing.assert_allclose(np_(scores), np_(plain_scores), rtol=1e-6)

@@ -400,7 +400,9 @@ def test_look_matches_predict_in_any_batching_and_takes_first_locations():
     np.testing.assert_allclose(locations, whole_locations, atol=1e-6)
     np.testing.assert_allclose(logits, whole_logits, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(logits, model.predict(images, verbose=0), atol=1e-5)
-    np.testing.assert_array_equal(model.glimpses(images), locations)
+    # glimpses() batches by 256, look() above by 2: float32 results of different
+    # batch shapes may differ in the last bits (issue 38).
+    np.testing.assert_allclose(model.glimpses(images), locations, atol=1e-6)
     first = RNG.uniform(-1, 1, (5, 2)).astype("float32")
     moved, _ = model.look(images, first_locations=first, batch_size=2)
     np.testing.assert_allclose(moved[:, 0], first, atol=1e-6)
