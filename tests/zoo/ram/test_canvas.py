@@ -9,6 +9,8 @@ zoo classify` says it in one `warning:` line, and `python -m zoo presets`
 lists the range.
 """
 
+import importlib.util
+import os
 import warnings
 
 import numpy as np
@@ -20,23 +22,19 @@ from zoo.ram import CanvasSizeWarning, RecurrentAttentionModel, canvas
 
 pytestmark = pytest.mark.tensorflow_only
 
+_spec = importlib.util.spec_from_file_location(
+    "tiny_models",
+    os.path.join(os.path.dirname(os.path.dirname(__file__)), "tiny_models.py"),
+)
+tiny_models = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tiny_models)
+
 TRANSLATED_60 = {"data": {"variant": "translated", "canvas_size": 60}}
 
 
 @pytest.fixture(scope="module")
 def model():
-    model = RecurrentAttentionModel(
-        num_classes=3,
-        num_glimpses=2,
-        patch_size=4,
-        num_scales=2,
-        glimpse_units=8,
-        location_units=8,
-        glimpse_output_units=16,
-        units=16,
-        seed=0,
-        class_names=["a", "b", "c"],
-    )
+    model = tiny_models.exportable_ram()
     model.preset_metadata = TRANSLATED_60  # as `from_preset` sets it
     return model
 
