@@ -6,11 +6,17 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install demo test lint format benchmark clean
 
+# The install's output (hundreds of lines) goes to $(INSTALL_LOG); one line
+# says where. A failed install prints the log's last lines and stops make.
+INSTALL_LOG := $(VENV)/install.log
+
 $(STAMP): setup.py pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev]"
-	touch $(STAMP)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "Installing keras-attention-zoo and its dependencies into $(VENV) (log: $(INSTALL_LOG))"
+	@{ $(BIN)/pip install --quiet --upgrade pip \
+	  && $(BIN)/pip install --quiet -e ".[dev]"; } > $(INSTALL_LOG) 2>&1 \
+	  || { tail -n 30 $(INSTALL_LOG) >&2; echo "make: the install failed; the whole log is $(INSTALL_LOG)" >&2; exit 1; }
+	@touch $(STAMP)
 
 install: $(STAMP)
 

@@ -12,9 +12,15 @@ exit status 2, as a bad argument does.
 """
 
 import argparse
+import contextlib
+import contextvars
 import os
 import sys
 import tempfile
+
+# The command a training script runs under (`python -m zoo train seq2seq`),
+# set by the CLI for the script's usage line; `None`: argparse's default.
+_program = contextvars.ContextVar("program", default=None)
 
 
 def positive_int(text):
@@ -128,17 +134,32 @@ def add_training_arguments(
         "<results>.run, else none: no resumption); rerunning the same command "
         "resumes from it after a kill; it is deleted once the outputs are written",
     )
-    parser.add_argument("--epochs", type=positive_int, default=epochs)
+    parser.add_argument(
+        "--epochs",
+        type=positive_int,
+        default=epochs,
+        help="passes over the training data (default: %(default)s)",
+    )
     if batch_size is not None:
         parser.add_argument(
             "--batch-size",
             type=positive_int,
             default=batch_size,
-            help="global batch size",
+            help="global batch size (default: %(default)s)",
         )
     if learning_rate is not None:
-        parser.add_argument("--learning-rate", type=float, default=learning_rate)
-    parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument(
+            "--learning-rate",
+            type=float,
+            default=learning_rate,
+            help="the optimizer's step size (default: %(default)s)",
+        )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="random seed of the weights and the data order (default: 0)",
+    )
     parser.add_argument(
         "--strategy",
         default="auto",
@@ -155,16 +176,24 @@ def add_training_arguments(
         "--time-budget",
         dest="max_minutes",
         type=positive_float,
-        help="stop training after this many minutes of training (a resumed run "
-        "counts the minutes before the kill)",
+        metavar="MINUTES",
+        help="stop training after this many minutes of training, e.g. 60 for "
+        "an hour (a resumed run counts the minutes before the kill)",
     )
     parser.add_argument(
         "--max-steps",
         type=positive_int,
+        metavar="STEPS",
         help="stop training after this many optimizer steps (an equal budget "
         "for comparisons that does not depend on machine load)",
     )
-    parser.add_argument("--verbose", type=int, default=verbose)
+    parser.add_argument(
+        "--verbose",
+        type=int,
+        default=verbose,
+        help="Keras's fit verbosity: 0 silent, 1 progress bar, 2 one line per "
+        "epoch (default: %(default)s)",
+    )
 
 
 def training_parser(doc, **defaults):
@@ -176,15 +205,42 @@ def training_parser(doc, **defaults):
 
     Returns:
         `argparse.ArgumentParser`, to which the script adds its own options.
+        Its usage line names the command set by `program_name` (the CLI's
+        `python -m zoo train MODEL`), else argparse's default.
 
     Example:
     >>> parser = training_parser("Trains a model.", epochs=3)
     >>> parser.description, parser.parse_args(["--out", "p"]).epochs
     ('Trains a model.', 3)
+    >>> with program_name("python -m zoo train ram"):
+    ...     training_parser("Trains a model.", epochs=3).prog
+    'python -m zoo train ram'
     """
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog=_program.get(), description=doc.splitlines()[0]
+    )
     add_training_arguments(parser, **defaults)
     return parser
+
+
+@contextlib.contextmanager
+def program_name(prog):
+    """Within the block, `training_parser` names the command `prog`.
+
+    The CLI runs a training script in its own process, so the script's
+    usage line (`usage: python -m zoo train seq2seq ...`) names the command
+    the user typed, not the file argparse would find in `sys.argv[0]`.
+
+    Example:
+    >>> with program_name("keras-attention train ram"):
+    ...     training_parser("Trains.", epochs=1).format_usage().split()[:4]
+    ['usage:', 'keras-attention', 'train', 'ram']
+    """
+    token = _program.set(prog)
+    try:
+        yield
+    finally:
+        _program.reset(token)
 
 
 def pick_options(args, *names, drop_none=False):

@@ -18,14 +18,28 @@ import argparse
 import os
 import sys
 import tempfile
+import warnings
 
-from zoo.arguments import positive_int
+from zoo.arguments import positive_int, program_name
+
+#: The command's name in usage lines: `keras-attention` (the installed
+#: script); `python -m zoo` passes its own.
+PROG = "keras-attention"
 
 MODELS = {
     "seq2seq": "zoo.seq2seq.train",
     "transformer": "zoo.transformer.train",
     "ram": "zoo.ram.train",
     "show_attend_tell": "zoo.show_attend_tell.train",
+}
+
+#: What `train MODEL` trains, for `train --help` (without importing the
+#: scripts, which load TensorFlow).
+FAMILIES = {
+    "seq2seq": "RNN encoder-decoder with attention (Bahdanau, Luong), EN->ES",
+    "transformer": "Transformer encoder-decoder (Vaswani et al.), EN->ES",
+    "ram": "Recurrent Attention Model glimpse classifier, Fashion-MNIST",
+    "show_attend_tell": "Show, Attend and Tell captioner, Fashion-MNIST scenes",
 }
 
 
@@ -59,13 +73,48 @@ def _presets(args):
     for name, path in found.items():
         meta = read_metadata(path)
         print(f"{name:40s} {meta.get('class_name', '?'):24s} {metrics_summary(meta)}")
+        sizes = image_sizes(meta)
+        if sizes:
+            print(f"{'':40s} {sizes}")
         print(f"{'':40s} {path}")
     return 0
 
 
-def _train(args, rest):
+def image_sizes(meta):
+    """For a glimpse classifier's metadata: the image sizes it is good for.
+
+    Returns:
+        str, or `None` for a preset of another kind (they resize images).
+
+    Example:
+    >>> image_sizes({"class_name": "RecurrentAttentionModel",
+    ...              "data": {"variant": "cluttered", "canvas_size": 100}})
+    'trained on 100x100 canvases: good for image sides 50 to 125'
+    >>> image_sizes({"class_name": "Seq2Seq"}) is None
+    True
+    """
+    from zoo.ram import canvas
+
+    if meta.get("class_name") != "RecurrentAttentionModel":
+        return None
+    side = canvas.training_canvas(meta)
+    low, high = canvas.good_sides(side)
+    return f"trained on {side}x{side} canvases: good for image sides {low} to {high}"
+
+
+def _train(args, rest, parser):
     import importlib
 
+    if args.model is None:
+        if "-h" in rest or "--help" in rest:
+            parser.print_help()
+            return 0
+        parser.print_usage(sys.stderr)
+        print(
+            f"error: name the model to train, one of: {', '.join(MODELS)}",
+            file=sys.stderr,
+        )
+        return 2
     if args.model not in MODELS:
         print(
             f"Unknown model {args.model!r}. Choose one of: {', '.join(MODELS)}.",
@@ -73,7 +122,8 @@ def _train(args, rest):
         )
         return 2
     try:
-        importlib.import_module(MODELS[args.model]).main(rest)
+        with program_name(f"{parser.prog} {args.model}"):
+            importlib.import_module(MODELS[args.model]).main(rest)
     except (ValueError, TypeError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -112,6 +162,12 @@ def task_kind(model):
 
 
 def _translate(args):
+    for i, text in enumerate(args.text, 1):
+        if not text.strip():
+            raise ValueError(
+                f"TEXT {i} of {len(args.text)} is empty: nothing to translate. "
+                f"Received: {text!r}"
+            )
     model = _load(args.preset, args.dtype)
     if task_kind(model) != "translation":
         print(f"Preset {args.preset} is not a translation model.", file=sys.stderr)
@@ -187,20 +243,50 @@ def _numbered(path, index, count):
     return f"{root}_{index}{ext}"
 
 
-def _check_plot_path(path):
-    """Refuses a `--plot` path that cannot be written, before any work."""
-    if path is None:
-        return
-    folder = os.path.dirname(os.path.abspath(path))
+def _check_writable_folder(folder, option):
+    """Refuses a folder that is missing or cannot take a new file."""
     if not os.path.isdir(folder):
-        raise ValueError(f"--plot: folder {folder!r} does not exist")
-    if os.path.isdir(path):
-        raise ValueError(f"--plot: {path!r} is a folder, not a file name")
+        raise ValueError(f"{option}: folder {folder!r} does not exist")
     try:  # os.access says yes to root, even on a read-only file system
         with tempfile.NamedTemporaryFile(dir=folder):
             pass
     except OSError as e:
-        raise ValueError(f"--plot: folder {folder!r} is not writable ({e})") from e
+        raise ValueError(f"{option}: folder {folder!r} is not writable ({e})") from e
+
+
+def _check_plot_path(path):
+    """Refuses a `--plot` path that cannot be written, before any work.
+
+    The extension must be an image format Matplotlib writes (`.png`,
+    `.pdf`, `.svg`, ...); none means `.png`.
+    """
+    if path is None:
+        return
+    _check_writable_folder(os.path.dirname(os.path.abspath(path)), "--plot")
+    if os.path.isdir(path):
+        raise ValueError(f"--plot: {path!r} is a folder, not a file name")
+    extension = os.path.splitext(path)[1].lower().lstrip(".")
+    if extension:
+        from matplotlib.backend_bases import FigureCanvasBase
+
+        formats = FigureCanvasBase.get_supported_filetypes()
+        if extension not in formats:
+            raise ValueError(
+                f"--plot: {path!r} is not an image file name: use one of "
+                f"{', '.join('.' + name for name in sorted(formats))}"
+            )
+
+
+def _check_export_directory(path):
+    """Refuses an export `DIR` that is a file or cannot be written, at once."""
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise ValueError(f"export DIR {path!r} is a file, not a folder")
+    folder = os.path.abspath(path)
+    while not os.path.lexists(folder):  # the nearest folder that exists
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        raise ValueError(f"export DIR {path!r} is inside a file, {folder!r}")
+    _check_writable_folder(folder, "export DIR")
 
 
 def _caption(args):
@@ -233,18 +319,26 @@ def _classify(args):
         return 2
     channels = model.preprocessor.channels
     for i, path in enumerate(args.image):
-        # Any image size: glimpse locations are relative to the image.
+        # Any image size runs (glimpse locations are relative to the image);
+        # sizes far from the training canvas warn, one line each.
         image = _read_image(path, channels)[None]
-        names, probabilities = model.classify(image)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            names, probabilities = model.classify(image)
+        for message in dict.fromkeys(str(w.message) for w in caught):
+            print(f"warning: {path}: {message}", file=sys.stderr)
         name = str(names[0, 0])
         print(f"{path}: {name} ({probabilities[0, 0]:.2f})")
         if args.plot:
             from zoo.ram.plotting import plot_glimpses
 
             out = _numbered(args.plot, i, len(args.image))
+            with warnings.catch_warnings():  # said once, above
+                warnings.simplefilter("ignore")
+                locations = model.glimpses(image)
             plot_glimpses(
                 image,
-                model.glimpses(image),
+                locations,
                 out,
                 patch_size=model.patch_size,
                 num_scales=model.num_scales,
@@ -273,8 +367,12 @@ def _evaluate(args):
         from zoo.show_attend_tell.evaluation import evaluate_scenes
 
         # The scenes are generated from the Fashion-MNIST split (test images
-        # for the test split), seeded, as the training script does.
-        test = scenes.load(args.split, num_scenes=args.limit, path=args.data_path)
+        # for the test split), seeded, as the training script does; a split
+        # is its default number of scenes, which --limit can only lower.
+        count = scenes.DEFAULT_SIZES[args.split]
+        if args.limit is not None:
+            count = min(args.limit, count)
+        test = scenes.load(args.split, num_scenes=count, path=args.data_path)
         evaluate_scenes(model, test, beam_widths=sorted({1, args.beam}))
         return 0
     if kind == "classification":
@@ -289,6 +387,7 @@ def _evaluate(args):
 def _export(args):
     from zoo.export import export_preset
 
+    _check_export_directory(args.directory)
     metadata = export_preset(
         args.preset, args.directory, beam_width=args.beam, dtype=args.dtype
     )
@@ -323,33 +422,74 @@ def _non_negative_float(text):
     return value
 
 
-def build_parser():
-    parser = argparse.ArgumentParser(
-        prog="keras-attention", description=__doc__.splitlines()[0]
-    )
+PRESET_HELP = "a shipped preset's name (see `presets`) or a preset folder"
+BEAM_HELP = "beam width; 1 decodes greedily (default: %(default)s)"
+
+
+def build_parser(prog=PROG):
+    """The CLI's `argparse` parser; `prog` is the command in usage lines.
+
+    Example:
+    >>> parser = build_parser("python -m zoo")
+    >>> parser.parse_args(["translate", "p", "Jesus wept.", "--beam", "2"]).beam
+    2
+    >>> parser.format_usage().split()[:4]
+    ['usage:', 'python', '-m', 'zoo']
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("presets", help="list shipped presets")
+    families = "\n".join(f"  {name:18s}{text}" for name, text in FAMILIES.items())
     train = sub.add_parser(
-        "train", help="train a model (see MODEL --help)", add_help=False
+        "train",
+        help="train a model (see train MODEL --help)",
+        add_help=False,  # `train MODEL --help` is the script's help
+        description="Trains a zoo model and writes a preset. "
+        "`train MODEL --help` lists the options of MODEL's script.",
+        epilog=f"models:\n{families}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    train.add_argument("model")
+    train.add_argument(
+        "model", nargs="?", metavar="MODEL", help=f"one of: {', '.join(MODELS)}"
+    )
+    train.set_defaults(train_parser=train)  # for `train --help`
     evaluate = sub.add_parser("evaluate", help="score a preset on held-out data")
-    evaluate.add_argument("preset")
+    evaluate.add_argument("preset", help=PRESET_HELP)
     evaluate.add_argument(
-        "--split", default="test", choices=["train", "validation", "test"]
+        "--split",
+        default="test",
+        choices=["train", "validation", "test"],
+        help="held-out data to score (default: test)",
     )
-    evaluate.add_argument("--sword-path", default="/usr/share/sword")
+    evaluate.add_argument(
+        "--sword-path",
+        default="/usr/share/sword",
+        help="SWORD modules of the Bible, translation presets (default: %(default)s)",
+    )
     evaluate.add_argument(
         "--data-path", help="Fashion-MNIST IDX directory (default: the Debian one)"
     )
-    evaluate.add_argument("--beam", type=positive_int, default=4)
     evaluate.add_argument(
-        "--limit", type=positive_int, default=None, help="first N samples only"
+        "--beam",
+        type=positive_int,
+        default=4,
+        help="beam width scored beside greedy decoding (default: %(default)s)",
+    )
+    evaluate.add_argument(
+        "--limit",
+        type=positive_int,
+        default=None,
+        help="first N samples only (more than the split holds: all of it)",
     )
     translate = sub.add_parser("translate", help="translate text with a preset")
-    translate.add_argument("preset")
-    translate.add_argument("text", nargs="+")
-    translate.add_argument("--beam", type=positive_int, default=4)
+    translate.add_argument("preset", help=PRESET_HELP)
+    translate.add_argument(
+        "text",
+        nargs="+",
+        help="English sentences, each one argument (quote it); an empty one "
+        "is an error",
+    )
+    translate.add_argument("--beam", type=positive_int, default=4, help=BEAM_HELP)
     translate.add_argument(
         "--sequence-length",
         type=positive_int,
@@ -358,16 +498,22 @@ def build_parser():
     )
     translate.add_argument("--plot", help="save the alignment heatmap(s) to this PNG")
     caption = sub.add_parser("caption", help="caption images with a preset")
-    caption.add_argument("preset")
+    caption.add_argument("preset", help=PRESET_HELP)
     caption.add_argument("image", nargs="+", help="PNG/JPEG files")
-    caption.add_argument("--beam", type=positive_int, default=3)
+    caption.add_argument("--beam", type=positive_int, default=3, help=BEAM_HELP)
     caption.add_argument("--plot", help="save per-word attention overlays to this PNG")
     classify = sub.add_parser("classify", help="classify images with a RAM preset")
-    classify.add_argument("preset")
-    classify.add_argument("image", nargs="+", help="PNG/JPEG files, any size")
+    classify.add_argument("preset", help=PRESET_HELP)
+    classify.add_argument(
+        "image",
+        nargs="+",
+        help="PNG/JPEG files; the cost does not grow with the size, but sides "
+        "far from the preset's training canvas (`presets` says which) are "
+        "classified poorly and warned about",
+    )
     classify.add_argument("--plot", help="save the glimpse path(s) to this PNG")
     export = sub.add_parser("export", help="write a preset as a serving SavedModel")
-    export.add_argument("preset")
+    export.add_argument("preset", help=PRESET_HELP)
     export.add_argument("directory", help="SavedModel directory to write")
     export.add_argument(
         "--beam",
@@ -384,8 +530,15 @@ def build_parser():
         )
     serve = sub.add_parser("serve", help="serve an export over HTTP (JSON and a page)")
     serve.add_argument("directory", help="a directory written by `export`")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=positive_int, default=8501)
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on; 0.0.0.0 for every interface "
+        "(default: %(default)s, this machine only)",
+    )
+    serve.add_argument(
+        "--port", type=positive_int, default=8501, help="default: %(default)s"
+    )
     serve.add_argument(
         "--max-request-bytes",
         type=positive_int,
@@ -398,16 +551,27 @@ def build_parser():
         default=5.0,
         help="how long a request waits for others to batch with",
     )
-    serve.add_argument("--max-batch", type=positive_int, default=64)
+    serve.add_argument(
+        "--max-batch",
+        type=positive_int,
+        default=64,
+        help="most requests run as one batch (default: %(default)s)",
+    )
     return parser
 
 
-def main(argv=None):
+def main(argv=None, prog=PROG):
+    """Runs the CLI on `argv` (default: `sys.argv[1:]`); returns the exit status.
+
+    Args:
+        argv: optional list of str.
+        prog: str. The command in usage lines. Defaults to `"keras-attention"`.
+    """
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser()
+    parser = build_parser(prog)
     args, rest = parser.parse_known_args(argv)
     if args.command == "train":
-        return _train(args, rest)
+        return _train(args, rest, args.train_parser)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:

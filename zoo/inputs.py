@@ -294,6 +294,57 @@ def image_form(spec, channels=(1, 3)):
     return BATCHES
 
 
+def checked_images(images, name="images"):
+    """Images as a NumPy array of uint8 (0-255) or float32 (0-1) values.
+
+    The range of a float image is decided by its values, as a user verb
+    (`caption`, `classify`) is called on one batch: floats whose maximum is
+    at most 1 are read as `[0, 1]`; floats with a larger maximum as
+    `[0, 255]`, the Keras convention (`keras.utils.img_to_array`, and
+    keras-hub's image converters, which scale raw 0-255 pixels), and
+    divided by 255. (So a 0-255 float image darker than 1/255 everywhere
+    would be read as 0-1; pass it as uint8 to be exact.) Any integer dtype
+    holding 0-255 becomes uint8. Other values (negative, above 255, a
+    16-bit range, NaN or infinity) are refused rather than read as garbage.
+
+    Example:
+    >>> checked_images(np.zeros((1, 4, 4), "int64")).dtype
+    dtype('uint8')
+    >>> float(checked_images(np.full((1, 4, 4), 127.5)).max())  # 0-255 floats
+    0.5
+    >>> checked_images(np.full((1, 4, 4), 300.0))
+    Traceback (most recent call last):
+    ...
+    ValueError: Float `images` must hold values in [0, 1] or [0, 255] (uint8 for 0-255). Received: values in [300.0, 300.0]
+    """
+    images = np.asarray(images)
+    if images.size == 0:
+        raise ValueError(f"`{name}` is empty. Received: shape={images.shape}")
+    if images.dtype.kind in "ui":
+        low, high = int(images.min()), int(images.max())
+        if low < 0 or high > 255:
+            raise ValueError(
+                f"Integer `{name}` must hold values in [0, 255]. "
+                f"Received: values in [{low}, {high}]"
+            )
+        return images.astype("uint8", copy=False)
+    if images.dtype.kind != "f":
+        raise TypeError(
+            f"`{name}` must be an integer or float array. "
+            f"Received: dtype={images.dtype}"
+        )
+    if not np.all(np.isfinite(images)):
+        raise ValueError(f"`{name}` holds NaN or infinite values.")
+    low, high = float(images.min()), float(images.max())
+    if low < 0.0 or high > 255.0:
+        raise ValueError(
+            f"Float `{name}` must hold values in [0, 1] or [0, 255] (uint8 for "
+            f"0-255). Received: values in [{low}, {high}]"
+        )
+    images = images.astype("float32", copy=False)
+    return images / np.float32(255.0) if high > 1.0 else images
+
+
 def legacy_form(spec):
     """The rule for preprocessors that declare no `input_form` (deprecated).
 

@@ -112,7 +112,12 @@ class RunDirectory:
                 for k in set(recorded) | set(options)
                 if recorded.get(k) != options.get(k)
             )
-            if changed:
+            if changed and not _holds_work(self.path):
+                # A run that failed before training (a typo in --data, say)
+                # left only its options: the corrected command starts over.
+                print(f"run directory {self.path}: nothing trained yet, starting over")
+                _write_json(run_file, {"command": command, "options": options})
+            elif changed:
                 shown = ", ".join(
                     f"{k}={recorded.get(k)!r} (now {options.get(k)!r})" for k in changed
                 )
@@ -120,7 +125,8 @@ class RunDirectory:
                     f"--run-dir {self.path} holds a run of other options: {shown}; "
                     "rerun that command to resume it, or delete the folder"
                 )
-            print(f"run directory {self.path}: resuming")
+            else:
+                print(f"run directory {self.path}: resuming")
         else:
             _write_json(run_file, {"command": command, "options": options})
             print(f"run directory {self.path}")
@@ -565,6 +571,28 @@ def _read_state(folder):
     with np.load(os.path.join(folder, VARIABLES_FILE)) as data:
         arrays = {key: data[key] for key in data.files}
     return state, arrays
+
+
+def _holds_work(path):
+    """Whether a run directory holds any state beyond `run.json` and the lock.
+
+    Example:
+    >>> import tempfile
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> os.makedirs(os.path.join(folder.name, "train"))  # a stage, no epoch
+    >>> open(os.path.join(folder.name, RUN_FILE), "w").close()
+    >>> _holds_work(folder.name)
+    False
+    >>> open(os.path.join(folder.name, "results.json"), "w").close()
+    >>> _holds_work(folder.name)
+    True
+    >>> folder.cleanup()
+    """
+    for root, _, files in os.walk(path):
+        kept = set(files) - ({RUN_FILE, "lock"} if root == path else set())
+        if kept:
+            return True
+    return False
 
 
 def _write_json(path, value):

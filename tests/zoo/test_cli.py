@@ -242,3 +242,58 @@ def test_evaluate_classifier_refuses_the_validation_split(capsys):
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err
     assert "split" in err and "validation" in err, err
+
+
+# Help ------------------------------------------------------------------------
+
+
+def test_train_help_exits_0_and_lists_the_models(capsys):
+    assert cli.main(["train", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: keras-attention train")
+    for model in cli.MODELS:
+        assert f"\n  {model} " in out
+
+
+def test_train_without_a_model_exits_2_naming_them(capsys):
+    assert cli.main(["train"]) == 2
+    err = capsys.readouterr().err
+    assert "error: name the model to train" in err and "show_attend_tell" in err
+
+
+@pytest.mark.parametrize("model", sorted(cli.MODELS))
+def test_train_model_help_names_the_command_typed(model, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["train", model, "--help"], prog="python -m zoo")
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: python -m zoo train {model} ")
+    assert "--time-budget MINUTES" in out and "minutes" in out
+
+
+def test_python_dash_m_zoo_names_itself(monkeypatch, capsys):
+    import runpy
+
+    monkeypatch.setattr("sys.argv", ["__main__.py", "train", "--help"])
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_module("zoo", run_name="__main__")
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: python -m zoo train")
+
+
+def test_every_argument_and_option_has_help():
+    import argparse
+
+    parser = cli.build_parser()
+    (commands,) = [
+        action
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+    ]
+    missing = [
+        f"{name} {action.dest}"
+        for name, command in commands.choices.items()
+        for action in command._actions
+        if not isinstance(action, argparse._HelpAction) and not action.help
+    ]
+    assert missing == []

@@ -131,3 +131,90 @@ def test_train_on_missing_data_exits_2(tmp_path, capsys):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and len(err.splitlines()) == 1
+
+
+# Refused up front, or clipped ---------------------------------------------------
+
+
+def _tiny_models():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "tiny_models", os.path.join(os.path.dirname(__file__), "tiny_models.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def tiny_presets(tmp_path_factory):
+    """A tiny RAM (60x60 canvases, its metadata says) and captioner, saved."""
+    tiny = _tiny_models()
+    folder = tmp_path_factory.mktemp("presets")
+    ram = tiny.exportable_ram()
+    ram.save_to_preset(
+        folder / "ram", metadata={"data": {"variant": "translated", "canvas_size": 60}}
+    )
+    captioner = tiny.show_attend_tell()
+    captioner.caption(tiny.scenes_batch(1)[0], beam_width=1)  # built
+    captioner.save_to_preset(folder / "captioner")
+    return {"ram": str(folder / "ram"), "captioner": str(folder / "captioner")}
+
+
+def test_a_plot_that_is_not_an_image_file_is_refused_before_the_work(
+    tiny_presets, item, tmp_path, capsys
+):
+    image = tmp_path / "item.png"
+    Image.fromarray(item).save(image)
+    plot = str(tmp_path / "plot.txt")
+    assert cli.main(["classify", tiny_presets["ram"], str(image), "--plot", plot]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing was classified
+    assert "--plot" in captured.err and ".png" in captured.err
+    assert len(captured.err.strip().splitlines()) == 1
+    assert sorted(os.listdir(tmp_path)) == ["item.png"]
+
+
+def test_export_to_an_existing_file_is_refused_before_loading(tmp_path, capsys):
+    target = tmp_path / "notes.txt"
+    target.write_text("keep me")
+    # No preset is loaded: the check comes first, so even a bad name gets it.
+    assert cli.main(["export", "no_such_preset", str(target)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is a file, not a folder" in err
+    assert target.read_text() == "keep me"
+    inside = str(target / "export")
+    assert cli.main(["export", "no_such_preset", inside]) == 2
+    assert "inside a file" in capsys.readouterr().err
+
+
+def test_evaluate_limit_above_the_split_is_clipped_not_allocated(
+    tiny_presets, monkeypatch, capsys
+):
+    from zoo.data import scenes
+    from zoo.show_attend_tell import evaluation
+
+    asked = []
+    real_load = scenes.load
+
+    def load(split, num_scenes=None, **kwargs):
+        asked.append(num_scenes)
+        return real_load(split, num_scenes=4, sample=True)
+
+    monkeypatch.setattr(scenes, "load", load)
+    monkeypatch.setattr(evaluation, "evaluate_scenes", lambda *a, **k: None)
+    argv = ["evaluate", tiny_presets["captioner"], "--limit", "1000000000"]
+    assert cli.main(argv) == 0
+    assert asked == [scenes.DEFAULT_SIZES["test"]]
+    assert cli.main([*argv[:-1], "3"]) == 0
+    assert asked[-1] == 3
+
+
+@pytest.mark.parametrize("text", ["", "   "])
+def test_translate_an_empty_sentence_exits_2_before_loading(text, capsys):
+    # No preset is loaded: the check comes first.
+    assert cli.main(["translate", "no_such_preset", "Amen.", text]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "TEXT 2 of 2 is empty" in err

@@ -269,6 +269,7 @@ def test_a_rerun_with_other_options_is_refused(tmp_path, capsys):
     # --verbose may change; --epochs may not.
     training.RunDirectory(folder, {"epochs": 3, "verbose": 2}).finish()
     run = training.RunDirectory(folder, {"epochs": 3}, "cmd")
+    run.write("results.json", {"rows_done": 1})  # work another run would lose
     os.close(run._lock)
     with pytest.raises(SystemExit) as raised:
         training.RunDirectory(folder, {"epochs": 4})

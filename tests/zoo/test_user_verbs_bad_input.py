@@ -4,11 +4,15 @@ A beam width of 0 used to decode greedily, a negative batch size to return
 nothing, `max_length=0` was ignored; int64 and float64 images of 0-255 were
 captioned as garbage and a NaN image as ''. Each now raises, naming the
 argument and what was received, and a good call after a bad one still works.
+Float images of 0-255, the form `keras.utils.img_to_array` gives, are read
+as such (a float image whose maximum exceeds 1), by `caption` and
+`classify` alike.
 """
 
 import importlib.util
 import os
 
+import keras
 import numpy as np
 import pytest
 
@@ -80,16 +84,50 @@ def test_caption_reads_any_integer_dtype_as_0_255(captioner):
     assert captioner.caption(scaled, beam_width=1) == expected
 
 
+def test_caption_reads_keras_float_images_of_0_255(captioner, tmp_path):
+    images = tiny_models.scenes_batch(2)[0]
+    expected = captioner.caption(images, beam_width=1, return_attention=True)
+    path = str(tmp_path / "scene.png")
+    keras.utils.save_img(path, images[0].reshape(84, 84, -1), scale=False)
+    loaded = keras.utils.img_to_array(keras.utils.load_img(path))  # RGB 0-255
+    assert loaded.dtype == np.float32 and loaded.max() > 1.0
+    text, maps = captioner.caption(loaded, beam_width=1, return_attention=True)
+    assert text == expected[0][0]
+    np.testing.assert_allclose(maps["weights"], expected[1][0]["weights"], atol=1e-5)
+    floats = captioner.caption(images.astype("float64"), beam_width=1)
+    assert floats == expected[0]
+
+
+def test_classify_reads_float_images_of_0_255():
+    model = tiny_models.randomized(tiny_models.exportable_ram(), 0.5)
+    images = tiny_models.fashion_mnist_batch(4)[0]
+    names, probabilities = model.classify(images)
+    for floats in (images.astype("float32"), images / 255.0):
+        same_names, same = model.classify(floats)
+        np.testing.assert_array_equal(same_names, names)
+        np.testing.assert_allclose(same, probabilities, atol=1e-5)
+    with pytest.raises(ValueError, match=r"values in \[0, 1\] or \[0, 255\]"):
+        model.classify(images.astype("float32") * 2.0)
+
+
 @pytest.mark.parametrize(
     "make, error, message",
     [
-        (lambda x: x.astype("float64"), ValueError, r"values in \[0, 1\]"),
+        (lambda x: x * 300.0, ValueError, r"values in \[0, 1\] or \[0, 255\]"),
+        (lambda x: x - 1.0, ValueError, r"values in \[0, 1\] or \[0, 255\]"),
         (lambda x: x.astype("int32") * 257, ValueError, r"values in \[0, 255\]"),
         (lambda x: np.full(x.shape, np.nan, "float32"), ValueError, "NaN"),
         (lambda x: x[:0], ValueError, "empty"),
         (lambda x: x.astype(str), TypeError, "dtype"),
     ],
-    ids=["float-0-255", "16-bit-range", "nan", "empty", "strings"],
+    ids=[
+        "float-above-255",
+        "negative-float",
+        "16-bit-range",
+        "nan",
+        "empty",
+        "strings",
+    ],
 )
 def test_caption_refuses_images_it_would_misread(captioner, make, error, message):
     images = tiny_models.scenes_batch(2)[0]

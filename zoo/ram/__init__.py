@@ -4,6 +4,7 @@
 - `preprocessor.py`: `ImagePreprocessor`, images of any dtype and layout.
 - `task.py`: `RecurrentAttentionModel`: hybrid loss, `classify`, `glimpses`,
   `look`.
+- `canvas.py`: the image sizes a preset is good for; `CanvasSizeWarning`.
 - `evaluation.py`: error on the preset's canvases and where the policy looks.
 - `layers.py`: the agent's layers (`LocationPolicy`, `RecurrentAttention`).
 - `presets.py`: the shipped presets.
@@ -12,12 +13,14 @@
 """
 
 from zoo.ram.backbone import RecurrentAttentionBackbone
+from zoo.ram.canvas import CanvasSizeWarning
 from zoo.ram.layers import LocationPolicy, RecurrentAttention, replica_normal
 from zoo.ram.preprocessor import ImagePreprocessor, to_model_pixels
 from zoo.ram.presets import PRESETS
 from zoo.ram.task import RecurrentAttentionModel
 
 __all__ = [
+    "CanvasSizeWarning",
     "ImagePreprocessor",
     "LocationPolicy",
     "PRESETS",

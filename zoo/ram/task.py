@@ -15,6 +15,8 @@ from keras import ops
 from zoo.backbone_arguments import ArgumentsOf
 from zoo.data import fashion_mnist
 from zoo.distributed_loss import global_batch_mean
+from zoo.inputs import checked_images
+from zoo.ram import canvas
 from zoo.ram.backbone import RecurrentAttentionBackbone
 from zoo.ram.preprocessor import ImagePreprocessor
 from zoo.task import Task
@@ -54,9 +56,15 @@ class RecurrentAttentionModel(Task):
     `fit` / `evaluate` / `predict` take images as uint8 (0-255) or float
     (0-1), `(batch, height, width)` or with a channel axis, grayscale or RGB
     (checked by the `ImagePreprocessor`); any image size works at
-    inference, since glimpse locations are relative to the image. `predict`
+    inference, since glimpse locations are relative to the image, but a
+    preset classifies well only near the canvas size it was trained on
+    (`training_canvas`; `classify`, `glimpses` and `look` warn with a
+    `zoo.ram.canvas.CanvasSizeWarning` when a side is outside `[canvas / 2,
+    canvas * 1.25]`: 60x60 presets lose 13-36 points at 90x90). `predict`
     returns the logits, `classify(images)` the class names and
-    probabilities, `glimpses(images)` where the agent looked.
+    probabilities, `glimpses(images)` where the agent looked; these user
+    verbs also take floats in `[0, 255]` (the Keras convention, read so
+    when their maximum exceeds 1: `zoo.inputs.checked_images`).
 
     Args:
         *args, **kwargs: the `RecurrentAttentionBackbone` arguments: those
@@ -179,6 +187,39 @@ class RecurrentAttentionModel(Task):
     def class_names(self, value):
         self._class_names = _checked_class_names(value, self.num_classes)
 
+    @property
+    def training_canvas(self):
+        """The side of the square canvases the preset learned, or `None`.
+
+        From the preset's metadata (`zoo.ram.canvas.training_canvas`);
+        `None` for a model built in Python. Images with a side outside
+        `zoo.ram.canvas.good_sides(training_canvas)` are classified poorly,
+        and the user verbs warn about them.
+
+        Example:
+        >>> RecurrentAttentionModel(num_classes=2, num_glimpses=1).training_canvas
+        >>> RecurrentAttentionModel.from_preset(
+        ...     "ram_fashion_mnist_translated").training_canvas
+        60
+        """
+        return canvas.training_canvas(getattr(self, "preset_metadata", None))
+
+    def _user_images(self, images, stacklevel):
+        """Images as the user verbs take them: checked, warned about if far.
+
+        A batch `(batch, height, width, c)` as NumPy uint8 or float32 in
+        `[0, 1]` (floats in `[0, 255]` divided by 255). `stacklevel` is
+        that of the warning, counted from here (`2`: this method's caller).
+        """
+        images = checked_images(self.preprocessor.standardize(images))
+        canvas.warn_if_far(
+            images.shape[1],
+            images.shape[2],
+            self.training_canvas,
+            stacklevel=stacklevel + 1,
+        )
+        return images
+
     # Loss and metrics --------------------------------------------------------
 
     def compute_loss(
@@ -292,7 +333,9 @@ class RecurrentAttentionModel(Task):
 
         Args:
             images: images `(batch, height, width[, channels])` as `predict`
-                takes them (uint8 0-255 or float 0-1, any size, gray or RGB).
+                takes them (uint8 0-255 or float 0-1, any size, gray or RGB),
+                or floats in `[0, 255]`. Sides far from `training_canvas`
+                give a `CanvasSizeWarning`.
             top_k: int in `[1, num_classes]`. Classes returned per image,
                 most probable first. Defaults to `1`.
             batch_size: optional int. Defaults to `32`.
@@ -332,7 +375,7 @@ class RecurrentAttentionModel(Task):
                 "(one str per class), or pass them to `from_preset(..., "
                 "class_names=[...])`."
             )
-        images = self.preprocessor.standardize(images)
+        images = self._user_images(images, stacklevel=3)
         logits = self.predict(images, batch_size=batch_size, verbose=0)
         probabilities = ops.convert_to_numpy(ops.softmax(logits, axis=-1))
         best = np.argsort(-probabilities, axis=-1, kind="stable")[:, :top_k]
@@ -358,7 +401,7 @@ class RecurrentAttentionModel(Task):
         >>> locations.shape, locations[0, 0].tolist()  # the first: the centre
         ((1, 2, 2), [0.0, 0.0])
         """
-        return self.look(images, batch_size=batch_size)[0]
+        return self._look(images, None, batch_size)[0]
 
     def look(self, images, first_locations=None, batch_size=256):
         """Where the agent looks and what it concludes, as at inference.
@@ -382,11 +425,15 @@ class RecurrentAttentionModel(Task):
         >>> locations.shape, logits.shape, locations[:, 0].tolist()
         ((2, 2, 2), (2, 3), [[0.5, 0.5], [-1.0, 0.0]])
         """
+        return self._look(images, first_locations, batch_size)
+
+    def _look(self, images, first_locations, batch_size):
+        """`look`, called by it and `glimpses` (one frame below the user)."""
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(
                 f"`batch_size` must be a positive int. Received: batch_size={batch_size!r}"
             )
-        standardized = self.preprocessor.standardize(images)
+        standardized = self._user_images(images, stacklevel=4)
         count = int(standardized.shape[0])
         if first_locations is not None:
             first_locations = np.asarray(first_locations, "float32")

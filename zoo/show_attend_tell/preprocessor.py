@@ -7,54 +7,13 @@ import tensorflow as tf
 
 from zoo import inputs
 from zoo.data import vocabulary as vocabularies
+from zoo.inputs import checked_images
 from zoo.teacher_forcing import teacher_forcing
 from zoo.truncation import warn_truncated
 
 RESERVED_TOKENS = vocabularies.DEFAULT_RESERVED_TOKENS
 #: The channel counts an image may have: gray, RGB, RGBA.
 CHANNELS = (1, 3, 4)
-
-
-def checked_images(images, name="images"):
-    """Images as a NumPy array of uint8 (0-255) or float32 (0-1) values.
-
-    Any integer dtype holding 0-255 becomes uint8, any float dtype holding
-    0-1 becomes float32; other values (a float image of 0-255, a 16-bit
-    range, NaN or infinity) are refused rather than captioned as garbage.
-
-    Example:
-    >>> checked_images(np.zeros((1, 4, 4), "int64")).dtype
-    dtype('uint8')
-    >>> checked_images(np.full((1, 4, 4), 255.0))
-    Traceback (most recent call last):
-    ...
-    ValueError: Float `images` must hold values in [0, 1] (uint8 for 0-255). Received: values in [255.0, 255.0]
-    """
-    images = np.asarray(images)
-    if images.size == 0:
-        raise ValueError(f"`{name}` is empty. Received: shape={images.shape}")
-    if images.dtype.kind in "ui":
-        low, high = int(images.min()), int(images.max())
-        if low < 0 or high > 255:
-            raise ValueError(
-                f"Integer `{name}` must hold values in [0, 255]. "
-                f"Received: values in [{low}, {high}]"
-            )
-        return images.astype("uint8", copy=False)
-    if images.dtype.kind != "f":
-        raise TypeError(
-            f"`{name}` must be an integer or float array. "
-            f"Received: dtype={images.dtype}"
-        )
-    if not np.all(np.isfinite(images)):
-        raise ValueError(f"`{name}` holds NaN or infinite values.")
-    low, high = float(images.min()), float(images.max())
-    if low < 0.0 or high > 1.0:
-        raise ValueError(
-            f"Float `{name}` must hold values in [0, 1] (uint8 for 0-255). "
-            f"Received: values in [{low}, {high}]"
-        )
-    return images.astype("float32", copy=False)
 
 
 def image_batch(images, name="images"):

@@ -351,8 +351,11 @@ class ShowAttendTell(GenerativeTask):
         Args:
             images: one image `(H, W)` or `(H, W, C)`, or a batch
                 `(B, H, W)` / `(B, H, W, C)`; `C` is 1, 3 or 4 (see
-                `preprocessor.image_batch`), uint8 in `[0, 255]` or floats in
-                `[0, 1]`. Converted by the preprocessor (resize included).
+                `preprocessor.image_batch`), integers in `[0, 255]`, floats in
+                `[0, 1]`, or floats in `[0, 255]` as
+                `keras.utils.img_to_array` gives (read so when their maximum
+                exceeds 1: `zoo.inputs.checked_images`). Converted by the
+                preprocessor (resize included).
             beam_width: int. `1` decodes greedily. Defaults to `3`.
             return_attention: bool. Also return, per image, a dict with the
                 generated `tokens` (the last one `[END]` when the caption
