@@ -129,11 +129,15 @@ def model_card_commands():
         presets = os.path.join(folder, "presets")
         for name in sorted(os.listdir(presets)):
             path = os.path.join(presets, name, "metadata.json")
-            found.append((f"{family}/presets/{name}", module, _metadata_command(path, module)))
+            found.append(
+                (f"{family}/presets/{name}", module, _metadata_command(path, module))
+            )
         kept = os.path.join(experiments, "presets_metadata")
         for name in sorted(os.listdir(kept)) if os.path.isdir(kept) else []:
             path = os.path.join(kept, name)
-            found.append((os.path.relpath(path, ROOT), module, _metadata_command(path, module)))
+            found.append(
+                (os.path.relpath(path, ROOT), module, _metadata_command(path, module))
+            )
     return found
 
 
