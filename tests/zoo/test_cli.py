@@ -236,9 +236,7 @@ def test_verbs_run_under_another_dtype_policy(items, capsys):
 
 
 def test_evaluate_classifier_refuses_the_validation_split(capsys):
-    code = cli.main(
-        ["evaluate", RAM, "--split", "validation"]
-    )
+    code = cli.main(["evaluate", RAM, "--split", "validation"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err
     assert "split" in err and "validation" in err, err

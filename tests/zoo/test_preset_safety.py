@@ -31,7 +31,8 @@ _spec = importlib.util.spec_from_file_location(
 tiny_models = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tiny_models)
 
-SHIPPED = "ram_fashion_mnist_translated_seeking_annealed"  # The smallest shipped preset.
+# The smallest shipped preset.
+SHIPPED = "ram_fashion_mnist_translated_seeking_annealed"
 
 
 @pytest.fixture(scope="module")
