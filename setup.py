@@ -2,7 +2,7 @@
 
 import pathlib
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, setup
 
 HERE = pathlib.Path(__file__).parent
 
@@ -16,9 +16,17 @@ setup(
     long_description=(HERE / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     license="Apache-2.0",
-    python_requires=">=3.10",
-    packages=find_packages(include=["keras_attention*", "zoo*"]),
-    include_package_data=True,
+    # keras-hub 0.32 installs only on Python 3.11+.
+    python_requires=">=3.11",
+    # The data folders (samples, presets and their assets) are declared as
+    # namespace packages, so setuptools installs them without "Package would
+    # be ignored" warnings; only the files below go in. Logs, figures, run
+    # history and tests live outside the packages (experiments/, tests/).
+    packages=find_namespace_packages(
+        include=["keras_attention", "keras_attention.*", "zoo", "zoo.*"],
+        exclude=["*.__pycache__"],
+    ),
+    include_package_data=False,
     package_data={
         "zoo": [
             "data/samples/*",
@@ -31,7 +39,8 @@ setup(
         "tensorflow==2.21.*",
         "keras>=3.15",
         "keras-hub>=0.32",
-        "tensorflow-text==2.21.*",
+        # 2.21.0 broke keras-hub's tokenizers (keras-hub #2979).
+        "tensorflow-text>=2.21.1,<2.22",
         "sacrebleu>=2.4",
         "numpy",
         "matplotlib",

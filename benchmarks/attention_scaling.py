@@ -368,7 +368,7 @@ def main(argv=None):
         type=float,
         help="memory for keras/full (default: 80%% of MemAvailable)",
     )
-    logs = os.path.join(ROOT, "benchmarks", "logs")
+    logs = os.path.join(ROOT, "experiments", "benchmarks", "logs")
     parser.add_argument("--plot", default=os.path.join(logs, "attention_scaling.png"))
     parser.add_argument("--json", default=os.path.join(logs, "attention_scaling.json"))
     parser.add_argument("--worker", help=argparse.SUPPRESS)

@@ -16,7 +16,7 @@ order, same weights: the two fits compute the same thing.
 Usage (one core, as the tables train):
     taskset -c 0 python benchmarks/epoch_stall.py
     taskset -c 0 python benchmarks/epoch_stall.py --rows fc_centered --epochs 5
-    taskset -c 0 python benchmarks/epoch_stall.py --json benchmarks/logs/epoch_stall.json
+    taskset -c 0 python benchmarks/epoch_stall.py --json experiments/benchmarks/logs/epoch_stall.json
 """
 
 import argparse

@@ -4,8 +4,10 @@ RAM reads `num_glimpses` multi-resolution glimpses, a fixed number of pixels
 whatever the image size; a convnet convolves every pixel. Both models are
 called on a batch of float32 images already in memory (the input pipeline is
 not timed), through a `tf.function` traced once per size, with the settings
-of the shipped preset `ram_fashion_mnist_translated` (6 glimpses, 12x12
-patches, 3 scales) and the table's small convnet (`zoo.ram.train`). After
+of the first RAM preset `ram_fashion_mnist_translated` (6 glimpses, 12x12
+patches, 3 scales; no longer shipped: without it the script builds the same
+network untrained, and the weights do not change the cost) and the table's
+small convnet (`zoo.ram.train`). After
 `--warmup` calls, the time per image is the median of `--repeats` timed calls
 divided by the batch size. Ratios are to the 60x60 time of the same model.
 
@@ -17,7 +19,7 @@ default), the input pipeline included.
 Usage:
     python benchmarks/ram_speed.py                       # 60, 250, 1000 px
     python benchmarks/ram_speed.py --sizes 60 500 --batch 8 --repeats 10
-    python benchmarks/ram_speed.py --json zoo/ram/logs/ram_speed.json
+    python benchmarks/ram_speed.py --json experiments/ram/logs/ram_speed.json
     python benchmarks/ram_speed.py --api --sizes 60 1000 --repeats 10
 """
 

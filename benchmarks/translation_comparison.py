@@ -10,8 +10,8 @@ table is printed in Markdown for the Transformer model card.
 Run (the table in zoo/transformer/README.md):
 
     python benchmarks/translation_comparison.py \\
-        --recipe benchmarks/logs/keras_hub_translation_75min.json \\
-        --json benchmarks/logs/translation_comparison.json
+        --recipe experiments/benchmarks/logs/keras_hub_translation_75min.json \\
+        --json experiments/benchmarks/logs/translation_comparison.json
 
 Smoke run on the shipped sample (any two translation presets):
 

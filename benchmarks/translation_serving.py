@@ -44,8 +44,8 @@ preset again with the `mixed_bfloat16` dtype policy and gives its batch-64
 `translate` speed and sacreBLEU/chrF beside float32's.
 
     python benchmarks/translation_serving.py --limit-batch-one 128 \\
-        --profile --bfloat16 --json benchmarks/logs/translation_serving.json \\
-        > benchmarks/logs/translation_serving.log
+        --profile --bfloat16 --json experiments/benchmarks/logs/translation_serving.json \\
+        > experiments/benchmarks/logs/translation_serving.log
     python benchmarks/translation_serving.py --limit 32 --batch-sizes 8  # quick
 
 Targets (issue #18): the Transformer preset decodes the 763 test verses at

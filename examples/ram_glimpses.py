@@ -1,7 +1,8 @@
 """Where does the recurrent attention model look? Plot its glimpse paths.
 
-Loads the shipped preset `ram_fashion_mnist_translated` (Fashion-MNIST items
-at random positions of a 60x60 canvas, 6 glimpses), classifies translated
+Loads the default RAM preset `ram_fashion_mnist_translated_seeking_annealed`
+(Fashion-MNIST items at random positions of a 60x60 canvas, 6 glimpses that
+go to the item), classifies translated
 test items from the shipped sample, and saves `demo_output/ram_glimpses.png`:
 each canvas with the path of glimpse centres, the finest patch of every
 glimpse (numbered) and the coarser scales of the first one. Then it feeds
@@ -31,7 +32,7 @@ from zoo.ram.plotting import plot_glimpses
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--preset", default="ram_fashion_mnist_translated")
+    p.add_argument("--preset", default="ram_fashion_mnist_translated_seeking_annealed")
     p.add_argument("--out", default="demo_output/ram_glimpses.png")
     args = p.parse_args(argv)
 

@@ -257,9 +257,7 @@ def _write_preset(model, directory, preprocessor, metadata):
         "format_version": FORMAT_VERSION,
         "class_name": type(model).__name__,
         "registered_name": keras.saving.get_registered_name(type(model)),
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds"
-        ),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "versions": {
             "keras_attention": keras_attention.__version__,
             "keras": keras.__version__,

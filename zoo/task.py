@@ -758,8 +758,8 @@ def list_presets():
     >>> found = list_presets()
     >>> "seq2seq_bahdanau_bible_en_es" in found
     True
-    >>> found["ram_fashion_mnist_translated"].endswith(
-    ...     os.path.join("zoo", "ram", "presets", "ram_fashion_mnist_translated"))
+    >>> name = "ram_fashion_mnist_cluttered_100_long"
+    >>> found[name].endswith(os.path.join("zoo", "ram", "presets", name))
     True
     """
     found = {}

@@ -10,7 +10,7 @@ import pytest
 from zoo import cli
 from zoo.data import fashion_mnist, scenes
 
-RAM = "ram_fashion_mnist_translated"
+RAM = "ram_fashion_mnist_translated_seeking_annealed"
 SEQ2SEQ = "seq2seq_bahdanau_bible_en_es"
 CAPTIONER = "show_attend_tell_fashion_scenes"
 
@@ -236,9 +236,7 @@ def test_verbs_run_under_another_dtype_policy(items, capsys):
 
 
 def test_evaluate_classifier_refuses_the_validation_split(capsys):
-    code = cli.main(
-        ["evaluate", "ram_fashion_mnist_translated", "--split", "validation"]
-    )
+    code = cli.main(["evaluate", RAM, "--split", "validation"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err
     assert "split" in err and "validation" in err, err

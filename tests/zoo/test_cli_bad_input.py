@@ -18,7 +18,7 @@ from zoo.data import fashion_mnist
 
 pytestmark = pytest.mark.tensorflow_only
 
-RAM = "ram_fashion_mnist_translated"
+RAM = "ram_fashion_mnist_translated_seeking_annealed"
 SEQ2SEQ = "seq2seq_bahdanau_bible_en_es"
 CAPTIONER = "show_attend_tell_fashion_scenes"
 

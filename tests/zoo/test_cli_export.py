@@ -13,7 +13,7 @@ from zoo import cli
 
 pytestmark = pytest.mark.tensorflow_only
 
-RAM = "ram_fashion_mnist_translated"
+RAM = "ram_fashion_mnist_translated_seeking_annealed"
 
 
 @pytest.mark.parametrize(

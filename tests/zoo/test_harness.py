@@ -83,28 +83,61 @@ def test_every_script_takes_the_shared_options(name, tmp_path):
     assert script.parse_args([*shared, "--max-minutes", "2"]).max_minutes == 2.0
 
 
-def model_card_commands():
-    """`(source, module, arguments)` of every training command the cards record.
+def _markdown_commands(path, module):
+    """`arguments` of every `python -m module` command in a markdown file.
 
-    From the model cards' (README.md) code blocks and inline commands, and
-    the `command` of every shipped preset's metadata.
+    Code blocks and inline code; a command ends at the closing backtick or
+    where the next `python -m` begins (two commands in one block).
+    """
+    with open(path, encoding="utf-8") as f:
+        text = f.read().replace("\\\n", " ")
+    start = re.escape(f"python -m {module}")
+    found = []
+    for match in re.finditer(start + r"(?:(?!python -m )[^`])*", text):
+        found.append(shlex.split(match.group(0))[3:])
+    return found
+
+
+def _metadata_command(path, module):
+    with open(path, encoding="utf-8") as f:
+        words = shlex.split(json.load(f)["command"])
+    assert words[:3] == ["python", "-m", module]
+    return words[3:]
+
+
+def model_card_commands():
+    """`(source, module, arguments)` of every training command on record.
+
+    From the model cards (`zoo/<family>/README.md`), the experiment notes
+    (`experiments/<family>/*.md`) and the `command` of every shipped
+    preset's metadata and of the unshipped ones kept in
+    `experiments/<family>/presets_metadata/`.
     """
     found = []
     for family, module in SCRIPTS.items():
         folder = os.path.join(ROOT, "zoo", family)
-        with open(os.path.join(folder, "README.md"), encoding="utf-8") as f:
-            text = f.read().replace("\\\n", " ")
-        # Up to the end of the code block or the inline code.
-        for match in re.finditer(re.escape(f"python -m {module}") + "[^`]*", text):
-            words = shlex.split(match.group(0))
-            found.append((f"{family}/README.md", module, words[3:]))
+        experiments = os.path.join(ROOT, "experiments", family)
+        notes = [os.path.join(folder, "README.md")] + sorted(
+            os.path.join(experiments, name)
+            for name in os.listdir(experiments)
+            if name.endswith(".md")
+        )
+        for path in notes:
+            source = os.path.relpath(path, ROOT)
+            for words in _markdown_commands(path, module):
+                found.append((source, module, words))
         presets = os.path.join(folder, "presets")
         for name in sorted(os.listdir(presets)):
             path = os.path.join(presets, name, "metadata.json")
-            with open(path, encoding="utf-8") as f:
-                words = shlex.split(json.load(f)["command"])
-            assert words[:3] == ["python", "-m", module]
-            found.append((f"{family}/presets/{name}", module, words[3:]))
+            found.append(
+                (f"{family}/presets/{name}", module, _metadata_command(path, module))
+            )
+        kept = os.path.join(experiments, "presets_metadata")
+        for name in sorted(os.listdir(kept)) if os.path.isdir(kept) else []:
+            path = os.path.join(kept, name)
+            found.append(
+                (os.path.relpath(path, ROOT), module, _metadata_command(path, module))
+            )
     return found
 
 
@@ -112,8 +145,10 @@ COMMANDS = model_card_commands()
 
 
 def test_the_cards_record_commands_of_every_family():
-    sources = {source.split("/")[0] for source, _, _ in COMMANDS}
-    assert sources == set(SCRIPTS)
+    cards = {s.split("/")[1] for s, _, _ in COMMANDS if s.startswith("zoo/")}
+    assert cards == set(SCRIPTS)
+    notes = {s.split("/")[1] for s, _, _ in COMMANDS if s.startswith("experiments/")}
+    assert "ram" in notes
     assert len(COMMANDS) >= 9
 
 

@@ -31,7 +31,8 @@ _spec = importlib.util.spec_from_file_location(
 tiny_models = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tiny_models)
 
-SHIPPED = "ram_fashion_mnist_translated"  # The smallest shipped preset.
+# The smallest shipped preset.
+SHIPPED = "ram_fashion_mnist_translated_seeking_annealed"
 
 
 @pytest.fixture(scope="module")
@@ -235,9 +236,9 @@ def test_cli_reports_a_malformed_preset_in_one_line(copy, capsys, case):
 
 def test_shipped_presets_load_unchanged():
     shipped = list_presets()
-    # RAM: the 6-epoch table preset, long, seeking, 200, annealed, cluttered 100
-    # and cluttered 100 long; the other three families one each.
-    assert len(shipped) == 10
+    # RAM: the translated default and the cluttered 100x100 one; the other
+    # three families one each.
+    assert len(shipped) == 5
     for name, directory in shipped.items():
         before = presets.verify_preset(directory)
         model = Task.from_preset(name)

@@ -483,10 +483,10 @@ class RecurrentAttentionModel(Task):
         ...     for a, b in zip(model.get_weights(), copy.get_weights()))
         True
 
-        The shipped preset was saved before the backbone existed:
+        A shipped preset's weights file:
 
         >>> from zoo.task import list_presets
-        >>> shipped = list_presets()["ram_fashion_mnist_translated"]
+        >>> shipped = list_presets()["ram_fashion_mnist_translated_seeking_annealed"]
         >>> old = RecurrentAttentionModel.from_preset(shipped, load_weights=False)
         >>> fresh = old.get_weights()
         >>> old.load_weights(os.path.join(shipped, "model.weights.h5"))

@@ -5,11 +5,12 @@ and cluttered 60x60; a fully-connected network and a small convnet on the
 full image of each task) is trained with the same optimizer, batch size and
 number of epochs, then scored on the 10,000 test images.
 
-Example (the command behind the table and `ram_fashion_mnist_translated`):
+Example (the command behind the table and the first RAM preset; its log
+and figure are in `experiments/ram/`):
 
-    python -m zoo.ram.train --epochs 3 \
-        --out zoo/ram/presets/ram_fashion_mnist_translated \
-        --results zoo/ram/logs/table.json --plot zoo/ram/glimpses_translated.png
+    python -m zoo.ram.train --epochs 6 --cell lstm \
+        --out runs/ram_fashion_mnist_translated \
+        --results runs/table.json --plot runs/glimpses_translated.png
 
 On the shipped sample (no Debian data needed, a minute):
 
@@ -26,12 +27,14 @@ training set once; the test canvases stay fixed (seed + 1):
         --policy-learning-rate-scale 0.1 --out runs/fresh
 
 `--initial-weights PRESET` starts the RAM rows from a preset's weights (the
-optimizer starts afresh), e.g. to train `ram_fashion_mnist_translated_200`
-further with its own settings:
+optimizer starts afresh), e.g. to train the default preset
+`ram_fashion_mnist_translated_seeking_annealed` further with its own
+settings:
 
     python -m zoo.ram.train --rows ram_translated_6 --fresh-canvases \
-        --canvas-size 200 --num-scales 4 --random-first-glimpse \
-        --reinforce-core --initial-weights ram_fashion_mnist_translated_200 \
+        --num-scales 2 --random-first-glimpse --reinforce-core \
+        --policy-learning-rate-scale 1.0 --learning-rate 1e-4 \
+        --initial-weights ram_fashion_mnist_translated_seeking_annealed \
         --out runs/longer
 
 `--out` writes the `ram_translated_6` row as a preset; `--preset-row`

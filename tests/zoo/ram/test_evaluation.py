@@ -8,7 +8,7 @@ from zoo.ram import evaluation
 
 pytestmark = pytest.mark.tensorflow_only
 
-PRESET = "ram_fashion_mnist_translated"
+PRESET = "ram_fashion_mnist_translated_seeking_annealed"
 
 
 def test_distances_on_the_presets_canvases_and_on_others(capsys):

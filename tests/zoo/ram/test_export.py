@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tiny_models  # noqa: E402
 
-PRESET = "ram_fashion_mnist_translated"
+PRESET = "ram_fashion_mnist_translated_seeking_annealed"
 NAMES = ["cat", "dog", "owl", "yak"]
 RNG = np.random.default_rng(0)
 TOLERANCE = dict(rtol=1e-5, atol=1e-6)

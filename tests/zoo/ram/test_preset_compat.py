@@ -1,4 +1,8 @@
-"""The shipped preset, saved by the old single-module code, loads unchanged.
+"""A preset saved by the old single-module code loads unchanged.
+
+`old_layout/ram_fashion_mnist_translated` is the first RAM preset, shipped
+until issue 42 and kept here (not in the package) as the test of that
+layout; its training command is in `experiments/ram/README.md`.
 
 `ram_fashion_mnist_translated_outputs.npz` holds 16 translated test canvases
 (Fashion-MNIST test set, seed 1) with the logits and glimpse locations the
@@ -24,8 +28,10 @@ from zoo.ram import RecurrentAttentionModel
 pytestmark = pytest.mark.tensorflow_only
 
 NAME = "ram_fashion_mnist_translated"
-RECORDED = os.path.join(os.path.dirname(__file__), f"{NAME}_outputs.npz")
-# The shipped files, byte for byte (as committed before the split).
+HERE = os.path.dirname(__file__)
+OLD_PRESET = os.path.join(HERE, "old_layout", NAME)
+RECORDED = os.path.join(HERE, f"{NAME}_outputs.npz")
+# The files as shipped, byte for byte (as committed before the split).
 SHA256 = {
     "config.json": "f9827901e973e9978485eefac3d00f7c2ee5679e9925476b5dddb00be4e54a88",
     "metadata.json": "867c68be307630438e39bea7bde88fbecd6b48a951f3158140707a3739a833da",
@@ -41,9 +47,9 @@ def recorded():
 
 @pytest.fixture(scope="module")
 def old_copy(tmp_path_factory):
-    """A copy of today's shipped preset directory."""
+    """A copy of the old-layout preset directory."""
     copy = tmp_path_factory.mktemp("preset") / NAME
-    shutil.copytree(zoo.list_presets()[NAME], copy)
+    shutil.copytree(OLD_PRESET, copy)
     return copy
 
 
@@ -52,8 +58,9 @@ def model(old_copy):
     return RecurrentAttentionModel.from_preset(str(old_copy))
 
 
-def test_shipped_preset_files_are_unchanged():
-    directory = zoo.list_presets()[NAME]
+def test_old_preset_files_are_unchanged_and_no_longer_shipped():
+    assert NAME not in zoo.list_presets()
+    directory = OLD_PRESET
     assert sorted(os.listdir(directory)) == sorted(SHA256)
     for name, digest in SHA256.items():
         with open(os.path.join(directory, name), "rb") as f:
