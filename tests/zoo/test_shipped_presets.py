@@ -57,3 +57,22 @@ def test_metadata_holds_provenance_not_the_training_history(name):
         moved = json.load(f)
     assert moved["preset"] == name and moved["command"] == meta["command"]
     assert len(moved["history"]["loss"]) == meta["metrics"]["epochs"]
+
+
+@pytest.mark.parametrize(
+    "name", ["seq2seq_bahdanau_bible_en_es", "transformer_bible_en_es"]
+)
+def test_one_bleu_per_translation_preset_in_metadata_readme_and_card(name):
+    # `zoo presets` prints the metadata's numbers; `zoo evaluate` printed
+    # them (the command is recorded beside them); README and card quote them.
+    with open(os.path.join(zoo.list_presets()[name], "metadata.json")) as f:
+        test = json.load(f)["metrics"]["test"]
+    assert test["command"] == f"python -m zoo evaluate {name}"
+    beam, greedy = test["beam4"]["bleu"], test["greedy"]["bleu"]
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        row = next(line for line in f if line.startswith("|") and f"`{name}`" in line)
+    assert f"BLEU {beam:.2f}" in row, row
+    family = "seq2seq" if name.startswith("seq2seq") else "transformer"
+    with open(os.path.join(ROOT, "zoo", family, "README.md"), encoding="utf-8") as f:
+        row = next(line for line in f if line.startswith(f"| `{name}`"))
+    assert f"**{beam:.2f}**" in row and f"greedy {greedy:.2f}" in row, row

@@ -11,7 +11,6 @@ test canvases of each size (`python -m zoo.ram.evaluation PRESET
 |---|---:|---:|---:|---:|---:|---:|---:|
 | `ram_fashion_mnist_translated_seeking_annealed` (60) | 16.2 | 14.9 | 15.2 | 16.7 | 18.2 | 28.1 | 60.6 |
 | `ram_fashion_mnist_cluttered_100_long` (100) | 12.5 | 11.7 | 11.7 | 11.8 | | 18.0 | 43.3 |
-| `ram_fashion_mnist_translated` (60) | 25.5 | | 27.5 | 40.2 (1.2x) | | 63.8 | 78.3 |
 
 Smaller images cost nothing down to half the canvas; larger ones cost
 points from a quarter more on (4x: 82-86% error, 1000x1000 on a 60x60

@@ -23,10 +23,10 @@ glimpse paths per canvas and averages their class probabilities (the
 cost, and the table still describes the mean path.
 
 Usage:
-    python -m zoo.ram.evaluation ram_fashion_mnist_translated --limit 2000
+    python -m zoo.ram.evaluation ram_fashion_mnist_translated_seeking_annealed --limit 2000
     python -m zoo.ram.evaluation ./my_preset --path /usr/share/fashion-mnist
     python -m zoo.ram.evaluation ./my_preset --canvas-size 200
-    python -m zoo.ram.evaluation ram_fashion_mnist_translated --test-samples 10
+    python -m zoo.ram.evaluation ram_fashion_mnist_translated_seeking_annealed --test-samples 10
 """
 
 import argparse

@@ -199,7 +199,7 @@ class RecurrentAttentionModel(Task):
         Example:
         >>> RecurrentAttentionModel(num_classes=2, num_glimpses=1).training_canvas
         >>> RecurrentAttentionModel.from_preset(
-        ...     "ram_fashion_mnist_translated").training_canvas
+        ...     "ram_fashion_mnist_translated_seeking_annealed").training_canvas
         60
         """
         return canvas.training_canvas(getattr(self, "preset_metadata", None))
