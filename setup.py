@@ -22,6 +22,7 @@ setup(
     package_data={
         "zoo": [
             "data/samples/*",
+            "serving_page.html",
             "*/presets/*/*",
             "*/presets/*/*/*",
             "*/presets/*/*/*/*",

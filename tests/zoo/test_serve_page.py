@@ -31,7 +31,7 @@ import pytest
 import tensorflow as tf
 
 from zoo.ram.export import export_classifier
-from zoo.serve import ModelServer, Signatures, make_server
+from zoo.serve import Limits, ModelServer, Signatures, make_server
 from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
 from zoo.show_attend_tell.export import export_captioner
 
@@ -343,7 +343,8 @@ def test_translator_page_shows_the_translation_and_where_the_heatmap_is(
     exported = types.SimpleNamespace(
         metadata={"kind": "translator"}, signatures=loaded.signatures
     )
-    server = ModelServer(("127.0.0.1", 0), Signatures(exported), 2**16, 0.0, 8)
+    limits = Limits(max_request_bytes=2**16, batch_delay=0.0, max_batch=8)
+    server = ModelServer(("127.0.0.1", 0), Signatures(exported, limits))
     with serving(server) as url:
         browser.open(url + "/")
         default = browser.script("return document.getElementById('text').value")
