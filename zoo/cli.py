@@ -11,7 +11,7 @@ Commands:
   classify PRESET IMAGE... [--plot out.png]
   export PRESET DIR [--beam N]     write a serving SavedModel (raw inputs in,
                                    finished outputs out; no zoo needed to load)
-  serve DIR [--port 8501]          HTTP JSON endpoint and page over an export
+  serve DIR [--port 8501]          TF Serving REST API, JSON and a page over an export
 """
 
 import argparse

@@ -1236,9 +1236,9 @@ class Handler(BaseHTTPRequestHandler):
             with open(PAGE_FILE, encoding="utf-8") as f:
                 page = f.read()
             for key, value in {
-                "{kind}": metadata.get("kind", "model"),
-                "{model}": self.server.model_name,
-                "{title}": metadata.get("preset") or metadata.get("model", ""),
+                "__KIND__": metadata.get("kind", "model"),
+                "__MODEL__": self.server.model_name,
+                "__TITLE__": metadata.get("preset") or metadata.get("model", ""),
             }.items():
                 page = page.replace(
                     key, json.dumps(value)[1:-1].replace("<", "\\u003c")
