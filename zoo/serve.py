@@ -254,6 +254,13 @@ def _gif_size(data):
 #: A parsed request: the signature, its NumPy inputs, the rows and, for
 #: images, each row's pixels (what a model call's pixel budget counts).
 Parsed = collections.namedtuple("Parsed", "signature inputs rows costs")
+Parsed.__doc__ = """`(signature, inputs, rows, costs)`: what `Signatures.parse` reads.
+
+Example:
+>>> parsed = Parsed("serving_default", {"text": np.array([b"a"], object)}, 1, None)
+>>> parsed.signature, parsed.rows
+('serving_default', 1)
+"""
 
 
 def _demo_exported():
@@ -1017,6 +1024,21 @@ class ModelServer(HTTPServer):
             thread.start()
 
     def process_request(self, request, client_address):
+        """Queues an accepted connection for a worker, or answers 503 at once.
+
+        Example (one worker, one place in the queue: a third idle
+        connection is turned away):
+        >>> server = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported(),
+        ...     Limits(workers=1, max_queued=1, read_timeout=1.0)))
+        >>> threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+        >>> idle = [socket.create_connection(server.server_address) for _ in range(3)]
+        >>> idle[2].recv(1000).split(b"\\r\\n")[0]
+        b'HTTP/1.0 503 Service Unavailable'
+        >>> for connection in idle:
+        ...     connection.close()
+        >>> server.shutdown()
+        >>> server.server_close()
+        """
         try:
             self._connections.put_nowait((request, client_address))
         except queue.Full:
@@ -1038,24 +1060,23 @@ class ModelServer(HTTPServer):
             if item is None:
                 return
             request, client_address = item
+            # Each read waits at most `read_timeout`; the watchdog closes the
+            # connection if the whole request takes longer.
+            request.settimeout(self.limits.read_timeout)
+            with self._lock:
+                self._receiving[request] = time.monotonic() + self.limits.read_timeout
             try:
                 self.finish_request(request, client_address)
-            except Exception:  # noqa: BLE001 - one connection's failure
-                self.handle_error(request, client_address)
+            except Exception as error:  # noqa: BLE001 - one connection's failure
+                print(f"zoo serve: connection failed: {error!r}", file=sys.stderr)
             finally:
+                self._received(request)
                 self.shutdown_request(request)
 
-    def handle_error(self, request, client_address):
-        error = sys.exc_info()[1]
-        print(f"zoo serve: connection failed: {error!r}", file=sys.stderr)
-
-    def receiving(self, connection, started):
-        """Marks `connection` as receiving its request (None: done)."""
+    def _received(self, connection):
+        """`connection`'s request has arrived: the watchdog leaves it."""
         with self._lock:
-            if started is None:
-                self._receiving.pop(connection, None)
-            else:
-                self._receiving[connection] = started + self.limits.read_timeout
+            self._receiving.pop(connection, None)
 
     def _watch(self):
         while not self._closed.wait(0.2):
@@ -1130,28 +1151,48 @@ class Handler(BaseHTTPRequestHandler):
     its HTTP status (and `"field"` on the zoo's own paths). Any failure of
     the handler itself is a 500 with the error's type, never a closed
     connection or a traceback.
+
+    Example:
+    >>> import urllib.request
+    >>> server = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported()),
+    ...     model_name="lengths")
+    >>> threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+    >>> url = "http://127.0.0.1:%d" % server.server_address[1]
+    >>> with urllib.request.urlopen(url + "/v1/models/lengths") as answer:
+    ...     json.load(answer)["model_version_status"][0]["state"]
+    'AVAILABLE'
+    >>> try:
+    ...     urllib.request.urlopen(url + "/v1/models/other/metadata")
+    ... except urllib.error.HTTPError as error:
+    ...     print(error.code, json.load(error))
+    404 {'error': 'Servable not found for request: Latest(other)'}
+    >>> server.shutdown()
+    >>> server.server_close()
     """
 
     server_version = "zoo-serve/2"
-
-    def setup(self):
-        self.timeout = self.server.limits.read_timeout  # Each socket read.
-        super().setup()
-        self.server.receiving(self.connection, time.monotonic())
-
-    def finish(self):
-        self.server.receiving(self.connection, None)
-        try:
-            super().finish()
-        except OSError:
-            pass
+    sys_version = ""  # The Server header does not tell the Python version.
 
     def log_message(self, format, *args):  # noqa: A002 - the base signature
         pass
 
     def send_error(self, code, message=None, explain=None):
-        """`http.server`'s own errors (bad request line, ...), as JSON."""
+        """`http.server`'s own errors (bad request line, ...), as JSON.
+
+        Example:
+        >>> server = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported()))
+        >>> threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+        >>> with socket.create_connection(server.server_address) as connection:
+        ...     connection.sendall(b"NONSENSE\\r\\n\\r\\n")
+        ...     answer = b"".join(iter(lambda: connection.recv(1000), b""))
+        >>> answer.split(b"\\r\\n")[0], json.loads(answer.split(b"\\r\\n\\r\\n")[1])
+        (b'HTTP/1.0 400 Bad Request', {'error': "Bad request syntax ('NONSENSE')"})
+        >>> server.shutdown()
+        >>> server.server_close()
+        """
         self.close_connection = True
+        # A request line too broken to name its version still gets a status.
+        self.request_version = "HTTP/1.0"
         self._send(code, {"error": message or HTTPStatus(code).phrase})
 
     def _send(self, status, body, content_type="application/json"):
@@ -1377,7 +1418,7 @@ class Handler(BaseHTTPRequestHandler):
                 left -= len(chunk)
         except (TimeoutError, OSError):
             pass
-        self.server.receiving(self.connection, None)
+        self.server._received(self.connection)
         if left:
             raise RequestError(
                 f"The body stopped after {length - left} of {length} bytes "
