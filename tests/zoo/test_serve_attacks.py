@@ -27,7 +27,8 @@ import pytest
 import tensorflow as tf
 
 from zoo.ram.export import export_classifier
-from zoo.serve import Batcher, RequestError, image_size, make_server
+from zoo.serve import Batcher, RequestError, make_server
+from zoo.serving_inputs import image_size
 from zoo.translation.export import export_translator
 
 pytestmark = pytest.mark.tensorflow_only
