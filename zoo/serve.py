@@ -29,7 +29,8 @@ than its queue holds gets a 503. Requests are run by one
 model calls of at most `max_batch` rows, taken in turn from every waiting
 request, so that a one-sentence request is not stuck behind a
 1,000-sentence one. Bad input gets a 4xx with a JSON error naming the field;
-a POST must say `Content-Type: application/json` and a request's `Host` must
+a POST must say `Content-Type: application/json` (or come, without an
+`Origin`, from a client such as `curl -d`) and a request's `Host` must
 be a loopback name or one allowed with `allow_hosts` (what stops a web page
 from posting to a server on the reader's laptop). SIGTERM (`serve`) stops
 accepting, answers the requests already accepted, and returns.
@@ -62,6 +63,8 @@ from zoo.serving_inputs import (  # noqa: F401 - Parsed, _demo_exported: example
     check_depth,
 )
 
+#: What `curl -d` sends without `-H 'Content-Type: ...'`.
+CURL_DEFAULT_TYPE = "application/x-www-form-urlencoded"
 #: Host names every server answers to.
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 #: The demo page, beside this module.
@@ -527,7 +530,11 @@ class Handler(BaseHTTPRequestHandler):
     def _json(self):
         """The body, checked (type, length, arrival time, depth) and decoded."""
         kind = self.headers.get("Content-Type", "")
-        if kind.split(";")[0].strip().lower() != "application/json":
+        media = kind.split(";")[0].strip().lower()
+        # curl's `-d` without a type (as in TF Serving's own examples) is
+        # taken from a client that is not a browser: no Origin header.
+        curl = media in ("", CURL_DEFAULT_TYPE) and "Origin" not in self.headers
+        if media != "application/json" and not curl:
             raise RequestError(
                 "A POST must carry its JSON with `Content-Type: application/json`. "
                 f"Received: {kind[:60]!r}",

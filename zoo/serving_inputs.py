@@ -439,6 +439,7 @@ class Signatures:
             )
         inputs, rows, costs = {}, None, None
         for field, spec in sorted(specs.items()):
+            self._check_bound(field, fields[field])
             value = _array(field, fields[field], spec, base64_strings)
             if spec.shape.rank:
                 if rows is not None and len(value) != rows:
@@ -455,16 +456,22 @@ class Signatures:
                     )
                 if field.startswith("image"):
                     costs = self._pixels(field, value, spec)
-            elif field in self.bounds and value > self.bounds[field]:
-                raise RequestError(
-                    f"`{field}` must be <= {self.bounds[field]} (the limit of "
-                    f"this export and server). Received: {field}={value}",
-                    field=field,
-                )
             inputs[field] = value
         if not rows:
             raise RequestError("The request holds no rows (an empty list).")
         return Parsed(name, inputs, rows, costs)
+
+    def _check_bound(self, field, value):
+        """A bounded scalar (`beam_width`, `max_length`) in `[1, bound]`, else a 400."""
+        bound = self.bounds.get(field)
+        if bound is None or isinstance(value, bool) or not isinstance(value, int):
+            return
+        if not 1 <= value <= bound:
+            raise RequestError(
+                f"`{field}` must be an int in [1, {bound}] (the limit of this "
+                f"export and server). Received: {field}={value}",
+                field=field,
+            )
 
     def _pixels(self, field, value, spec):
         """Each image's pixels (from the header of an encoded one), bounded."""
