@@ -360,3 +360,27 @@ def test_a_small_request_is_not_starved_by_a_large_one(translator):
     # 200 rows in calls of 4: the small request ran between two of them.
     assert finished["small"] < finished["large"]
     assert server.batcher.calls - calls >= 50
+
+
+def test_tf_serving_columns_carry_a_translators_scalar_inputs(translator):
+    name = translator[2].model_name
+    path = f"/v1/models/{name}:predict"
+    texts = ["Jesus wept.", "In the beginning"]
+    columns = {"text": texts, "beam_width": 3, "max_length": 5}
+    status, answer = request(
+        translator, {"signature_name": "translate", "inputs": columns}, path=path
+    )
+    assert status == 200 and sorted(answer["outputs"]) == ["score", "translation"]
+    status, direct = request(translator, columns)
+    assert answer["outputs"]["translation"] == [
+        p["translation"] for p in direct["predictions"]
+    ]
+    # Rows cannot hold a scalar input; a bound is a TF Serving error.
+    rows = [{"text": t, "beam_width": 3, "max_length": 5} for t in texts]
+    body = {"signature_name": "translate", "instances": rows}
+    status, answer = request(translator, body, path=path)
+    assert status == 400 and "columnar" in answer["error"]
+    columns["beam_width"] = 5
+    body = {"signature_name": "translate", "inputs": columns}
+    status, answer = request(translator, body, path=path)
+    assert status == 400 and list(answer) == ["error"] and "[1, 4]" in answer["error"]
