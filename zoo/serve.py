@@ -1,6 +1,6 @@
 """An HTTP server over an exported SavedModel (`zoo.export`), bounded for a network.
 
-`serve(directory)` (`python -m zoo serve DIR`) answers two protocols on one
+`serve(directory)` (`python -m zoo serve DIR`) answers three protocols on one
 port, with the standard library's `http.server`:
 
 - TensorFlow Serving's REST API, so that a client written for
@@ -10,6 +10,8 @@ port, with the standard library's `http.server`:
   or `{"inputs": ...}` (columnar; `{"outputs": ...}`), binary strings as
   `{"b64": "..."}`; `GET /v1/models/NAME` (the model's status) and `GET
   /v1/models/NAME/metadata` (its signatures). Errors are `{"error": ...}`.
+- KServe's Open Inference Protocol v2 (`zoo.serving_v2`): `GET
+  /v2/health/ready`, `GET /v2/models/NAME`, `POST /v2/models/NAME/infer`.
 - The zoo's own, older paths: `POST /v1/predict` takes the inputs of the
   signature that matches its fields (`{"text": [...]}`, `{"image": [...]}`,
   `{"image_bytes": [base64, ...]}`, a scalar such as `beam_width` as a
@@ -52,6 +54,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from zoo import serving_v2
 from zoo.serving_batcher import Batcher
 from zoo.serving_inputs import (  # noqa: F401 - Parsed, _demo_exported: examples
     BYTES_SUFFIX,
@@ -283,6 +286,11 @@ _TF_SERVING_PATH = re.compile(
     r"(?::(?P<verb>[a-z]+)|(?P<metadata>/metadata))?"
 )
 
+#: `/v2/models/NAME[/versions/V][/ready|/infer]`.
+_V2_PATH = re.compile(
+    r"/v2/models/(?P<name>[^/]+)(?:/versions/(?P<version>[^/]+))?(?P<verb>/ready|/infer)?"
+)
+
 #: TensorFlow's names of the dtypes (`DataType` enum names).
 _DATA_TYPES = {
     "string": "DT_STRING",
@@ -381,7 +389,10 @@ class Handler(BaseHTTPRequestHandler):
             self._check_host()
             path = urlsplit(self.path).path
             match = _TF_SERVING_PATH.fullmatch(path)
-            tf_serving = match is not None
+            # TF Serving's and KServe's errors are `{"error"}` alone.
+            tf_serving = match is not None or path.startswith("/v2/")
+            if path.startswith("/v2/"):
+                route = self._v2
             status, body, content_type = HTTPStatus.OK, *route(path, match)
         except RequestError as error:
             self.close_connection = True
@@ -470,6 +481,34 @@ class Handler(BaseHTTPRequestHandler):
             for i in range(parsed.rows)
         ]
         return {"signature": parsed.signature, "predictions": predictions}, None
+
+    def _v2(self, path, match):
+        """KServe's Open Inference Protocol (`zoo.serving_v2`)."""
+        server = self.server
+        if self.command == "GET" and path in ("/v2/health/live", "/v2/health/ready"):
+            return {path.rsplit("/", 1)[1]: True}, None
+        found = _V2_PATH.fullmatch(path)
+        if found is None:
+            raise RequestError(f"No page {path[:200]}.", status=HTTPStatus.NOT_FOUND)
+        name, version, verb = found["name"], found["version"], found["verb"]
+        if name != server.model_name or version not in (None, server.version):
+            raise RequestError(
+                f"No model {name!r} (version {version}): this server has "
+                f"{server.model_name!r} version {server.version}.",
+                status=HTTPStatus.NOT_FOUND,
+            )
+        wanted = {"GET": (None, "/ready"), "POST": ("/infer",)}[self.command]
+        if verb not in wanted:
+            raise RequestError(
+                f"No {self.command} {path[:200]}: GET the model or /ready, POST /infer.",
+                status=HTTPStatus.NOT_FOUND,
+            )
+        if verb == "/ready":
+            return {"name": name, "ready": True}, None
+        if verb is None:
+            return serving_v2.metadata(server.signatures, name, server.version), None
+        parsed = serving_v2.parse(server.signatures, self._json())
+        return serving_v2.answer(self._run(parsed), name, server.version), None
 
     def _run(self, parsed):
         return self.server.batcher.submit(

@@ -351,7 +351,7 @@ class Signatures:
         """
         if not isinstance(body, dict) or not body:
             raise RequestError("The body must be a JSON object of input fields.")
-        return self._check(self.choose(body), body, base64_strings=True)
+        return self.check(self.choose(body), body, base64_strings=True)
 
     def parse_tf_serving(self, body):
         """`(Parsed, "row" or "columnar")` from a TF Serving predict request.
@@ -398,7 +398,7 @@ class Signatures:
                 raise RequestError(
                     f"'inputs' must be an object of the inputs {sorted(specs)}."
                 )
-            return self._check(name, value, base64_strings=False), "columnar"
+            return self.check(name, value, base64_strings=False), "columnar"
         if not isinstance(value, list) or not value:
             raise RequestError("'instances' must be a non-empty list of rows.")
         scalars = sorted(k for k, s in specs.items() if s.shape.rank == 0)
@@ -426,10 +426,27 @@ class Signatures:
                     "'instances' must be an object of those inputs."
                 )
             value = {next(iter(specs)): value}
-        return self._check(name, value, base64_strings=False), "row"
+        return self.check(name, value, base64_strings=False), "row"
 
-    def _check(self, name, fields, base64_strings):
-        """`Parsed` inputs of signature `name`, checked against every bound."""
+    def check(self, name, fields, base64_strings):
+        """`Parsed` inputs of signature `name`, checked against every bound.
+
+        Args:
+            name: str. The signature.
+            fields: dict of JSON values, one per input of the signature.
+            base64_strings: bool. Whether a plain string of an input named
+                `*_bytes` is base64 (the zoo's own form) or text (TF
+                Serving's, where binary is `{"b64": ...}`).
+
+        Example:
+        >>> signatures = Signatures(_demo_exported())
+        >>> signatures.check("serving_default", {"text": ["a"] * 3}, True).rows
+        3
+        >>> signatures.check("serving_default", {"text": ["a"] * 1025}, True)
+        Traceback (most recent call last):
+        ...
+        zoo.serving_inputs.RequestError: `text` holds 1025 rows; the limit is 1024 a request (max_rows).
+        """
         specs = self.inputs[name]
         if set(fields) != set(specs):
             wrong = sorted(set(fields) ^ set(specs))

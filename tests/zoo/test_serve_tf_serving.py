@@ -1,4 +1,4 @@
-"""`python -m zoo serve` speaks TF Serving's REST API, and SIGTERM drains it.
+"""`python -m zoo serve` speaks TF Serving's REST API (and KServe's v2); SIGTERM drains it.
 
 A tiny RAM export is written in TF Serving's layout (`BASE/1/`, what
 `tensorflow_model_server --model_base_path=BASE` reads) and served by the
@@ -179,6 +179,43 @@ def test_predict_rows_columns_and_b64(served):
 def test_predict_errors_are_tf_serving_errors(served, body, status):
     got, answer = call(served[0], "POST", f"/v1/models/{NAME}:predict", body)
     assert got == status and list(answer) == ["error"], answer
+
+
+def test_kserve_open_inference_protocol(served):
+    port, _, signatures = served
+    assert call(port, "GET", "/v2/health/ready") == (200, {"ready": True})
+    assert call(port, "GET", f"/v2/models/{NAME}/ready")[1]["ready"] is True
+    status, answer = call(port, "GET", f"/v2/models/{NAME}")
+    assert status == 200 and answer["inputs"] == [
+        {"name": "image", "datatype": "UINT8", "shape": [-1, -1, -1, -1]}
+    ]
+    images = np.random.default_rng(1).integers(0, 256, (2, 12, 10, 1), dtype="uint8")
+    wanted = direct(signatures, "serve", image=images)
+    tensor = {"name": "image", "shape": [2, 12, 10, 1], "datatype": "UINT8"}
+    body = {"inputs": [dict(tensor, data=images.reshape(-1).tolist())]}
+    status, answer = call(port, "POST", f"/v2/models/{NAME}/infer", body)
+    assert status == 200 and answer["model_name"] == NAME
+    outputs = {t["name"]: t for t in answer["outputs"]}
+    assert outputs["class_name"]["data"] == [n.decode() for n in wanted["class_name"]]
+    assert outputs["probabilities"]["shape"] == list(wanted["probabilities"].shape)
+    np.testing.assert_allclose(
+        np.reshape(outputs["probabilities"]["data"], outputs["probabilities"]["shape"]),
+        wanted["probabilities"],
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    # Encoded files: BYTES in base64, as the input's parameters say.
+    files = [base64.b64encode(tf.io.encode_png(i).numpy()).decode() for i in images]
+    tensor = {"name": "image_bytes", "shape": [2], "datatype": "BYTES", "data": files}
+    body = {"inputs": [dict(tensor, parameters={"content_type": "base64"})]}
+    status, answer = call(port, "POST", f"/v2/models/{NAME}/infer", body)
+    assert status == 200
+    assert answer["outputs"][1]["name"] == "class_name"
+    assert answer["outputs"][1]["data"] == outputs["class_name"]["data"]
+    body = {"inputs": [dict(tensor, shape=[3])]}
+    status, answer = call(port, "POST", f"/v2/models/{NAME}/infer", body)
+    assert status == 400 and list(answer) == ["error"]
+    assert call(port, "GET", "/v2/models/other")[0] == 404
 
 
 def test_sigterm_answers_the_request_on_its_way_and_exits_0(served):
