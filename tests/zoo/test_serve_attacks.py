@@ -384,3 +384,22 @@ def test_tf_serving_columns_carry_a_translators_scalar_inputs(translator):
     body = {"signature_name": "translate", "inputs": columns}
     status, answer = request(translator, body, path=path)
     assert status == 400 and list(answer) == ["error"] and "[1, 4]" in answer["error"]
+
+
+def test_every_limit_is_a_serve_flag(capsys):
+    import dataclasses
+
+    from zoo.cli import SERVE_LIMITS, build_parser
+    from zoo.serve import Limits
+
+    flags = {flag[2:].replace("-", "_") for flag, _, _ in SERVE_LIMITS}
+    assert flags | {"batch_delay"} == {f.name for f in dataclasses.fields(Limits)}
+    args = build_parser().parse_args(
+        ["serve", "d", "--max-rows", "5", "--read-timeout", "0.5", "--allow-host", "a"]
+    )
+    assert (args.max_rows, args.read_timeout, args.allow_host) == (5, 0.5, ["a"])
+    assert args.max_beam_width == Limits().max_beam_width
+    for flag in ("--max-rows", "--request-timeout", "--workers"):
+        with pytest.raises(SystemExit) as caught:
+            build_parser().parse_args(["serve", "d", flag, "0"])
+        assert caught.value.code == 2
