@@ -395,7 +395,11 @@ def build_parser():
     classify.add_argument("--plot", help="save the glimpse path(s) to this PNG")
     export = sub.add_parser("export", help="write a preset as a serving SavedModel")
     export.add_argument("preset")
-    export.add_argument("directory", help="SavedModel directory to write")
+    export.add_argument(
+        "directory",
+        help="SavedModel directory to write (BASE/1 for tensorflow_model_server "
+        "--model_base_path=BASE, and for `serve BASE`)",
+    )
     export.add_argument(
         "--beam",
         type=positive_int,
