@@ -421,7 +421,10 @@ class Handler(BaseHTTPRequestHandler):
             value = self.headers.get(header)
             if value is None:
                 continue
-            host = urlsplit(value if header == "Origin" else "//" + value).hostname
+            try:
+                host = urlsplit(value if header == "Origin" else "//" + value).hostname
+            except ValueError:  # e.g. "[::1" (an unclosed IPv6 address)
+                host = None
             if host is None or host.rstrip(".") not in allowed:
                 raise RequestError(
                     f"The {header} {value[:100]!r} is not one this server answers "

@@ -263,8 +263,9 @@ def test_content_type_and_host_are_checked(translator):
     assert request(translator, body, form)[0] == 200
     status, answer = request(translator, body, {"Host": "evil.example:8501"})
     assert status == 403 and "--allow-host" in answer["error"]
-    status, _ = request(translator, body, {"Origin": "http://evil.example"})
-    assert status == 403
+    for origin in ("http://evil.example", "null", "http://[::1"):
+        assert request(translator, body, {"Origin": origin})[0] == 403
+    assert request(translator, body, {"Host": "[::1"})[0] == 403
     for host in ("localhost:8501", "127.0.0.1", "[::1]:8501"):
         assert request(translator, body, {"Host": host})[0] == 200
 
