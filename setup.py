@@ -30,6 +30,7 @@ setup(
     package_data={
         "zoo": [
             "data/samples/*",
+            "serving_page.html",
             "*/presets/*/*",
             "*/presets/*/*/*",
             "*/presets/*/*/*/*",

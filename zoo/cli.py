@@ -11,7 +11,7 @@ Commands:
   classify PRESET IMAGE... [--plot out.png]
   export PRESET DIR [--beam N]     write a serving SavedModel (raw inputs in,
                                    finished outputs out; no zoo needed to load)
-  serve DIR [--port 8501]          HTTP JSON endpoint and page over an export
+  serve DIR [--port 8501]          TF Serving REST API, JSON and a page over an export
 """
 
 import argparse
@@ -405,11 +405,22 @@ def _serve(args):
         args.directory,
         args.host,
         args.port,
-        max_request_bytes=args.max_request_bytes,
+        allow_hosts=args.allow_host,
+        model_name=args.model_name,
+        **{
+            flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_"))
+            for flag, _, _ in SERVE_LIMITS
+        },
         batch_delay=args.batch_delay_ms / 1000.0,
-        max_batch=args.max_batch,
     )
     return 0
+
+
+def _positive_float(text):
+    value = _non_negative_float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, received {text!r}")
+    return value
 
 
 def _non_negative_float(text):
@@ -420,6 +431,22 @@ def _non_negative_float(text):
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"expected a number >= 0, received {text!r}")
     return value
+
+
+#: `zoo serve`'s flags for `zoo.serve.Limits` (their defaults are its).
+SERVE_LIMITS = [
+    ("--max-request-bytes", positive_int, "larger bodies get 413"),
+    ("--max-rows", positive_int, "rows (sentences, images) per request"),
+    ("--max-batch", positive_int, "rows per model call"),
+    ("--max-beam-width", positive_int, "largest beam_width input"),
+    ("--max-length", positive_int, "largest max_length input"),
+    ("--max-image-pixels", positive_int, "pixels of one image"),
+    ("--max-request-pixels", positive_int, "pixels of a request's images"),
+    ("--request-timeout", _positive_float, "seconds to answer, else 503"),
+    ("--read-timeout", _positive_float, "seconds to send a request, else 408"),
+    ("--workers", positive_int, "threads handling connections"),
+    ("--max-queued", positive_int, "connections waiting, else 503"),
+]
 
 
 PRESET_HELP = "a shipped preset's name (see `presets`) or a preset folder"
@@ -514,7 +541,11 @@ def build_parser(prog=PROG):
     classify.add_argument("--plot", help="save the glimpse path(s) to this PNG")
     export = sub.add_parser("export", help="write a preset as a serving SavedModel")
     export.add_argument("preset", help=PRESET_HELP)
-    export.add_argument("directory", help="SavedModel directory to write")
+    export.add_argument(
+        "directory",
+        help="SavedModel directory to write (BASE/1 for tensorflow_model_server "
+        "--model_base_path=BASE, and for `serve BASE`)",
+    )
     export.add_argument(
         "--beam",
         type=positive_int,
@@ -528,8 +559,14 @@ def build_parser(prog=PROG):
             help="dtype policy to run the preset under (default: the preset's); "
             "mixed_bfloat16 pays on CPUs with bfloat16 matrix units (AMX)",
         )
-    serve = sub.add_parser("serve", help="serve an export over HTTP (JSON and a page)")
-    serve.add_argument("directory", help="a directory written by `export`")
+    serve = sub.add_parser(
+        "serve",
+        help="serve an export over HTTP: TF Serving's REST API, JSON and a page",
+    )
+    serve.add_argument(
+        "directory",
+        help="a directory written by `export` (or a folder of numbered versions)",
+    )
     serve.add_argument(
         "--host",
         default="127.0.0.1",
@@ -540,22 +577,28 @@ def build_parser(prog=PROG):
         "--port", type=positive_int, default=8501, help="default: %(default)s"
     )
     serve.add_argument(
-        "--max-request-bytes",
-        type=positive_int,
-        default=10 * 2**20,
-        help="larger request bodies get 413",
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host name to answer besides the loopback ones (repeatable; '*': any)",
     )
+    serve.add_argument(
+        "--model-name", help="the NAME of /v1/models/NAME (default: the preset's)"
+    )
+    from zoo.serve import Limits
+
+    defaults = Limits()
+    for flag, kind, meaning in SERVE_LIMITS:
+        default = getattr(defaults, flag[2:].replace("-", "_"))
+        serve.add_argument(
+            flag, type=kind, default=default, help=f"{meaning} (default {default})"
+        )
     serve.add_argument(
         "--batch-delay-ms",
         type=_non_negative_float,
         default=5.0,
         help="how long a request waits for others to batch with",
-    )
-    serve.add_argument(
-        "--max-batch",
-        type=positive_int,
-        default=64,
-        help="most requests run as one batch (default: %(default)s)",
     )
     return parser
 

@@ -7,6 +7,10 @@ exporter (`zoo.translation.export`, `zoo.show_attend_tell.export`,
 (`python -m zoo export PRESET DIR`). The artefact needs only `tensorflow`
 (and `tensorflow_text` for a translator's tokenizers).
 
+A SavedModel written to `BASE/1` (a numbered version folder) is what
+`tensorflow_model_server --model_base_path=BASE` serves, and `python -m zoo
+serve BASE` serves the same folder (`zoo.serve`: TF Serving's REST API).
+
 `load(path)` reads an export back as an `Exported` callable (strings or
 arrays in, NumPy out), and `run_without_zoo(code)` runs Python in a
 subprocess where `zoo`, `keras_attention`, `keras_hub` and `keras` cannot be

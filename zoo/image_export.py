@@ -8,7 +8,8 @@ files. This module holds what both need, in TensorFlow ops only, so the
 SavedModel runs where neither the zoo nor Keras can be imported:
 `by_channels` runs a function traced for each accepted channel count,
 `decode` and `decode_batch` turn encoded files into uint8 images, and
-`write_archive` writes the endpoints and a small description of the export
+`write_archive` writes the endpoints (which refuse inputs of another rank
+when they run) and a small description of the export
 (`assets.extra/zoo_export.json`, which `zoo.serve` reads).
 """
 
@@ -168,9 +169,20 @@ def write_archive(path, serve, serve_bytes, description):
     from zoo.export import write_metadata
 
     path = os.fspath(path)
+
+    # A loaded signature does not check its inputs' shapes: without these,
+    # one unbatched (60, 60, 1) image would be classified as 60 images.
+    def checked_serve(image):
+        return serve(tf.ensure_shape(image, IMAGE_SPEC.shape))
+
+    def checked_serve_bytes(image_bytes):
+        return serve_bytes(tf.ensure_shape(image_bytes, BYTES_SPEC.shape))
+
     archive = keras.export.ExportArchive()
-    archive.add_endpoint("serve", serve, input_signature=[IMAGE_SPEC])
-    archive.add_endpoint("serve_bytes", serve_bytes, input_signature=[BYTES_SPEC])
+    archive.add_endpoint("serve", checked_serve, input_signature=[IMAGE_SPEC])
+    archive.add_endpoint(
+        "serve_bytes", checked_serve_bytes, input_signature=[BYTES_SPEC]
+    )
     archive.write_out(path, verbose=False)
     write_metadata(path, dict(description, signatures=["serve", "serve_bytes"]))
     return path

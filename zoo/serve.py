@@ -1,666 +1,696 @@
-"""A small HTTP JSON endpoint over an exported SavedModel (`zoo.export`).
+"""An HTTP server over an exported SavedModel (`zoo.export`), bounded for a network.
 
-`serve(directory, host, port)` answers, with the standard library's
-`ThreadingHTTPServer`:
+`serve(directory)` (`python -m zoo serve DIR`) answers three protocols on one
+port, with the standard library's `http.server`:
 
-- `POST /v1/predict`: a JSON object whose fields are the inputs of one of
-  the export's signatures, each a list over the batch: `{"image": [image,
-  ...]}` (an image is rows of pixels, `H x W` or `H x W x C`, uint8 values;
-  the images of one request share one size), `{"image_bytes": [base64,
-  ...]}` (encoded PNG / JPEG files), `{"text": ["...", ...]}`; a scalar
-  input (e.g. a translator's `beam_width`) is a number. The answer is
-  `{"signature": name, "predictions": [{output: value, ...}, ...]}`, one
-  entry per input row (strings as UTF-8 text, arrays as nested lists).
-- `GET /v1/metadata`: the export's description and its signatures.
-- `GET /`: a page to try the model in a browser, which draws the answer
-  with its attention: a classifier's glimpse path over the image, a
-  captioner's attention map over the image for each word.
+- TensorFlow Serving's REST API, so that a client written for
+  `tensorflow_model_server` works unchanged: `POST
+  /v1/models/NAME[/versions/N]:predict` with `{"signature_name": ...,
+  "instances": [...]}` (row format; the answer is `{"predictions": [...]}`)
+  or `{"inputs": ...}` (columnar; `{"outputs": ...}`), binary strings as
+  `{"b64": "..."}`; `GET /v1/models/NAME` (the model's status) and `GET
+  /v1/models/NAME/metadata` (its signatures). Errors are `{"error": ...}`.
+- KServe's Open Inference Protocol v2 (`zoo.serving_v2`): `GET
+  /v2/health/ready`, `GET /v2/models/NAME`, `POST /v2/models/NAME/infer`.
+- The zoo's own, older paths: `POST /v1/predict` takes the inputs of the
+  signature that matches its fields (`{"text": [...]}`, `{"image": [...]}`,
+  `{"image_bytes": [base64, ...]}`, a scalar such as `beam_width` as a
+  number) and answers `{"signature", "predictions": [{output: value}, ...]}`;
+  `GET /v1/metadata` gives the export's description; `GET /` a page to try
+  the model in a browser (`serving_page.html`).
 
-The signature is the one whose inputs are exactly the request's fields
-(`serve_bytes` for `image_bytes`, ...), so a server needs no configuration
-for a classifier, a captioner or a translator. Requests that arrive within
-`batch_delay` seconds of each other and go to the same signature with
-inputs of the same shape are run as one batch (`Batcher`). A body larger
-than `max_request_bytes` is refused with 413 before it is read; bad input
-gets a 400 naming the field (`{"error": ..., "field": ...}`).
-
-`python -m zoo serve DIR --port N` runs `serve`.
+Every request is bounded (`zoo.serving_inputs.Limits`, each a `python -m zoo
+serve` flag, checked by `zoo.serving_inputs.Signatures`): the
+body's size, the time a client has to send it, its rows, the pixels of each
+image (read from the PNG / JPEG / GIF / BMP header before anything decodes
+it), a translator's `beam_width` and `max_length` (the smaller of the
+export's own limits and the server's), the time a request may wait for its
+answer; a fixed pool of worker threads handles connections, and one more
+than its queue holds gets a 503. Requests are run by one
+`zoo.serving_batcher.Batcher` thread in
+model calls of at most `max_batch` rows, taken in turn from every waiting
+request, so that a one-sentence request is not stuck behind a
+1,000-sentence one. Bad input gets a 4xx with a JSON error naming the field;
+a POST must say `Content-Type: application/json` (or come, without an
+`Origin`, from a client such as `curl -d`) and a request's `Host` must
+be a loopback name or one allowed with `allow_hosts` (what stops a web page
+from posting to a server on the reader's laptop). SIGTERM (`serve`) stops
+accepting, answers the requests already accepted, and returns.
 """
 
 import base64
-import binascii
 import json
+import os
 import queue
+import re
+import signal
+import socket
+import sys
 import threading
 import time
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from urllib.parse import urlsplit
 
 import numpy as np
 
-#: Input names whose values travel as base64 text.
-BYTES_SUFFIX = "_bytes"
+from zoo import serving_v2
+from zoo.serving_batcher import Batcher
+from zoo.serving_inputs import (  # noqa: F401 - Parsed, _demo_exported: examples
+    BYTES_SUFFIX,
+    Limits,
+    Parsed,
+    RequestError,
+    Signatures,
+    _demo_exported,
+    check_depth,
+)
+
+#: What `curl -d` sends without `-H 'Content-Type: ...'`.
+CURL_DEFAULT_TYPE = "application/x-www-form-urlencoded"
+#: Host names every server answers to.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+#: The demo page, beside this module.
+PAGE_FILE = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "serving_page.html"
+)
 
 
-class RequestError(Exception):
-    """A request the server refuses: an HTTP status and the field at fault.
-
-    Args:
-        message: str. What is wrong, sent as the answer's `error`.
-        field: optional str. The request field at fault, sent as `field`.
-        status: `HTTPStatus`. Defaults to 400 (bad request).
-
-    Example:
-    >>> error = RequestError("`image` must be a list.", field="image")
-    >>> int(error.status), error.field, str(error)
-    (400, 'image', '`image` must be a list.')
-    >>> int(RequestError("No page /x.", status=HTTPStatus.NOT_FOUND).status)
-    404
-    """
-
-    def __init__(self, message, field=None, status=HTTPStatus.BAD_REQUEST):
-        super().__init__(message)
-        self.field = field
-        self.status = status
-
-
-class Signatures:
-    """The export's signatures: picks one for a request and checks its fields.
-
-    Args:
-        exported: a `zoo.export.Exported` (its `signatures` and `metadata`).
-
-    Example:
-    >>> import tempfile
-    >>> import tensorflow as tf
-    >>> module = tf.Module()
-    >>> module.serve = tf.function(
-    ...     lambda text: {"length": tf.strings.length(text)},
-    ...     input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-    >>> path = tempfile.mkdtemp()
-    >>> tf.saved_model.save(module, path, signatures={"serving_default": module.serve})
-    >>> class Exported:
-    ...     metadata = {"kind": "demo"}
-    ...     signatures = tf.saved_model.load(path).signatures
-    >>> signatures = Signatures(Exported())
-    >>> name, inputs, rows = signatures.parse({"text": ["ab", "c"]})
-    >>> name, rows, signatures(name, inputs)["length"].tolist()
-    ('serving_default', 2, [2, 1])
-    >>> signatures.parse({"txt": ["ab"]})
-    Traceback (most recent call last):
-    ...
-    zoo.serve.RequestError: The fields ['txt'] match no signature: send {text}.
-    """
-
-    def __init__(self, exported):
-        self.exported = exported
-        self.functions = dict(exported.signatures)
-        self.inputs = {
-            name: function.structured_input_signature[1]
-            for name, function in self.functions.items()
-        }
-
-    def describe(self):
-        """JSON-ready `{signature: {"inputs": {...}, "outputs": {...}}}`.
-
-        Example:
-        >>> import tempfile
-        >>> import tensorflow as tf
-        >>> from zoo.export import Exported, write_metadata
-        >>> class Lengths(tf.Module):
-        ...     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-        ...     def serve(self, text):
-        ...         return {"length": tf.strings.length(text)}
-        >>> module = Lengths()
-        >>> with tempfile.TemporaryDirectory() as path:
-        ...     tf.saved_model.save(module, path, signatures=module.serve)
-        ...     write_metadata(path, {"kind": "demo"})
-        ...     signatures = Signatures(Exported(path))
-        >>> signatures.describe()
-        {'serving_default': {'inputs': {'text': {'dtype': 'string', 'shape': [None]}}, 'outputs': {'length': {'dtype': 'int32', 'shape': [None]}}}}
-        """
-
-        def spec(s):
-            return {"dtype": s.dtype.name, "shape": s.shape.as_list()}
-
-        return {
-            name: {
-                "inputs": {k: spec(s) for k, s in self.inputs[name].items()},
-                "outputs": {k: spec(s) for k, s in function.structured_outputs.items()},
-            }
-            for name, function in self.functions.items()
-        }
-
-    def choose(self, fields):
-        """The signature whose inputs are exactly `fields`, else a 400.
-
-        Example:
-        >>> import tempfile
-        >>> import tensorflow as tf
-        >>> from zoo.export import Exported, write_metadata
-        >>> class Lengths(tf.Module):
-        ...     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-        ...     def serve(self, text):
-        ...         return {"length": tf.strings.length(text)}
-        >>> module = Lengths()
-        >>> with tempfile.TemporaryDirectory() as path:
-        ...     tf.saved_model.save(module, path, signatures=module.serve)
-        ...     write_metadata(path, {"kind": "demo"})
-        ...     signatures = Signatures(Exported(path))
-        >>> signatures.choose(["text"])
-        'serving_default'
-        >>> try:
-        ...     signatures.choose(["text", "beam_width"])
-        ... except RequestError as error:
-        ...     print(int(error.status), error.field, error)
-        400 beam_width The fields ['beam_width', 'text'] match no signature: send {text}.
-        """
-        candidates = sorted(
-            name for name, specs in self.inputs.items() if set(specs) == set(fields)
-        )
-        if "serving_default" in candidates:
-            return "serving_default"
-        if candidates:
-            return candidates[0]
-        known = sorted({field for specs in self.inputs.values() for field in specs})
-        unknown = sorted(set(fields) - set(known))
-        field = unknown[0] if unknown else None
-        accepted = " or ".join(
-            "{" + ", ".join(sorted(specs)) + "}" for specs in self.inputs.values()
-        )
-        raise RequestError(
-            f"The fields {sorted(fields)} match no signature: send {accepted}.",
-            field=field,
-        )
-
-    def parse(self, body):
-        """`(signature, {input: array}, rows)` from a decoded JSON body.
-
-        Example:
-        >>> import tempfile
-        >>> import tensorflow as tf
-        >>> from zoo.export import Exported, write_metadata
-        >>> class Lengths(tf.Module):
-        ...     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-        ...     def serve(self, text):
-        ...         return {"length": tf.strings.length(text)}
-        >>> module = Lengths()
-        >>> with tempfile.TemporaryDirectory() as path:
-        ...     tf.saved_model.save(module, path, signatures=module.serve)
-        ...     write_metadata(path, {"kind": "demo"})
-        ...     signatures = Signatures(Exported(path))
-        >>> name, inputs, rows = signatures.parse({"text": ["ab", "c"]})
-        >>> name, inputs["text"].tolist(), rows
-        ('serving_default', [b'ab', b'c'], 2)
-        >>> signatures.parse({"text": []})
-        Traceback (most recent call last):
-        ...
-        zoo.serve.RequestError: The request holds no rows (an empty list).
-        """
-        if not isinstance(body, dict) or not body:
-            raise RequestError("The body must be a JSON object of input fields.")
-        name = self.choose(body)
-        inputs, rows = {}, None
-        for field, spec in sorted(self.inputs[name].items()):
-            value = _array(field, body[field], spec)
-            if spec.shape.rank:
-                if rows is not None and len(value) != rows:
-                    raise RequestError(
-                        f"`{field}` holds {len(value)} rows, the other inputs {rows}.",
-                        field=field,
-                    )
-                rows = len(value)
-            inputs[field] = value
-        if not rows:
-            raise RequestError("The request holds no rows (an empty list).")
-        return name, inputs, rows
-
-    def __call__(self, name, inputs):
-        """Runs a signature on NumPy inputs; returns NumPy outputs."""
-        import tensorflow as tf
-
-        function = self.functions[name]
-        tensors = {k: tf.constant(v) for k, v in inputs.items()}
-        return {k: v.numpy() for k, v in function(**tensors).items()}
-
-
-def _array(field, value, spec):
-    """A JSON value as the NumPy array a signature input takes, or a 400."""
-    dtype = spec.dtype
-    if spec.shape.rank == 0:
-        if dtype.is_integer and not isinstance(value, bool) and isinstance(value, int):
-            return np.asarray(value, dtype.as_numpy_dtype)
-        if dtype.is_floating and isinstance(value, (int, float)):
-            return np.asarray(value, dtype.as_numpy_dtype)
-        raise RequestError(
-            f"`{field}` must be a single {dtype.name} number. Received: {value!r:.60}",
-            field=field,
-        )
-    if not isinstance(value, list):
-        raise RequestError(
-            f"`{field}` must be a list (one entry per row). Received: {value!r:.60}",
-            field=field,
-        )
-    if dtype.name == "string":
-        if field.endswith(BYTES_SUFFIX):
-            return np.array([_base64(field, i, v) for i, v in enumerate(value)], object)
-        for i, text in enumerate(value):
-            if not isinstance(text, str):
-                raise RequestError(
-                    f"`{field}[{i}]` must be a string. Received: {text!r:.60}",
-                    field=field,
-                )
-        return np.array([t.encode("utf-8") for t in value], object)
-    return _numbers(field, value, spec)
-
-
-def _base64(field, index, value):
-    if not isinstance(value, str):
-        raise RequestError(
-            f"`{field}[{index}]` must be base64 text. Received: {value!r:.60}",
-            field=field,
-        )
-    try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raise RequestError(
-            f"`{field}[{index}]` is not valid base64.", field=field
-        ) from None
-
-
-def _numbers(field, value, spec):
-    """Nested lists as an array of the spec's rank (images get a channel axis)."""
-    try:
-        array = np.asarray(value)
-    except ValueError:
-        array = None
-    if array is None or array.dtype == object:
-        raise RequestError(
-            f"The rows of `{field}` must be nested lists of one shape (send "
-            "images of different sizes in separate requests, or as "
-            "image_bytes).",
-            field=field,
-        )
-    if array.size and array.dtype.kind not in "iuf":
-        raise RequestError(
-            f"`{field}` must hold numbers. Received: {array.dtype.name} values",
-            field=field,
-        )
-    rank = spec.shape.rank
-    if rank == 4 and array.ndim == 3:
-        array = array[..., None]  # Gray images without a channel axis.
-    if array.ndim != rank:
-        raise RequestError(
-            f"`{field}` must be a list of arrays of rank {rank - 1}. Received: "
-            f"shape {list(array.shape)}",
-            field=field,
-        )
-    numpy_dtype = spec.dtype.as_numpy_dtype
-    if spec.dtype.is_integer and array.size:
-        if array.dtype.kind == "f" and not np.all(array == np.round(array)):
-            raise RequestError(f"`{field}` must hold integers.", field=field)
-        info = np.iinfo(numpy_dtype)
-        if array.min() < info.min or array.max() > info.max:
-            raise RequestError(
-                f"`{field}` values must lie in [{info.min}, {info.max}]. "
-                f"Received: values in [{array.min()}, {array.max()}]",
-                field=field,
-            )
-    return array.astype(numpy_dtype)
-
-
-class _Pending:
-    """One request waiting in the `Batcher`."""
-
-    def __init__(self, name, inputs, rows):
-        self.name = name
-        self.inputs = inputs
-        self.rows = rows
-        self.key = (name,) + tuple(
-            (k, v.shape[1:], v.item() if v.ndim == 0 else None)
-            for k, v in sorted(inputs.items())
-        )
-        self.done = threading.Event()
-        self.outputs = None
-        self.error = None
-
-
-class Batcher:
-    """Runs concurrent requests as batches on one thread.
-
-    A request waits at most `delay` seconds for others to join it; those
-    that go to the same signature with inputs of the same shape (and the
-    same scalar inputs) are concatenated into one call of at most
-    `max_rows` rows and the outputs split back. When a batch fails, its
-    requests are run one by one, so a bad request fails alone.
-
-    Args:
-        run: callable `(signature, inputs) -> outputs` (NumPy dicts).
-        delay: float. Seconds to wait for more requests. Defaults to
-            `0.005`.
-        max_rows: int. Rows per call. Defaults to `64`.
-
-    Example:
-    >>> batcher = Batcher(lambda name, x: {"double": 2 * x["x"]})
-    >>> batcher.submit("f", {"x": np.arange(3)}, 3)["double"].tolist()
-    [0, 2, 4]
-    >>> batcher.close()
-    """
-
-    def __init__(self, run, delay=0.005, max_rows=64):
-        self.run = run
-        self.delay = delay
-        self.max_rows = max_rows
-        self.calls = 0
-        self.requests = 0
-        self._queue = queue.Queue()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-
-    def submit(self, name, inputs, rows, timeout=300):
-        """Queues one request and waits for its outputs (or raises its error).
-
-        Args:
-            name: str. The signature to run.
-            inputs: dict of NumPy arrays (`Signatures.parse`'s).
-            rows: int. The request's batch size.
-            timeout: float. Seconds to wait, then a 503. Defaults to `300`.
-
-        Example:
-        >>> def run(name, inputs):
-        ...     if (inputs["x"] < 0).any():
-        ...         raise ValueError("negative")
-        ...     return {"double": 2 * inputs["x"]}
-        >>> batcher = Batcher(run)
-        >>> batcher.submit("f", {"x": np.array([1, 2])}, 2)["double"].tolist()
-        [2, 4]
-        >>> batcher.submit("f", {"x": np.array([-1])}, 1)
-        Traceback (most recent call last):
-        ...
-        zoo.serve.RequestError: The model failed: ValueError
-        >>> batcher.close()
-        """
-        pending = _Pending(name, inputs, rows)
-        self._queue.put(pending)
-        if not pending.done.wait(timeout):
-            raise RequestError(
-                "The model did not answer in time.",
-                status=HTTPStatus.SERVICE_UNAVAILABLE,
-            )
-        if pending.error is not None:
-            raise pending.error
-        return pending.outputs
-
-    def close(self):
-        """Stops the batching thread once the queued requests are done.
-
-        Example:
-        >>> batcher = Batcher(lambda name, x: {"y": x["x"] + 1})
-        >>> batcher.submit("f", {"x": np.zeros(2)}, 2)["y"].tolist()
-        [1.0, 1.0]
-        >>> batcher.close()
-        >>> batcher.calls, batcher.requests
-        (1, 1)
-        """
-        self._queue.put(None)
-        self._thread.join()
-
-    def _loop(self):
-        while True:
-            first = self._queue.get()
-            if first is None:
-                return
-            waiting = [first]
-            deadline = time.monotonic() + self.delay
-            stop = False
-            while sum(p.rows for p in waiting) < self.max_rows:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                try:
-                    pending = self._queue.get(timeout=left)
-                except queue.Empty:
-                    break
-                if pending is None:
-                    stop = True
-                    break
-                waiting.append(pending)
-            groups = {}
-            for pending in waiting:
-                groups.setdefault(pending.key, []).append(pending)
-            for group in groups.values():
-                self._run_group(group)
-            if stop:
-                return
-
-    def _run_group(self, group):
-        self.requests += len(group)
-        try:
-            inputs = {
-                k: v if v.ndim == 0 else np.concatenate([p.inputs[k] for p in group])
-                for k, v in group[0].inputs.items()
-            }
-            self.calls += 1
-            outputs = self.run(group[0].name, inputs)
-        except Exception as error:  # noqa: BLE001 - reported to the requests
-            if len(group) > 1:
-                self.requests -= len(group)
-                for pending in group:
-                    self._run_group([pending])
-                return
-            group[0].error = _model_error(error)
-            group[0].done.set()
-            return
-        start = 0
-        for pending in group:
-            end = start + pending.rows
-            pending.outputs = {k: v[start:end] for k, v in outputs.items()}
-            start = end
-            pending.done.set()
-
-
-# Lines of a TensorFlow error that locate it rather than say what is wrong.
-_TRACE_LINES = ("Graph execution error", "Detected at node", "<stack", "[[")
-
-
-def _model_error(error):
-    """A model failure as a 400 (bad input the graph refused) or a 500."""
-    import tensorflow as tf
-
-    if isinstance(error, RequestError):
-        return error
-    if isinstance(error, tf.errors.InvalidArgumentError):
-        lines = str(getattr(error, "message", error)).splitlines()
-        said = [line.strip() for line in lines if line.strip()]
-        said = [line for line in said if not line.startswith(_TRACE_LINES)] or said
-        return RequestError(f"The model refused the input: {said[0][:300]}")
-    return RequestError(
-        f"The model failed: {type(error).__name__}",
-        status=HTTPStatus.INTERNAL_SERVER_ERROR,
-    )
-
-
-def _json_value(value):
-    """A NumPy output row as JSON: text for bytes, lists for arrays."""
+def _json_value(value, name=""):
+    """A NumPy output as JSON: text for strings (`{"b64"}` for `*_bytes`), lists."""
     if isinstance(value, bytes):
+        if name.endswith(BYTES_SUFFIX):
+            return {"b64": base64.b64encode(value).decode("ascii")}
         return value.decode("utf-8", errors="replace")
     if isinstance(value, np.ndarray):
         if value.dtype == object:
-            return [_json_value(v) for v in value.tolist()]
+            return [_json_value(v, name) for v in value.tolist()]
         return value.tolist()
     if isinstance(value, np.generic):
         return value.item()
     return value
 
 
-class ModelServer(ThreadingHTTPServer):
-    """A `ThreadingHTTPServer` holding the export and its `Batcher`.
+def _busy_answer(message):
+    """A whole HTTP 503 answer, written before the request is read."""
+    body = json.dumps({"error": message}).encode("utf-8")
+    head = (
+        "HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+class ModelServer(HTTPServer):
+    """An `HTTPServer` holding the export, its `Batcher` and a bounded pool.
+
+    Accepted connections wait in a queue of `limits.max_queued` for one of
+    `limits.workers` threads (one more gets a 503 at once); a watchdog
+    closes a connection whose request has not arrived in
+    `limits.read_timeout` seconds. `server_close()` stops accepting, lets the
+    workers answer every connection already accepted, then stops.
 
     Args:
         address: `(host, port)`; port `0` picks a free one
             (`server_address` tells which).
         signatures: a `Signatures`.
-        max_request_bytes: int. Largest accepted body.
-        batch_delay: float. Seconds a request waits for others.
-        max_batch: int. Rows per model call.
+        limits: a `Limits`. Defaults to `signatures.limits`.
+        allow_hosts: iterable of str. `Host` names answered besides the
+            loopback ones (and the bound address); `"*"` allows any.
+        model_name: str. The name in TF Serving's paths. Defaults to the
+            export's preset (or folder) name.
+        version: str. The version TF Serving's paths report. Defaults to
+            `"1"`.
 
     Example (`make_server(directory)` builds one for an export):
-    >>> import tempfile
-    >>> import tensorflow as tf
-    >>> from zoo.export import Exported, write_metadata
-    >>> class Lengths(tf.Module):
-    ...     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-    ...     def serve(self, text):
-    ...         return {"length": tf.strings.length(text)}
-    >>> module = Lengths()
-    >>> with tempfile.TemporaryDirectory() as path:
-    ...     tf.saved_model.save(module, path, signatures=module.serve)
-    ...     write_metadata(path, {"kind": "demo"})
-    ...     signatures = Signatures(Exported(path))
     >>> import json, threading, urllib.request
-    >>> server = ModelServer(("127.0.0.1", 0), signatures, max_request_bytes=2**20,
-    ...     batch_delay=0.005, max_batch=64)
+    >>> server = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported()),
+    ...     model_name="lengths")
     >>> threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
     >>> url = "http://127.0.0.1:%d" % server.server_address[1]
-    >>> body = json.dumps({"text": ["ab", "c"]}).encode()
-    >>> with urllib.request.urlopen(url + "/v1/predict", body) as answer:
-    ...     json.load(answer)
+    >>> def post(path, body):
+    ...     request = urllib.request.Request(url + path, json.dumps(body).encode(),
+    ...         headers={"Content-Type": "application/json"})
+    ...     try:
+    ...         with urllib.request.urlopen(request) as answer:
+    ...             return json.load(answer)
+    ...     except urllib.error.HTTPError as error:
+    ...         return error.code, json.load(error)
+    >>> post("/v1/models/lengths:predict", {"instances": ["ab", "c"]})
+    {'predictions': [2, 1]}
+    >>> post("/v1/predict", {"text": ["ab", "c"]})
     {'signature': 'serving_default', 'predictions': [{'length': 2}, {'length': 1}]}
+    >>> post("/v1/predict", {"txt": ["ab"]})
+    (400, {'error': "The fields ['txt'] match no signature: send {text}.", 'field': 'txt'})
     >>> server.shutdown()
-    >>> server.server_close()  # and the batcher's thread
+    >>> server.server_close()  # and the workers and the batcher's thread
     """
 
-    daemon_threads = True
     # Concurrent clients connect at once; the default backlog of 5 resets them.
     request_queue_size = 128
 
-    def __init__(self, address, signatures, max_request_bytes, batch_delay, max_batch):
+    def __init__(
+        self,
+        address,
+        signatures,
+        limits=None,
+        allow_hosts=(),
+        model_name=None,
+        version="1",
+    ):
         self.signatures = signatures
-        self.max_request_bytes = max_request_bytes
-        self.batcher = Batcher(signatures, delay=batch_delay, max_rows=max_batch)
+        self.limits = limits or signatures.limits
+        exported = signatures.exported
+        self.model_name = model_name or _model_name(exported)
+        self.version = str(version)
         super().__init__(address, Handler)
+        bound = str(self.server_address[0]).lower()
+        self.allowed_hosts = {*LOOPBACK_HOSTS, *(h.lower() for h in allow_hosts)}
+        if bound not in ("0.0.0.0", "::", ""):
+            self.allowed_hosts.add(bound)
+        self.batcher = Batcher(
+            signatures,
+            delay=self.limits.batch_delay,
+            max_rows=self.limits.max_batch,
+            max_cost=self.limits.max_request_pixels,
+            timeout=self.limits.request_timeout,
+        )
+        self._connections = queue.Queue(self.limits.max_queued)
+        self._receiving = {}
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._workers = [
+            threading.Thread(target=self._work, daemon=True, name=f"zoo-serve-{i}")
+            for i in range(self.limits.workers)
+        ]
+        self._watchdog = threading.Thread(target=self._watch, daemon=True)
+        for thread in (*self._workers, self._watchdog):
+            thread.start()
+
+    def process_request(self, request, client_address):
+        """Queues an accepted connection for a worker, or answers 503 at once.
+
+        Example (one worker, one place in the queue: a third idle
+        connection is turned away):
+        >>> server = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported(),
+        ...     Limits(workers=1, max_queued=1, read_timeout=1.0)))
+        >>> threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+        >>> idle = [socket.create_connection(server.server_address) for _ in range(3)]
+        >>> idle[2].recv(1000).split(b"\\r\\n")[0]
+        b'HTTP/1.0 503 Service Unavailable'
+        >>> for connection in idle:
+        ...     connection.close()
+        >>> server.shutdown()
+        >>> server.server_close()
+        """
+        try:
+            self._connections.put_nowait((request, client_address))
+        except queue.Full:
+            try:
+                request.settimeout(1.0)
+                request.sendall(
+                    _busy_answer(
+                        f"The server is busy ({self.limits.workers} workers, "
+                        f"{self.limits.max_queued} waiting): retry later."
+                    )
+                )
+            except OSError:
+                pass
+            self.shutdown_request(request)
+
+    def _work(self):
+        while True:
+            item = self._connections.get()
+            if item is None:
+                return
+            request, client_address = item
+            # Each read waits at most `read_timeout`; the watchdog closes the
+            # connection if the whole request takes longer.
+            request.settimeout(self.limits.read_timeout)
+            with self._lock:
+                self._receiving[request] = time.monotonic() + self.limits.read_timeout
+            try:
+                self.finish_request(request, client_address)
+            except Exception as error:  # noqa: BLE001 - one connection's failure
+                print(f"zoo serve: connection failed: {error!r}", file=sys.stderr)
+            finally:
+                self._received(request)
+                self.shutdown_request(request)
+
+    def _received(self, connection):
+        """`connection`'s request has arrived: the watchdog leaves it."""
+        with self._lock:
+            self._receiving.pop(connection, None)
+
+    def _watch(self):
+        while not self._closed.wait(0.2):
+            now = time.monotonic()
+            with self._lock:
+                late = [c for c, end in self._receiving.items() if end < now]
+                for connection in late:
+                    del self._receiving[connection]
+            for connection in late:
+                try:
+                    connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
 
     def server_close(self):
+        """Stops accepting, answers what was accepted, stops the threads."""
         super().server_close()
+        if self._closed.is_set():
+            return
+        for _ in self._workers:
+            self._connections.put(None)
+        for thread in self._workers:
+            thread.join()
+        self._closed.set()
+        self._watchdog.join()
         self.batcher.close()
 
 
-class Handler(BaseHTTPRequestHandler):
-    """`POST /v1/predict`, `GET /v1/metadata`, `GET /`.
+def _model_name(exported):
+    """The export's name in TF Serving's paths: its preset's, else its folder's."""
+    metadata = exported.metadata
+    name = metadata.get("preset") or getattr(exported, "path", None) or "model"
+    name = os.path.basename(os.path.normpath(str(name)))
+    if name.isdigit():  # A version folder: the model's name is its parent's.
+        name = os.path.basename(os.path.dirname(os.path.normpath(exported.path)))
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "model"
 
-    The request handler of a `ModelServer`; errors are answered as JSON,
-    `{"error": ..., "field": ...}`, with their HTTP status.
+
+#: `/v1/models/NAME[/versions/N|/labels/L][:predict|/metadata]`.
+_TF_SERVING_PATH = re.compile(
+    r"/v1/models/(?P<name>[^/:]+)"
+    r"(?:/versions/(?P<version>[^/:]+)|/labels/(?P<label>[^/:]+))?"
+    r"(?::(?P<verb>[a-z]+)|(?P<metadata>/metadata))?"
+)
+
+#: `/v2/models/NAME[/versions/V][/ready|/infer]`.
+_V2_PATH = re.compile(
+    r"/v2/models/(?P<name>[^/]+)(?:/versions/(?P<version>[^/]+))?(?P<verb>/ready|/infer)?"
+)
+
+#: TensorFlow's names of the dtypes (`DataType` enum names).
+_DATA_TYPES = {
+    "string": "DT_STRING",
+    "float32": "DT_FLOAT",
+    "float64": "DT_DOUBLE",
+    "float16": "DT_HALF",
+    "bfloat16": "DT_BFLOAT16",
+    "bool": "DT_BOOL",
+}
+
+
+def _tensor_info(spec, tensor_name):
+    """A `TensorInfo` protobuf's JSON, as TF Serving's metadata gives it."""
+    dtype = _DATA_TYPES.get(spec.dtype.name, "DT_" + spec.dtype.name.upper())
+    dims = [{"size": str(-1 if d is None else d), "name": ""} for d in spec.shape]
+    return {
+        "dtype": dtype,
+        "tensor_shape": {"dim": dims, "unknown_rank": spec.shape.rank is None},
+        "name": tensor_name,
+    }
+
+
+class Handler(BaseHTTPRequestHandler):
+    """The routes of a `ModelServer`: TF Serving's REST API and the zoo's own.
+
+    Every answer is JSON (but the page); an error is `{"error": ...}` with
+    its HTTP status (and `"field"` on the zoo's own paths). Any failure of
+    the handler itself is a 500 with the error's type, never a closed
+    connection or a traceback.
 
     Example:
-    >>> import tempfile
-    >>> import tensorflow as tf
-    >>> from zoo.export import Exported, write_metadata
-    >>> class Lengths(tf.Module):
-    ...     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-    ...     def serve(self, text):
-    ...         return {"length": tf.strings.length(text)}
-    >>> module = Lengths()
-    >>> with tempfile.TemporaryDirectory() as path:
-    ...     tf.saved_model.save(module, path, signatures=module.serve)
-    ...     write_metadata(path, {"kind": "demo"})
-    ...     signatures = Signatures(Exported(path))
-    >>> import json, threading, urllib.request
-    >>> server = ModelServer(("127.0.0.1", 0), signatures, max_request_bytes=2**20,
-    ...     batch_delay=0.005, max_batch=64)
+    >>> import urllib.request
+    >>> server = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported()),
+    ...     model_name="lengths")
     >>> threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
     >>> url = "http://127.0.0.1:%d" % server.server_address[1]
-    >>> with urllib.request.urlopen(url + "/v1/metadata") as answer:
-    ...     json.load(answer)["metadata"]
-    {'kind': 'demo'}
-    >>> bad = json.dumps({"txt": ["ab"]}).encode()
+    >>> with urllib.request.urlopen(url + "/v1/models/lengths") as answer:
+    ...     json.load(answer)["model_version_status"][0]["state"]
+    'AVAILABLE'
     >>> try:
-    ...     urllib.request.urlopen(url + "/v1/predict", bad)
+    ...     urllib.request.urlopen(url + "/v1/models/other/metadata")
     ... except urllib.error.HTTPError as error:
     ...     print(error.code, json.load(error))
-    400 {'error': "The fields ['txt'] match no signature: send {text}.", 'field': 'txt'}
+    404 {'error': 'Servable not found for request: Latest(other)'}
     >>> server.shutdown()
-    >>> server.server_close()  # and the batcher's thread
+    >>> server.server_close()
     """
 
-    server_version = "zoo-serve/1"
+    server_version = "zoo-serve/2"
+    sys_version = ""  # The Server header does not tell the Python version.
 
     def log_message(self, format, *args):  # noqa: A002 - the base signature
         pass
 
+    def send_error(self, code, message=None, explain=None):
+        """`http.server`'s own errors (bad request line, ...), as JSON.
+
+        Example:
+        >>> server = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported()))
+        >>> threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+        >>> with socket.create_connection(server.server_address) as connection:
+        ...     connection.sendall(b"NONSENSE\\r\\n\\r\\n")
+        ...     answer = b"".join(iter(lambda: connection.recv(1000), b""))
+        >>> answer.split(b"\\r\\n")[0], json.loads(answer.split(b"\\r\\n\\r\\n")[1])
+        (b'HTTP/1.0 400 Bad Request', {'error': "Bad request syntax ('NONSENSE')"})
+        >>> server.shutdown()
+        >>> server.server_close()
+        """
+        self.close_connection = True
+        # A request line too broken to name its version still gets a status.
+        self.request_version = "HTTP/1.0"
+        self._send(code, {"error": message or HTTPStatus(code).phrase})
+
     def _send(self, status, body, content_type="application/json"):
         data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _error(self, error):
-        self._send(int(error.status), {"error": str(error), "field": error.field})
+        try:
+            self.send_response(int(status))
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            if int(status) == HTTPStatus.SERVICE_UNAVAILABLE:
+                self.send_header("Retry-After", "1")
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:  # The client left.
+            self.close_connection = True
 
     def do_GET(self):
-        if self.path == "/":
-            kind = self.server.signatures.exported.metadata.get("kind", "model")
-            page = PAGE.replace("{kind}", kind).encode("utf-8")
-            self._send(HTTPStatus.OK, page, "text/html; charset=utf-8")
-        elif self.path == "/v1/metadata":
-            self._send(
-                HTTPStatus.OK,
-                {
-                    "metadata": self.server.signatures.exported.metadata,
-                    "signatures": self.server.signatures.describe(),
-                },
-            )
-        else:
-            self._error(
-                RequestError(f"No page {self.path}.", status=HTTPStatus.NOT_FOUND)
-            )
+        self._answer(self._get)
 
     def do_POST(self):
-        try:
-            if self.path != "/v1/predict":
-                raise RequestError(
-                    f"No endpoint {self.path}: POST to /v1/predict.",
-                    status=HTTPStatus.NOT_FOUND,
-                )
-            name, inputs, rows = self.server.signatures.parse(self._body())
-            outputs = self.server.batcher.submit(name, inputs, rows)
-        except RequestError as error:
-            self._error(error)
-            return
-        predictions = [
-            {k: _json_value(v[i]) for k, v in sorted(outputs.items())}
-            for i in range(rows)
-        ]
-        self._send(HTTPStatus.OK, {"signature": name, "predictions": predictions})
+        self._answer(self._post)
 
-    def _body(self):
+    def _answer(self, route):
+        tf_serving = False
+        try:
+            self._check_host()
+            path = urlsplit(self.path).path
+            match = _TF_SERVING_PATH.fullmatch(path)
+            # TF Serving's and KServe's errors are `{"error"}` alone.
+            tf_serving = match is not None or path.startswith("/v2/")
+            if path.startswith("/v2/"):
+                route = self._v2
+            status, body, content_type = HTTPStatus.OK, *route(path, match)
+        except RequestError as error:
+            self.close_connection = True
+            status, body, content_type = error.status, {"error": str(error)}, None
+            if not tf_serving:
+                body["field"] = error.field
+        except Exception as error:  # noqa: BLE001 - answered, the server lives on
+            self.close_connection = True
+            print(
+                f"zoo serve: {self.command} {self.path[:200]}: {error!r}",
+                file=sys.stderr,
+            )
+            status = HTTPStatus.INTERNAL_SERVER_ERROR
+            body, content_type = (
+                {"error": f"The server failed: {type(error).__name__}"},
+                None,
+            )
+        self._send(status, body, content_type or "application/json")
+
+    def _check_host(self):
+        """A `Host` (and `Origin`) that is not ours is refused: DNS rebinding."""
+        allowed = self.server.allowed_hosts
+        if "*" in allowed:
+            return
+        for header in ("Host", "Origin"):
+            value = self.headers.get(header)
+            if value is None:
+                continue
+            try:
+                host = urlsplit(value if header == "Origin" else "//" + value).hostname
+            except ValueError:  # e.g. "[::1" (an unclosed IPv6 address)
+                host = None
+            if host is None or host.rstrip(".") not in allowed:
+                raise RequestError(
+                    f"The {header} {value[:100]!r} is not one this server answers "
+                    "to: a loopback name, or one given with --allow-host.",
+                    status=HTTPStatus.FORBIDDEN,
+                )
+
+    def _get(self, path, match):
+        signatures = self.server.signatures
+        metadata = signatures.exported.metadata
+        if match is not None:
+            self._check_model(match, "metadata" if match["metadata"] else "status")
+            if match["metadata"]:
+                return self._tf_serving_metadata(), None
+            return {
+                "model_version_status": [
+                    {
+                        "version": self.server.version,
+                        "state": "AVAILABLE",
+                        "status": {"error_code": "OK", "error_message": ""},
+                    }
+                ]
+            }, None
+        if path == "/":
+            with open(PAGE_FILE, encoding="utf-8") as f:
+                page = f.read()
+            for key, value in {
+                "__KIND__": metadata.get("kind", "model"),
+                "__MODEL__": self.server.model_name,
+                "__TITLE__": metadata.get("preset") or metadata.get("model", ""),
+            }.items():
+                page = page.replace(
+                    key, json.dumps(value)[1:-1].replace("<", "\\u003c")
+                )
+            return page.encode("utf-8"), "text/html; charset=utf-8"
+        if path == "/v1/metadata":
+            return {"metadata": metadata, "signatures": signatures.describe()}, None
+        raise RequestError(f"No page {path[:200]}.", status=HTTPStatus.NOT_FOUND)
+
+    def _post(self, path, match):
+        signatures = self.server.signatures
+        if match is not None:
+            self._check_model(match, "predict")
+            parsed, form = signatures.parse_tf_serving(self._json())
+            outputs = self._run(parsed)
+            return _tf_serving_answer(outputs, parsed.rows, form), None
+        if path != "/v1/predict":
+            raise RequestError(
+                f"No endpoint {path[:200]}: POST to /v1/models/"
+                f"{self.server.model_name}:predict or /v1/predict.",
+                status=HTTPStatus.NOT_FOUND,
+            )
+        parsed = signatures.parse(self._json())
+        outputs = self._run(parsed)
+        predictions = [
+            {k: _json_value(v[i], k) for k, v in sorted(outputs.items())}
+            for i in range(parsed.rows)
+        ]
+        return {"signature": parsed.signature, "predictions": predictions}, None
+
+    def _v2(self, path, match):
+        """KServe's Open Inference Protocol (`zoo.serving_v2`)."""
+        server = self.server
+        if self.command == "GET" and path in ("/v2/health/live", "/v2/health/ready"):
+            return {path.rsplit("/", 1)[1]: True}, None
+        found = _V2_PATH.fullmatch(path)
+        if found is None:
+            raise RequestError(f"No page {path[:200]}.", status=HTTPStatus.NOT_FOUND)
+        name, version, verb = found["name"], found["version"], found["verb"]
+        if name != server.model_name or version not in (None, server.version):
+            raise RequestError(
+                f"No model {name!r} (version {version}): this server has "
+                f"{server.model_name!r} version {server.version}.",
+                status=HTTPStatus.NOT_FOUND,
+            )
+        wanted = {"GET": (None, "/ready"), "POST": ("/infer",)}[self.command]
+        if verb not in wanted:
+            raise RequestError(
+                f"No {self.command} {path[:200]}: GET the model or /ready, POST /infer.",
+                status=HTTPStatus.NOT_FOUND,
+            )
+        if verb == "/ready":
+            return {"name": name, "ready": True}, None
+        if verb is None:
+            return serving_v2.metadata(server.signatures, name, server.version), None
+        parsed = serving_v2.parse(server.signatures, self._json())
+        return serving_v2.answer(self._run(parsed), name, server.version), None
+
+    def _run(self, parsed):
+        return self.server.batcher.submit(
+            parsed.signature, parsed.inputs, parsed.rows, parsed.costs
+        )
+
+    def _check_model(self, match, verb):
+        """TF Serving's 404 for another model or version, 400 for a verb."""
+        server = self.server
+        wanted = match["name"], match["version"], match["label"]
+        if wanted[0] != server.model_name or wanted[1] not in (None, server.version):
+            which = (
+                f"Specific({wanted[0]}, {wanted[1]})"
+                if wanted[1]
+                else f"Latest({wanted[0]})"
+            )
+            raise RequestError(
+                f"Servable not found for request: {which}", status=HTTPStatus.NOT_FOUND
+            )
+        if wanted[2] is not None:
+            raise RequestError(
+                f"This server has no version labels. Received: label {wanted[2]!r}",
+                status=HTTPStatus.NOT_FOUND,
+            )
+        asked = match["verb"] or ("metadata" if match["metadata"] else "status")
+        if asked != verb:
+            raise RequestError(
+                "This server answers POST :predict, GET (status) and GET "
+                f"/metadata. Received: {self.command} {asked}",
+                status=HTTPStatus.NOT_FOUND,
+            )
+
+    def _tf_serving_metadata(self):
+        signatures = self.server.signatures
+        definitions = {}
+        for name, function in signatures.functions.items():
+            inputs = signatures.inputs[name]
+            outputs = function.structured_outputs
+            definitions[name] = {
+                "inputs": {
+                    k: _tensor_info(s, f"{name}_{k}:0") for k, s in inputs.items()
+                },
+                "outputs": {
+                    k: _tensor_info(outputs[k], f"StatefulPartitionedCall:{i}")
+                    for i, k in enumerate(sorted(outputs))
+                },
+                "method_name": "tensorflow/serving/predict",
+            }
+        return {
+            "model_spec": {
+                "name": self.server.model_name,
+                "signature_name": "",
+                "version": self.server.version,
+            },
+            "metadata": {"signature_def": {"signature_def": definitions}},
+        }
+
+    def _json(self):
+        """The body, checked (type, length, arrival time, depth) and decoded."""
+        kind = self.headers.get("Content-Type", "")
+        media = kind.split(";")[0].strip().lower()
+        # curl's `-d` without a type (as in TF Serving's own examples) is
+        # taken from a client that is not a browser: no Origin header.
+        curl = media in ("", CURL_DEFAULT_TYPE) and "Origin" not in self.headers
+        if media != "application/json" and not curl:
+            raise RequestError(
+                "A POST must carry its JSON with `Content-Type: application/json`. "
+                f"Received: {kind[:60]!r}",
+                status=HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+            )
+        if self.headers.get("Transfer-Encoding"):
+            raise RequestError(
+                "Send the body with a Content-Length (no Transfer-Encoding).",
+                status=HTTPStatus.LENGTH_REQUIRED,
+            )
         length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
+        if length is None:
             raise RequestError(
                 "The request needs a Content-Length.", status=HTTPStatus.LENGTH_REQUIRED
             )
-        limit = self.server.max_request_bytes
-        if int(length) > limit:
-            # Not read: the connection closes after the answer.
-            self.close_connection = True
+        length = length.strip()
+        if not (length.isascii() and length.isdigit()):
             raise RequestError(
-                f"The body holds {length} bytes; the limit is {limit}.",
+                f"The Content-Length must be a count of bytes. Received: {length[:40]!r}"
+            )
+        limit = self.server.limits.max_request_bytes
+        if len(length) > 18 or int(length) > limit:
+            raise RequestError(
+                f"The body holds {length[:40]} bytes; the limit is {limit} "
+                "(max_request_bytes).",
                 status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
             )
+        data = self._read(int(length))
         try:
-            return json.loads(self.rfile.read(int(length)))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise RequestError(f"The body is not JSON: {error}") from None
+            body = json.loads(data)
+        except (ValueError, RecursionError) as error:
+            reason = "nested too deeply" if isinstance(error, RecursionError) else error
+            raise RequestError(f"The body is not JSON: {reason}"[:300]) from None
+        check_depth(body)
+        return body
+
+    def _read(self, length):
+        """`length` bytes of body, within the request's `read_timeout`."""
+        chunks, left = [], length
+        try:
+            while left:
+                chunk = self.rfile.read1(min(left, 2**16))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+        except (TimeoutError, OSError):
+            pass
+        self.server._received(self.connection)
+        if left:
+            raise RequestError(
+                f"The body stopped after {length - left} of {length} bytes "
+                f"(a request must arrive within {self.server.limits.read_timeout:g} s).",
+                status=HTTPStatus.REQUEST_TIMEOUT,
+            )
+        return b"".join(chunks)
+
+
+def _tf_serving_answer(outputs, rows, form):
+    """TF Serving's answer: `{"predictions": rows}` or `{"outputs": columns}`.
+
+    A signature with one output gives its values alone, without its name.
+    """
+    names = sorted(outputs)
+    if form == "row":
+        rows = [{k: _json_value(outputs[k][i], k) for k in names} for i in range(rows)]
+        if len(names) == 1:
+            rows = [row[names[0]] for row in rows]
+        return {"predictions": rows}
+    columns = {k: _json_value(outputs[k], k) for k in names}
+    return {"outputs": columns[names[0]] if len(names) == 1 else columns}
+
+
+def saved_model_folder(directory):
+    """`(folder, version)` of an export, or of the newest version under it.
+
+    `directory` is a SavedModel (version `"1"`), or a model base folder as
+    `tensorflow_model_server --model_base_path` takes it: numbered version
+    folders, the largest served.
+
+    Example:
+    >>> import tempfile
+    >>> base = tempfile.mkdtemp()
+    >>> for version in ("1", "10", "9"):
+    ...     os.makedirs(os.path.join(base, version))
+    ...     open(os.path.join(base, version, "saved_model.pb"), "w").close()
+    >>> folder, version = saved_model_folder(base)
+    >>> os.path.basename(folder), version
+    ('10', '10')
+    """
+    if os.path.isfile(os.path.join(directory, "saved_model.pb")):
+        return directory, "1"
+    versions = [
+        name
+        for name in os.listdir(directory)
+        if name.isdigit()
+        and os.path.isfile(os.path.join(directory, name, "saved_model.pb"))
+    ]
+    if not versions:
+        raise FileNotFoundError(
+            f"{directory!r} holds no saved_model.pb, nor numbered version "
+            "folders with one (write one with `python -m zoo export`)."
+        )
+    version = max(versions, key=int)
+    return os.path.join(directory, version), str(int(version))
 
 
 def make_server(
     directory,
     host="127.0.0.1",
     port=8501,
-    max_request_bytes=10 * 2**20,
-    batch_delay=0.005,
-    max_batch=64,
+    allow_hosts=(),
+    model_name=None,
+    **limits,
 ):
     """Loads an export and returns its (not yet serving) `ModelServer`.
 
@@ -668,231 +698,58 @@ def make_server(
     `server_close()`.
 
     Args:
-        directory: str. A SavedModel written by `zoo.export`.
+        directory: str. A SavedModel written by `zoo.export`, or a folder of
+            numbered versions of one (TF Serving's layout).
         host: str. Defaults to `"127.0.0.1"`.
         port: int. `0` picks a free port. Defaults to `8501`.
-        max_request_bytes: int. Largest body accepted (else 413). Defaults
-            to 10 MiB.
-        batch_delay: float. Seconds a request waits for others to batch
-            with. Defaults to `0.005`.
-        max_batch: int. Rows per model call. Defaults to `64`.
+        allow_hosts: iterable of str. `Host` names answered besides the
+            loopback ones. Defaults to none.
+        model_name: str. The name in TF Serving's paths. Defaults to the
+            export's preset (or folder) name.
+        **limits: `Limits` fields (`max_request_bytes`, `max_rows`,
+            `request_timeout`, ...).
     """
     from zoo.export import load
 
-    signatures = Signatures(load(directory))
+    folder, version = saved_model_folder(directory)
+    limits = Limits(**limits)
+    signatures = Signatures(load(folder), limits)
     return ModelServer(
-        (host, port), signatures, max_request_bytes, batch_delay, max_batch
+        (host, port), signatures, limits, allow_hosts, model_name, version
     )
 
 
 def serve(directory, host="127.0.0.1", port=8501, **options):
-    """Serves an export over HTTP until interrupted (`python -m zoo serve`).
+    """Serves an export over HTTP until Ctrl-C or SIGTERM (`python -m zoo serve`).
+
+    Either signal stops accepting connections; the requests already
+    accepted are answered before this returns.
 
     Args:
-        directory: str. A SavedModel written by `zoo.export`.
+        directory: str. A SavedModel written by `zoo.export` (or a folder
+            of numbered versions of one).
         host: str. Defaults to `"127.0.0.1"`.
         port: int. Defaults to `8501`.
-        **options: `make_server` settings (`max_request_bytes`,
-            `batch_delay`, `max_batch`).
+        **options: `make_server` settings (`allow_hosts`, `model_name` and
+            the `Limits`).
     """
     server = make_server(directory, host, port, **options)
     host, port = server.server_address[:2]
-    print(f"Serving {directory} on http://{host}:{port}/ (Ctrl-C stops)", flush=True)
+
+    def stop(signum, frame):
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    print(
+        f"Serving {directory} as {server.model_name!r} on http://{host}:{port}/ "
+        f"(TF Serving: /v1/models/{server.model_name}:predict; Ctrl-C stops)",
+        flush=True,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
+        signal.signal(signal.SIGTERM, previous)
         server.server_close()
-
-
-PAGE = r"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>zoo: {kind}</title>
-<style>body{font-family:sans-serif;max-width:48em;margin:2em auto}
-pre{background:#f4f4f4;padding:1em;white-space:pre-wrap}pre:empty{display:none}
-canvas{image-rendering:pixelated;border:1px solid #ccc}
-#figure figure{display:inline-block;margin:0 .5em .5em 0;text-align:center}
-#label{font-size:1.4em;font-weight:bold}.note{font-size:.85em;color:#555}
-#probabilities td{padding:0 .5em}.bar{background:#48c;height:.8em}</style></head>
-<body><h1>zoo {kind}</h1>
-<form id="form"><p id="fields"></p><button type="submit" id="run">Run</button></form>
-<p id="status" data-state="idle"></p>
-<p id="label"></p><p id="score"></p>
-<div id="figure"></div>
-<table id="probabilities"></table>
-<p id="note" class="note"></p>
-<pre id="result"></pre>
-<script>
-// Renders the answer of /v1/predict with its attention: the glimpse path of a
-// classifier, a captioner's attention map per word, a translator's text.
-const kind = "{kind}";
-const $ = (id) => document.getElementById(id);
-const metadata = fetch("/v1/metadata").then((r) => r.json())
-  .then((m) => m.metadata).catch(() => ({}));
-$("fields").innerHTML = kind === "translator"
-  ? '<textarea id="text" rows="3" cols="60">In the beginning</textarea>'
-  : '<input type="file" id="file" accept="image/*">';
-
-// The image, or null when the browser cannot show it (the model may read it).
-function loadImage(url) {
-  return new Promise((ok) => {
-    const image = new Image();
-    image.onload = () => ok(image);
-    image.onerror = () => ok(null);
-    image.src = url;
-  });
-}
-
-// A canvas holding `image` scaled to fit `longest` pixels (whole multiples
-// when enlarging, so pixels stay square); `scale` is canvas / image pixels.
-function imageCanvas(image, longest) {
-  const side = Math.max(image.naturalWidth, image.naturalHeight);
-  const scale = side >= longest ? longest / side : Math.floor(longest / side);
-  const canvas = document.createElement("canvas");
-  canvas.width = Math.round(image.naturalWidth * scale);
-  canvas.height = Math.round(image.naturalHeight * scale);
-  const context = canvas.getContext("2d");
-  context.imageSmoothingEnabled = false;
-  context.drawImage(image, 0, 0, canvas.width, canvas.height);
-  return canvas;
-}
-
-// Glimpse centres are (y, x) in [-1, 1]: (-1, -1) the top-left corner of the
-// image, (1, 1) the bottom-right one (keras_attention.layers.glimpse).
-// The export does not record the retina's size: a square of fixed size marks
-// each centre.
-function drawGlimpses(image, path) {
-  const canvas = imageCanvas(image, 320);
-  canvas.id = "glimpses";
-  const context = canvas.getContext("2d");
-  const points = path.map(([y, x]) =>
-    [(x + 1) / 2 * canvas.width, (y + 1) / 2 * canvas.height]);
-  context.lineWidth = 2;
-  context.strokeStyle = "cyan";
-  context.beginPath();
-  points.forEach(([x, y], t) => (t ? context.lineTo(x, y) : context.moveTo(x, y)));
-  context.stroke();
-  context.font = "bold 13px sans-serif";
-  points.forEach(([x, y], t) => {
-    const colour = `hsl(${60 - 60 * t / Math.max(1, points.length - 1)}, 100%, 50%)`;
-    context.lineWidth = 2;
-    context.strokeStyle = context.fillStyle = colour;
-    context.strokeRect(x - 7, y - 7, 14, 14);
-    context.beginPath();
-    context.arc(x, y, 4, 0, 2 * Math.PI);
-    context.fill();
-    context.lineWidth = 3;
-    context.strokeStyle = "black";
-    context.strokeText(String(t + 1), x + 6, y - 6);
-    context.fillText(String(t + 1), x + 6, y - 6);
-  });
-  canvas.dataset.points = JSON.stringify(points);
-  $("figure").append(canvas);
-  $("note").textContent = "The glimpses in order: numbered centres joined by "
-    + "the cyan line.";
-}
-
-function showProbabilities(probabilities, names) {
-  const order = probabilities.map((p, i) => i)
-    .sort((a, b) => probabilities[b] - probabilities[a]).slice(0, 5);
-  for (const i of order) {
-    const row = $("probabilities").insertRow();
-    row.insertCell().textContent = names ? names[i] : String(i);
-    row.insertCell().textContent = (100 * probabilities[i]).toFixed(1) + "%";
-    const bar = document.createElement("div");
-    bar.className = "bar";
-    bar.style.width = (10 * probabilities[i]).toFixed(2) + "em";
-    row.insertCell().append(bar);
-  }
-}
-
-// One canvas per generated word: the image with that word's attention grid
-// upsampled (smoothly) over it, opacity in proportion to the weight.
-function drawWords(image, tokens, length, attention) {
-  for (let t = 0; t < length; t++) {
-    const weights = attention[t];
-    const rows = weights.length, columns = weights[0].length;
-    const top = Math.max(...weights.flat()) || 1;
-    const grid = document.createElement("canvas");
-    grid.width = columns;
-    grid.height = rows;
-    const cells = grid.getContext("2d").createImageData(columns, rows);
-    weights.flat().forEach((w, i) => {
-      cells.data.set([255, 40, 0, Math.round(255 * Math.max(0, w) / top)], 4 * i);
-    });
-    grid.getContext("2d").putImageData(cells, 0, 0);
-    const canvas = imageCanvas(image, 128);
-    const context = canvas.getContext("2d");
-    context.imageSmoothingEnabled = true;
-    context.globalAlpha = 0.6;
-    context.drawImage(grid, 0, 0, canvas.width, canvas.height);
-    const figure = document.createElement("figure");
-    const caption = document.createElement("figcaption");
-    caption.textContent = tokens[t];
-    figure.className = "word";
-    figure.append(canvas, caption);
-    $("figure").append(figure);
-  }
-  $("note").textContent = "Where the decoder looked for each word (red: "
-    + "more attention).";
-}
-
-async function run() {
-  let body, image;
-  if (kind === "translator") {
-    body = {text: [$("text").value]};
-  } else {
-    const file = $("file").files[0];
-    if (!file) throw new Error("Choose an image file first.");
-    const url = await new Promise((ok) => {
-      const reader = new FileReader();
-      reader.onload = () => ok(reader.result);
-      reader.readAsDataURL(file);
-    });
-    image = await loadImage(url);
-    body = {image_bytes: [url.split(",")[1]]};
-  }
-  const response = await fetch("/v1/predict", {method: "POST",
-    headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
-  const answer = await response.json();
-  if (!response.ok) throw new Error(answer.error || response.statusText);
-  const shown = answer.predictions[0];
-  const meta = await metadata;
-  if (kind === "classifier") {
-    $("label").textContent = shown.class_name;
-    if (image) drawGlimpses(image, shown.glimpse_path);
-    showProbabilities(shown.probabilities, meta.class_names);
-  } else if (kind === "captioner") {
-    $("label").textContent = shown.caption;
-    $("score").textContent = "score " + shown.score.toFixed(3);
-    if (image) drawWords(image, shown.tokens, shown.length, shown.attention);
-  } else {
-    $("label").textContent = shown.translation;
-    $("score").textContent = "score " + shown.score.toFixed(3);
-    $("note").textContent = "This export has no alignment: "
-      + "`python -m zoo translate PRESET TEXT --plot out.png` draws the heatmap.";
-  }
-  for (const key of ["attention", "tokens"]) delete shown[key];
-  // The answer as JSON, one field a line.
-  const lines = Object.entries(shown).map(([k, v]) => `"${k}": ${JSON.stringify(v)}`);
-  $("result").textContent = "{\n " + lines.join(",\n ") + "\n}";
-}
-
-$("form").onsubmit = async (event) => {
-  event.preventDefault();
-  for (const id of ["label", "score", "figure", "probabilities", "note", "result"]) {
-    $(id).replaceChildren();
-  }
-  $("status").dataset.state = "running";
-  $("status").textContent = "Running...";
-  try {
-    await run();
-    $("status").dataset.state = "done";
-    $("status").textContent = "";
-  } catch (error) {
-    $("status").dataset.state = "error";
-    $("status").textContent = error.message;
-  }
-};
-</script></body></html>
-"""
+    print("Stopped: every accepted request was answered.", flush=True)

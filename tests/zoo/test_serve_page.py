@@ -31,7 +31,7 @@ import pytest
 import tensorflow as tf
 
 from zoo.ram.export import export_classifier
-from zoo.serve import ModelServer, Signatures, make_server
+from zoo.serve import Limits, ModelServer, Signatures, make_server
 from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
 from zoo.show_attend_tell.export import export_captioner
 
@@ -251,7 +251,7 @@ def test_classifier_page_draws_the_glimpse_path_over_the_image(
     path = write_png(tmp_path, image)
     wanted = answer(signatures, path)
     browser.open(url + "/")
-    assert browser.script("return document.title") == "zoo: classifier"
+    assert browser.script("return document.title").startswith("zoo classifier: ")
     browser.type("#file", str(path))
     assert browser.run() == "done", text(browser, "#status")
 
@@ -337,13 +337,18 @@ def test_translator_page_shows_the_translation_and_where_the_heatmap_is(
         },
         input_signature=[tf.TensorSpec([None], tf.string, name="text")],
     )
-    tf.saved_model.save(module, str(tmp_path), signatures={"serve": module.serve})
+    tf.saved_model.save(
+        module, str(tmp_path), signatures={"serving_default": module.serve}
+    )
 
     loaded = tf.saved_model.load(str(tmp_path))
     exported = types.SimpleNamespace(
         metadata={"kind": "translator"}, signatures=loaded.signatures
     )
-    server = ModelServer(("127.0.0.1", 0), Signatures(exported), 2**16, 0.0, 8)
+    limits = Limits(max_request_bytes=2**16, batch_delay=0.0, max_batch=8)
+    server = ModelServer(
+        ("127.0.0.1", 0), Signatures(exported, limits), model_name="tiny_translator"
+    )
     with serving(server) as url:
         browser.open(url + "/")
         default = browser.script("return document.getElementById('text').value")
@@ -355,3 +360,12 @@ def test_translator_page_shows_the_translation_and_where_the_heatmap_is(
             "score": -len(default),
             "translation": default.upper(),
         }
+        # One translation a non-empty line (issue #42: the second was lost).
+        browser.script(
+            "document.getElementById('text').value = arguments[0]", "ab\n\n c \n"
+        )
+        assert browser.run() == "done", text(browser, "#status")
+        assert text(browser, "#label").splitlines() == ["AB", "C"]
+        assert text(browser, "#score") == "scores -2.000, -1.000"
+        # The page names the model it serves.
+        assert "tiny_translator" in text(browser, "#model")

@@ -20,9 +20,14 @@ Signatures:
 - `serving_default` (also the endpoint `serve`): `text` tf.string
   `(batch,)` -> `{"translation": tf.string (batch,), "score": float32
   (batch,)}`, with the beam width and output length fixed at export.
-- `translate`: `text`, `beam_width` (int32 scalar, >= 1) and `max_length`
-  (int32 scalar, >= 1): the same with both chosen per call; beam width 1 is
-  the greedy search, as in `translate`.
+- `translate`: `text`, `beam_width` (int32 scalar, in `[1,
+  beam_width_limit]`) and `max_length` (int32 scalar, in `[1,
+  max_length_limit]`): the same with both chosen per call; beam width 1 is
+  the greedy search, as in `translate`. The limits (16 and 256 by default)
+  bound what one call can take, and are recorded in the description's
+  `limits`.
+
+Both refuse a `text` that is not a batch of sentences (rank 1).
 
 The translations equal `task.translate(texts, beam_width=...)` for the same
 settings when `translate` decodes the batch as one chunk (up to its
@@ -177,15 +182,30 @@ class _Translator:
         return {"translation": self.detokenize(tokens[:, 1:]), "score": scores}
 
 
-def _at_least_one(value, name):
-    """`value` (an int32 scalar tensor), checked >= 1 when the graph runs."""
-    check = tf.debugging.assert_greater_equal(
-        value,
-        tf.constant(1, tf.int32),
-        message=f"`{name}` must be an int >= 1",
-    )
-    with tf.control_dependencies([check]):
+def _within(value, name, limit):
+    """`value` (an int32 scalar tensor), checked in `[1, limit]` when the graph runs."""
+    value = tf.ensure_shape(value, [])
+    checks = [
+        tf.debugging.assert_greater_equal(
+            value, tf.constant(1, tf.int32), message=f"`{name}` must be an int >= 1"
+        ),
+        tf.debugging.assert_less_equal(
+            value,
+            tf.constant(limit, tf.int32),
+            message=f"`{name}` must be <= {limit} (this export's limit)",
+        ),
+    ]
+    with tf.control_dependencies(checks):
         return tf.identity(value)
+
+
+def _sentences(text):
+    """`text`, checked to be a batch of sentences (rank 1) when the graph runs.
+
+    A loaded signature does not check its inputs' shapes: without this, a
+    `(2, 2)` tensor would be translated as 4 sentences.
+    """
+    return tf.ensure_shape(text, [None])
 
 
 def export_translator(
@@ -196,6 +216,8 @@ def export_translator(
     length_penalty=0.6,
     coverage_penalty=0.0,
     verbose=False,
+    beam_width_limit=16,
+    max_length_limit=None,
 ):
     """Writes a translation task as a SavedModel with the search in the graph.
 
@@ -213,6 +235,12 @@ def export_translator(
         coverage_penalty: float. GNMT coverage penalty beta of both
             signatures. Defaults to `0.0`, as `translate`.
         verbose: bool. Print the endpoints written. Defaults to `False`.
+        beam_width_limit: int. The largest `beam_width` the `translate`
+            signature accepts (a larger one fails with an error naming the
+            limit; `zoo.serve` refuses it with a 400). Bounds the memory
+            of one call with `max_length_limit`. Defaults to `16`.
+        max_length_limit: int. The largest `max_length` of `translate`.
+            Defaults to `max(256, max_length)`.
 
     Returns:
         The path, as a str. `assets.extra/zoo_export.json` there describes
@@ -238,18 +266,35 @@ def export_translator(
     beam_width, max_length, _ = decoding_options(
         beam_width, max_length, 1, pre.target_sequence_length
     )
+    if max_length_limit is None:
+        max_length_limit = max(256, max_length)
+    for name, limit in (
+        ("beam_width_limit", beam_width_limit),
+        ("max_length_limit", max_length_limit),
+    ):
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(
+                f"`{name}` must be an int >= 1. Received: {name}={limit!r}"
+            )
+    if beam_width > beam_width_limit or max_length > max_length_limit:
+        raise ValueError(
+            "`beam_width` and `max_length` must lie within `beam_width_limit` "
+            f"and `max_length_limit`. Received: beam_width={beam_width}, "
+            f"max_length={max_length}, beam_width_limit={beam_width_limit}, "
+            f"max_length_limit={max_length_limit}"
+        )
     # Checks the penalties now rather than while tracing.
     BeamSearch(2, length_penalty=length_penalty, coverage_penalty=coverage_penalty)
     translator = _Translator(task, length_penalty, coverage_penalty)
     text = tf.TensorSpec([None], tf.string, name="text")
 
     def serve(text):
-        return translator(text, beam_width, max_length)
+        return translator(_sentences(text), beam_width, max_length)
 
     def translate(text, beam_width, max_length):
-        beam_width = _at_least_one(beam_width, "beam_width")
-        max_length = _at_least_one(max_length, "max_length")
-        return translator(text, beam_width, max_length)
+        beam_width = _within(beam_width, "beam_width", beam_width_limit)
+        max_length = _within(max_length, "max_length", max_length_limit)
+        return translator(_sentences(text), beam_width, max_length)
 
     # The endpoints' variables are tracked as they are used; `track(task)`
     # would store every weight a second time (as Keras variables).
@@ -276,6 +321,7 @@ def export_translator(
             "coverage_penalty": float(coverage_penalty),
             "source_sequence_length": pre.source_sequence_length,
             "signatures": ["serve", "translate"],
+            "limits": {"beam_width": beam_width_limit, "max_length": max_length_limit},
         },
     )
     return os.fspath(path)

@@ -1,0 +1,153 @@
+"""KServe's Open Inference Protocol (v2, REST) over `zoo.serve`'s signatures.
+
+`zoo.serve` answers it beside TF Serving's API: `GET /v2/health/live`,
+`/v2/health/ready`, `GET /v2/models/NAME[/versions/V]` (metadata),
+`.../ready`, and `POST .../infer` with `{"inputs": [{"name", "shape",
+"datatype", "data"}, ...]}`, answered with `{"model_name", "model_version",
+"outputs": [{"name", "shape", "datatype", "data"}, ...]}` (data flat, in
+row-major order). The signature is the one whose inputs are the request's
+names (`serving_default` first), as on `POST /v1/predict`. `BYTES` data
+are UTF-8 text, or base64 when the input's `parameters` say
+`{"content_type": "base64"}` (an encoded image). Errors are `{"error":
+...}`.
+
+Reference: https://kserve.github.io/website/latest/modelserving/data_plane/v2_protocol/
+"""
+
+import base64
+
+import numpy as np
+
+from zoo.serving_inputs import RequestError
+
+#: The protocol's datatype of each dtype the exports use.
+DATATYPES = {
+    "bool": "BOOL",
+    "uint8": "UINT8",
+    "int32": "INT32",
+    "int64": "INT64",
+    "float16": "FP16",
+    "float32": "FP32",
+    "float64": "FP64",
+    "string": "BYTES",
+}
+
+
+def _tensor(spec, name):
+    shape = [-1 if d is None else d for d in spec.shape]
+    return {
+        "name": name,
+        "datatype": DATATYPES.get(spec.dtype.name, "BYTES"),
+        "shape": shape,
+    }
+
+
+def metadata(signatures, name, version):
+    """The model metadata of `serving_default` (v2's `GET /v2/models/NAME`).
+
+    Example:
+    >>> from zoo.serving_inputs import Signatures, _demo_exported
+    >>> metadata(Signatures(_demo_exported()), "lengths", "1")["inputs"]
+    [{'name': 'text', 'datatype': 'BYTES', 'shape': [-1]}]
+    """
+    default = "serving_default"
+    if default not in signatures.functions:
+        default = sorted(signatures.functions)[0]
+    inputs = signatures.inputs[default]
+    outputs = signatures.functions[default].structured_outputs
+    return {
+        "name": name,
+        "versions": [version],
+        "platform": "tensorflow_savedmodel",
+        "inputs": [_tensor(inputs[k], k) for k in sorted(inputs)],
+        "outputs": [_tensor(outputs[k], k) for k in sorted(outputs)],
+    }
+
+
+def parse(signatures, body):
+    """A `zoo.serving_inputs.Parsed` request from an `infer` body.
+
+    Example:
+    >>> from zoo.serving_inputs import Signatures, _demo_exported
+    >>> signatures = Signatures(_demo_exported())
+    >>> body = {"inputs": [{"name": "text", "shape": [2], "datatype": "BYTES",
+    ...                     "data": ["ab", "c"]}]}
+    >>> parse(signatures, body).inputs["text"].tolist()
+    [b'ab', b'c']
+    >>> parse(signatures, {"inputs": [{"name": "text", "shape": [3],
+    ...     "datatype": "BYTES", "data": ["ab"]}]})
+    Traceback (most recent call last):
+    ...
+    zoo.serving_inputs.RequestError: `text` holds 1 values; its shape [3] needs 3.
+    """
+    if not isinstance(body, dict) or not isinstance(body.get("inputs"), list):
+        raise RequestError("The body must be an object with a list of `inputs`.")
+    fields = {}
+    for i, tensor in enumerate(body["inputs"]):
+        if not isinstance(tensor, dict) or not isinstance(tensor.get("name"), str):
+            raise RequestError(f"`inputs[{i}]` must be an object with a `name`.")
+        fields[tensor["name"]] = _values(tensor)
+    name = signatures.choose(fields)
+    return signatures.check(name, fields, base64_strings=False)
+
+
+def _values(tensor):
+    """A v2 input tensor as the nested JSON values `Signatures` reads."""
+    name, shape, data = tensor["name"], tensor.get("shape"), tensor.get("data")
+    if not (
+        isinstance(shape, list)
+        and all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+        )
+        and isinstance(data, list)
+    ):
+        raise RequestError(
+            f"`{name}` needs a `shape` (a list of sizes) and its `data` (a list).",
+            field=name,
+        )
+    try:
+        flat = np.asarray(data, dtype=object).reshape(-1)
+    except ValueError:
+        raise RequestError(
+            f"`{name}`'s `data` must be a flat list.", field=name
+        ) from None
+    size = int(np.prod(shape)) if shape else 1
+    if flat.size != size:
+        raise RequestError(
+            f"`{name}` holds {flat.size} values; its shape {shape} needs {size}.",
+            field=name,
+        )
+    parameters = tensor.get("parameters") or {}
+    if isinstance(parameters, dict) and parameters.get("content_type") == "base64":
+        flat = np.array([{"b64": value} for value in flat], object)
+    values = flat.reshape(shape)
+    return values.item() if not shape else values.tolist()
+
+
+def answer(outputs, name, version):
+    """The `infer` answer: each output flat, with its shape and datatype.
+
+    Example:
+    >>> answer({"length": np.array([2, 1], np.int32)}, "lengths", "1")
+    {'model_name': 'lengths', 'model_version': '1', 'outputs': [{'name': 'length', 'datatype': 'INT32', 'shape': [2], 'data': [2, 1]}]}
+    """
+    tensors = []
+    for key in sorted(outputs):
+        value = np.asarray(outputs[key])
+        if value.dtype == object:
+            data = [v.decode("utf-8", errors="replace") for v in value.reshape(-1)]
+            if key.endswith("_bytes"):
+                data = [base64.b64encode(v).decode("ascii") for v in value.reshape(-1)]
+            datatype = "BYTES"
+        else:
+            data = value.reshape(-1).tolist()
+            datatype = DATATYPES.get(value.dtype.name, "BYTES")
+        tensors.append(
+            {
+                "name": key,
+                "datatype": datatype,
+                "shape": list(value.shape),
+                "data": data,
+            }
+        )
+    return {"model_name": name, "model_version": version, "outputs": tensors}
