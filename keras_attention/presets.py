@@ -18,6 +18,11 @@ A checksum is not a signature: whoever can edit a preset can edit its
   (no `..`, no absolute path), checked before any file is opened; the
   directory must hold exactly the listed files, as regular files in real
   folders (a symbolic link, a device, a FIFO or an empty folder is refused).
+- Every listed file's size, apparent (`st_size`) and allocated on disk
+  (`st_blocks`, which a sparse file keeps small), is checked against a cap
+  for its kind (`MAX_JSON_BYTES`, `MAX_WEIGHTS_BYTES`, `MAX_ASSET_BYTES`)
+  and their sum against `MAX_TOTAL_BYTES`, before any file is copied or
+  parsed; each read stops at its cap too, should a file grow meanwhile.
 - Each file is read once, through the directory's open handle, hashed and
   copied into a private temporary folder, and everything is then parsed from
   that copy: a preset being rewritten while it loads gives the old preset
@@ -74,7 +79,19 @@ ASSETS_DIR = "assets"
 # Configs that run code or read files outside the preset: refused even where
 # Keras's safe mode has been switched off for the whole process.
 CODE_CLASSES = frozenset({"__lambda__", "Lambda", "TFSMLayer", "TorchModuleWrapper"})
-_MAX_JSON_BYTES = 64 << 20
+_MIB = 1 << 20
+_GIB = 1 << 30
+#: The largest `config.json`, `preprocessor.json` or `metadata.json` a preset
+#: may hold (the shipped presets' largest is 24 KB: a RAM preset's metadata).
+MAX_JSON_BYTES = 4 * _MIB
+#: The largest `model.weights.h5` (the shipped presets' largest is 33 MB, the
+#: Transformer's; 2 GiB holds 500 million float32 weights).
+MAX_WEIGHTS_BYTES = 2 * _GIB
+#: The largest file under `assets/` (the shipped presets' largest is 80 KB, a
+#: 10,824-word vocabulary; 8 MiB holds a vocabulary of half a million words).
+MAX_ASSET_BYTES = 8 * _MIB
+#: The largest sum of a preset's files, `metadata.json` included.
+MAX_TOTAL_BYTES = MAX_WEIGHTS_BYTES + 64 * _MIB
 _MAX_DEPTH = 16
 _MAX_FILES = 10_000
 _READ_ATTEMPTS = 5
@@ -435,8 +452,61 @@ def _open_in(dir_fd, name):
     return fd
 
 
+def _size_limit(name):
+    """`(limit in bytes, what the file is)` for a file of a preset."""
+    if name in (CONFIG_FILE, PREPROCESSOR_FILE, METADATA_FILE):
+        return MAX_JSON_BYTES, "a JSON file"
+    if name == WEIGHTS_FILE:
+        return MAX_WEIGHTS_BYTES, "a weights file"
+    return MAX_ASSET_BYTES, "an asset"
+
+
+def _amount(size):
+    """`size` bytes in words: `'3221225472 bytes (3.0 GiB)'`."""
+    for unit, scale in (("GiB", _GIB), ("MiB", _MIB), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size} bytes ({size / scale:.1f} {unit})"
+    return f"{size} bytes"
+
+
+def _check_size(fd, name, path):
+    """The apparent size of an open preset file, refused above its limit.
+
+    Both sizes count: the apparent one (what a read returns, and what a
+    sparse file makes large without using the disk) and the one allocated
+    on disk (`st_blocks`, large for a preallocated file), which may exceed
+    the limit by `1/8` for the file system's blocks and preallocation.
+    """
+    info = os.fstat(fd)
+    allocated = getattr(info, "st_blocks", 0) * 512
+    limit, kind = _size_limit(name)
+    if info.st_size > limit or allocated > limit + limit // 8:
+        size = info.st_size if info.st_size > limit else allocated
+        raise PresetError(
+            f"Preset file {path} is too large: {_amount(size)} (apparent size "
+            f"{info.st_size} bytes, allocated {allocated} bytes), over the "
+            f"{_amount(limit)} limit for {kind}. It was not read."
+        )
+    return info.st_size
+
+
+def _read_bounded(source, name, path):
+    """Yields the blocks of an open file, refusing it past its size limit
+    (a file that grew after its size was checked)."""
+    limit, kind = _size_limit(name)
+    left = limit + 1
+    while block := source.read(min(_BLOCK, left)):
+        left -= len(block)
+        if not left:
+            raise PresetError(
+                f"Preset file {path} grew past the {_amount(limit)} limit for "
+                f"{kind} while it was read."
+            )
+        yield block
+
+
 def _read_small(dir_fd, name, path):
-    """The bytes of a JSON file of the preset (at most 64 MiB)."""
+    """The bytes of a JSON file of the preset (at most `MAX_JSON_BYTES`)."""
     try:
         fd = _open_in(dir_fd, name)
     except FileNotFoundError:
@@ -444,10 +514,8 @@ def _read_small(dir_fd, name, path):
     except OSError as e:  # ELOOP: a symbolic link.
         raise PresetError(f"Cannot open preset file {path}: {e}") from e
     with os.fdopen(fd, "rb") as f:
-        data = f.read(_MAX_JSON_BYTES + 1)
-    if len(data) > _MAX_JSON_BYTES:
-        raise PresetError(f"Preset file {path} is larger than 64 MiB")
-    return data
+        _check_size(f.fileno(), name, path)
+        return b"".join(_read_bounded(f, name, path))
 
 
 def _check_metadata(meta, directory, path):
@@ -615,11 +683,11 @@ def _tree(dir_fd, prefix, directory, depth=0):
     return found
 
 
-def _copy_verified(top, name, digest, directory, destination):
-    """Reads a listed file once: hashes it and (optionally) copies the bytes."""
+def _open_listed(top, name, directory):
+    """A handle on a listed file of the preset, with errors naming it."""
     path = os.path.join(directory, name)
     try:
-        fd = _open_in(top, name)
+        return _open_in(top, name)
     except FileNotFoundError:
         raise PresetError(
             f"Preset {directory} is missing file {name} ({path})"
@@ -628,6 +696,30 @@ def _copy_verified(top, name, digest, directory, destination):
         raise PresetError(f"Cannot open preset file {path}: {e}") from e
     except PresetError as e:
         raise PresetError(f"Preset {directory}: {e}") from e
+
+
+def _check_sizes(top, listed, directory):
+    """Refuses a file over its kind's limit, or files over `MAX_TOTAL_BYTES`
+    in all, before any is read."""
+    total = 0
+    for name in [METADATA_FILE, *sorted(listed)]:
+        fd = _open_listed(top, name, directory)
+        try:
+            total += _check_size(fd, name, os.path.join(directory, name))
+        finally:
+            os.close(fd)
+    if total > MAX_TOTAL_BYTES:
+        raise PresetError(
+            f"Preset {directory} is too large: its files hold {_amount(total)}, "
+            f"over the {_amount(MAX_TOTAL_BYTES)} limit for a preset. No file "
+            "was copied."
+        )
+
+
+def _copy_verified(top, name, digest, directory, destination):
+    """Reads a listed file once: hashes it and (optionally) copies the bytes."""
+    path = os.path.join(directory, name)
+    fd = _open_listed(top, name, directory)
     hasher = hashlib.sha256()
     with contextlib.ExitStack() as stack:
         source = stack.enter_context(os.fdopen(fd, "rb"))
@@ -636,7 +728,7 @@ def _copy_verified(top, name, digest, directory, destination):
             copy = os.path.join(destination, *name.split("/"))
             os.makedirs(os.path.dirname(copy), exist_ok=True)
             target = stack.enter_context(open(copy, "wb"))
-        for block in iter(lambda: source.read(_BLOCK), b""):
+        for block in _read_bounded(source, name, path):
             hasher.update(block)
             if target is not None:
                 target.write(block)
@@ -678,6 +770,7 @@ def _verify_once(top, directory, destination):
                 f"Preset {directory} is missing file {name} "
                 f"({os.path.join(directory, name)})"
             )
+    _check_sizes(top, listed, directory)
     for name, digest in sorted(listed.items()):
         _copy_verified(top, name, digest, directory, destination)
     return meta

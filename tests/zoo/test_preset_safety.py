@@ -30,6 +30,11 @@ _spec = importlib.util.spec_from_file_location(
 )
 tiny_models = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tiny_models)
+_spec = importlib.util.spec_from_file_location(
+    "bounded", os.path.join(os.path.dirname(HERE), "bounded.py")
+)
+bounded = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bounded)
 
 SHIPPED = "ram_fashion_mnist_translated"  # The smallest shipped preset.
 
@@ -244,3 +249,39 @@ def test_shipped_presets_load_unchanged():
         assert type(model).__name__ == before["class_name"]
         assert presets.verify_preset(directory) == before
         assert not [n for n in os.listdir(os.path.dirname(directory)) if "." in n[:1]]
+
+
+def _child_load(directory, then=""):
+    """A program that loads a preset and prints the `PresetError` (and the
+    seconds the load took), for `bounded.run`."""
+    return f"""
+import time
+import zoo
+from keras_attention.presets import PresetError
+start = time.monotonic()
+try:
+    model = zoo.from_preset({str(directory)!r})
+    {then}
+except PresetError as e:
+    print("PresetError:", e)
+print(f"load seconds: {{time.monotonic() - start:.2f}}")
+"""
+
+
+def test_huge_vocabulary_is_refused_by_size_before_it_is_read(copy):
+    # The vocabulary padded to 30 MiB with one-word lines: the loader
+    # without a cap on assets built a 3.3-million-word tokenizer (68 s,
+    # 3.9 GB) before the consistency check refused it. Bounded: the child
+    # is stopped at 2 GiB or 60 s.
+    directory = copy()
+    name = "assets/target_tokenizer/vocabulary.txt"
+    size = 30 << 20
+    words = (directory / name).read_bytes()
+    words += b"".join(b"w%07d\n" % i for i in range(size // 9 + 1))
+    (directory / name).write_bytes(words[:size])
+    _sign(directory, name)
+    outcome = bounded.run(_child_load(directory), memory=2 << 30, seconds=60)
+    assert outcome.stopped is None and outcome.returncode == 0, outcome
+    assert f"{name} is too large: {size} bytes" in outcome.output, outcome
+    load_seconds = float(outcome.output.split("load seconds:")[1])
+    assert load_seconds < 5, outcome  # Refused by its size, not parsed.

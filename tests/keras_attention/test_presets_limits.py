@@ -1,0 +1,198 @@
+"""Oversized presets are refused by size, before any file is copied or parsed.
+
+Each case makes one file of a tiny preset larger than its kind's limit (and
+re-signs it where the checksum would otherwise refuse it first); the load
+must raise a `PresetError` naming the file, its size and the limit. The
+cases that the old loader would copy or parse whole (a 3 GiB sparse weights
+file) run in a bounded child process (`tests/bounded.py`), so that they stop
+by themselves on such code.
+"""
+
+import ctypes
+import ctypes.util
+import hashlib
+import importlib.util
+import json
+import os
+
+import keras
+import pytest
+
+from keras_attention import presets
+from keras_attention.presets import PresetError
+
+_spec = importlib.util.spec_from_file_location(
+    "bounded",
+    os.path.join(os.path.dirname(os.path.dirname(__file__)), "bounded.py"),
+)
+bounded = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bounded)
+
+
+@keras.saving.register_keras_serializable(package="tests_presets_limits")
+class Words(keras.layers.Layer):
+    """A preprocessor whose vocabulary is an asset file."""
+
+    def __init__(self, tokens=None, **kwargs):
+        super().__init__(**kwargs)
+        self.tokens = tokens
+
+    def save_assets(self, dir_path):
+        with open(os.path.join(dir_path, "tokens.txt"), "w", encoding="utf-8") as f:
+            f.write("\n".join(self.tokens) + "\n")
+
+    def load_assets(self, dir_path):
+        with open(os.path.join(dir_path, "tokens.txt"), encoding="utf-8") as f:
+            self.tokens = f.read().split()
+
+    def get_config(self):
+        return {**super().get_config(), "tokens": None}
+
+
+def _save(directory):
+    inputs = keras.Input((4,))
+    model = keras.Model(inputs, keras.layers.Dense(2)(inputs))
+    presets.save_preset(model, str(directory), preprocessor=Words(["a"]))
+    return directory
+
+
+def _sign(directory, name):
+    meta_path = directory / presets.METADATA_FILE
+    meta = json.loads(meta_path.read_text())
+    meta["files"][name] = hashlib.sha256((directory / name).read_bytes()).hexdigest()
+    meta_path.write_text(json.dumps(meta))
+
+
+def _pad_json(directory, name, size):
+    """Pads a JSON file with spaces (still valid JSON) to `size` bytes."""
+    path = directory / name
+    data = path.read_bytes().rstrip()
+    path.write_bytes(data + b" " * (size - len(data)))
+    _sign(directory, name)
+
+
+# file -> (its limit, what the message calls it)
+OVERSIZED = {
+    "config.json": ("MAX_JSON_BYTES", "a JSON file"),
+    "preprocessor.json": ("MAX_JSON_BYTES", "a JSON file"),
+    "assets/tokens.txt": ("MAX_ASSET_BYTES", "an asset"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OVERSIZED))
+def test_file_over_its_limit_is_refused_before_it_is_read(tmp_path, name):
+    limit_name, kind = OVERSIZED[name]
+    limit = getattr(presets, limit_name)
+    directory = _save(tmp_path / "p")
+    if name.endswith(".json"):
+        _pad_json(directory, name, limit + 1)
+    else:  # A vocabulary of a million short words, one per line.
+        words = b"".join(b"w%07d\n" % i for i in range(limit // 9 + 1))
+        (directory / name).write_bytes(words)
+        _sign(directory, name)
+    size = os.path.getsize(directory / name)
+    with pytest.raises(PresetError) as info:
+        presets.load_preset(str(directory))
+    message = str(info.value)
+    assert str(directory / name) in message, message
+    assert f"{size} bytes" in message and f"{limit} bytes" in message, message
+    assert f"limit for {kind}" in message, message
+    with pytest.raises(PresetError, match="limit for"):
+        presets.verify_preset(str(directory))
+
+
+def test_files_over_the_total_limit_are_refused(tmp_path, monkeypatch):
+    directory = _save(tmp_path / "p")
+    total = sum(
+        os.path.getsize(os.path.join(root, name))
+        for root, _, names in os.walk(directory)
+        for name in names
+    )
+    monkeypatch.setattr(presets, "MAX_TOTAL_BYTES", total - 1)
+    with pytest.raises(PresetError, match=f"too large: its files hold {total} bytes"):
+        presets.load_preset(str(directory))
+    monkeypatch.setattr(presets, "MAX_TOTAL_BYTES", total)
+    presets.load_preset(str(directory))  # The limit itself is allowed.
+
+
+def test_metadata_over_its_limit_is_refused(tmp_path):
+    directory = _save(tmp_path / "p")
+    path = directory / presets.METADATA_FILE
+    data = path.read_bytes().rstrip()
+    path.write_bytes(data + b" " * (presets.MAX_JSON_BYTES + 1 - len(data)))
+    with pytest.raises(PresetError, match=r"metadata.json is too large: 4194305"):
+        presets.read_metadata(str(directory))
+
+
+def _keep_size_fallocate(path, size):
+    """Allocates `size` bytes on disk for `path` without changing its size
+    (Linux `fallocate(FALLOC_FL_KEEP_SIZE)`); False where unsupported."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    fallocate = getattr(libc, "fallocate", None)
+    if fallocate is None:
+        return False
+    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        return fallocate(fd, 1, 0, size) == 0  # 1: FALLOC_FL_KEEP_SIZE.
+    finally:
+        os.close(fd)
+
+
+def test_allocated_size_counts_as_well_as_apparent(tmp_path):
+    directory = _save(tmp_path / "p")
+    name = "assets/tokens.txt"
+    apparent = os.path.getsize(directory / name)
+    allocated = presets.MAX_ASSET_BYTES * 9 // 8 + 4096  # Past the slack.
+    if not _keep_size_fallocate(directory / name, allocated):
+        pytest.skip("no fallocate(FALLOC_FL_KEEP_SIZE) on this file system")
+    assert os.path.getsize(directory / name) == apparent  # Still valid.
+    with pytest.raises(
+        PresetError, match=f"tokens.txt is too large: .*apparent size {apparent} "
+    ) as info:
+        presets.load_preset(str(directory))
+    assert f"allocated {os.stat(directory / name).st_blocks * 512} bytes" in str(
+        info.value
+    )
+
+
+LOAD = """
+from keras_attention import presets
+try:
+    presets.load_preset({directory!r})
+except presets.PresetError as e:
+    print("PresetError:", e)
+"""
+
+
+def test_sparse_weights_file_is_refused_before_it_is_copied(tmp_path):
+    # 3 GiB apparent, nothing allocated: cheap to make, and a loader that
+    # copies before it checks writes 3 GiB to the temporary folder (the
+    # child may write no file over 256 MiB, and the test stops there).
+    directory = _save(tmp_path / "p")
+    size = 3 << 30
+    with open(directory / presets.WEIGHTS_FILE, "r+b") as f:
+        f.truncate(size)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    outcome = bounded.run(
+        LOAD.format(directory=str(directory)),
+        memory=2 << 30,
+        seconds=60,
+        env={"TMPDIR": str(temporary)},
+    )
+    assert outcome.stopped is None and outcome.returncode == 0, outcome
+    assert "PresetError:" in outcome.output, outcome
+    assert f"model.weights.h5 is too large: {size} bytes" in outcome.output, outcome
+    assert f"{presets.MAX_WEIGHTS_BYTES} bytes (2.0 GiB) limit" in outcome.output
+    assert os.listdir(temporary) == []  # Nothing was copied.
+
+
+def test_a_file_that_grows_after_its_size_check_is_cut_off(tmp_path, monkeypatch):
+    # The read is bounded too: a file that passed the size check and then
+    # grew (stood in here by skipping the check) is refused at its limit.
+    directory = _save(tmp_path / "p")
+    _pad_json(directory, "config.json", presets.MAX_JSON_BYTES + 1)
+    monkeypatch.setattr(presets, "_check_size", lambda fd, name, path: 0)
+    with pytest.raises(PresetError, match="config.json grew past the 4194304 bytes"):
+        presets.load_preset(str(directory))
