@@ -32,8 +32,10 @@ A checksum is not a signature: whoever can edit a preset can edit its
   Keras safe mode, forced even after
   `keras.config.enable_unsafe_deserialization()`, and a config holding a
   Python lambda or another code or file payload (`Lambda`, `TFSMLayer`,
-  `TorchModuleWrapper`) is refused before anything is rebuilt;
-  float weights must be finite.
+  `TorchModuleWrapper`), or an array of a dtype Keras never writes
+  (`{"class_name": "__numpy__", ... "dtype": "U100000000"}`: 400 MB an
+  element), is refused before anything is rebuilt; float weights must be
+  finite.
 
 Every problem is a `PresetError` (a `ValueError`) naming the file. A preset
 saved by a newer major version of the format, of keras-attention-zoo or of
@@ -863,6 +865,35 @@ def _code_payload(value):
     return None
 
 
+# The arrays Keras writes into a config (`serialize_keras_object` of a NumPy
+# array or a tensor) and the dtypes it writes them with; another dtype, such
+# as NumPy's `"U100000000"` (400 MB an element), would let a few bytes of
+# JSON allocate GiBs when Keras rebuilds the array.
+ARRAY_CLASSES = frozenset({"__numpy__", "__tensor__"})
+ARRAY_DTYPES = frozenset(
+    "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 bfloat16 float16 "
+    "float32 float64 float8_e4m3fn float8_e5m2 complex64 complex128".split()
+)
+
+
+def _array_payload(value):
+    """`(class_name, dtype)` of the first array in a JSON config whose dtype
+    is not in `ARRAY_DTYPES`, or None."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.get("class_name") in ARRAY_CLASSES:
+                inner = item.get("config")
+                dtype = inner.get("dtype") if isinstance(inner, dict) else None
+                if not isinstance(dtype, str) or dtype not in ARRAY_DTYPES:
+                    return item["class_name"], dtype
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
 @contextlib.contextmanager
 def _forced_safe_mode():
     """Keras safe mode for this block, even if the process switched it off.
@@ -895,6 +926,13 @@ def _rebuild(config, path, what):
             f"Cannot rebuild the {what} in {path}: it holds a {payload!r} "
             "payload (code, or a file outside the preset), which a preset "
             "may not hold."
+        )
+    array = _array_payload(config)
+    if array is not None:
+        raise PresetError(
+            f"Cannot rebuild the {what} in {path}: it holds a {array[0]!r} "
+            f"array of dtype {array[1]!r:.80}; Keras writes arrays only of "
+            f"the dtypes {', '.join(sorted(ARRAY_DTYPES))}."
         )
     return config
 

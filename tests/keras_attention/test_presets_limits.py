@@ -49,10 +49,11 @@ class Words(keras.layers.Layer):
         return {**super().get_config(), "tokens": None}
 
 
-def _save(directory):
+def _save(directory, preprocessor=True):
     inputs = keras.Input((4,))
     model = keras.Model(inputs, keras.layers.Dense(2)(inputs))
-    presets.save_preset(model, str(directory), preprocessor=Words(["a"]))
+    words = Words(["a"]) if preprocessor else None
+    presets.save_preset(model, str(directory), preprocessor=words)
     return directory
 
 
@@ -196,3 +197,47 @@ def test_a_file_that_grows_after_its_size_check_is_cut_off(tmp_path, monkeypatch
     monkeypatch.setattr(presets, "_check_size", lambda fd, name, path: 0)
     with pytest.raises(PresetError, match="config.json grew past the 4194304 bytes"):
         presets.load_preset(str(directory))
+
+
+# Keras rebuilds `{"class_name": "__numpy__", ...}` as `np.array(value,
+# dtype)`: 173 bytes asking for 16 elements of 400 MB each.
+NUMPY = {
+    "class_name": "__numpy__",
+    "config": {"value": ["x"] * 16, "dtype": "U100000000"},
+}
+
+LOAD_EACH = """
+from keras_attention import presets
+for directory in {directories!r}:
+    try:
+        presets.load_preset(directory)
+        print("loaded", directory)
+    except presets.PresetError as e:
+        print("PresetError:", e)
+"""
+
+
+def test_numpy_array_of_a_huge_dtype_is_refused_before_it_is_built(tmp_path):
+    # As the whole preprocessor.json, and nested in a layer of config.json.
+    whole = _save(tmp_path / "whole")
+    (whole / presets.PREPROCESSOR_FILE).write_text(json.dumps(NUMPY))
+    _sign(whole, presets.PREPROCESSOR_FILE)
+    nested = _save(tmp_path / "nested", preprocessor=False)  # Only Keras's.
+    config = json.loads((nested / presets.CONFIG_FILE).read_text())
+    config["config"]["layers"][-1]["config"]["bias_initializer"] = {
+        "class_name": "Constant",
+        "config": {"value": NUMPY},
+    }
+    (nested / presets.CONFIG_FILE).write_text(json.dumps(config))
+    _sign(nested, presets.CONFIG_FILE)
+    directories = [str(whole), str(nested)]
+    outcome = bounded.run(
+        LOAD_EACH.format(directories=directories), memory=2 << 30, seconds=90
+    )
+    assert outcome.stopped is None and outcome.returncode == 0, outcome
+    for directory, name in zip(directories, ["preprocessor.json", "config.json"]):
+        assert (
+            f"Cannot rebuild the {'object' if 'pre' in name else 'model'} in "
+            f"{directory}/{name}: it holds a '__numpy__' array of dtype "
+            "'U100000000'"
+        ) in outcome.output, outcome
