@@ -9,6 +9,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 
 import keras
@@ -285,3 +286,68 @@ def test_huge_vocabulary_is_refused_by_size_before_it_is_read(copy):
     assert f"{name} is too large: {size} bytes" in outcome.output, outcome
     load_seconds = float(outcome.output.split("load seconds:")[1])
     assert load_seconds < 5, outcome  # Refused by its size, not parsed.
+
+
+def _set_config(**changes):
+    return lambda d: _edit_json(d, "config.json", lambda c: c["config"].update(changes))
+
+
+# Architecture sizes over `zoo.backbone.MAX_SIZES`: preset -> (edit, error).
+OVERSIZED = {
+    "units": ("seq2seq", _set_config(units=12000), "`units` must be at most 8192"),
+    "vocabulary": (
+        "seq2seq",
+        _set_config(target_vocabulary_size=10**8),
+        "`target_vocabulary_size` must be at most 262144",
+    ),
+    "heads": (
+        "transformer",
+        _set_config(num_heads=2**20, hidden_dim=2**20),
+        "`hidden_dim` must be at most 8192",
+    ),
+    "glimpses": (
+        "ram",
+        _set_config(num_glimpses=10**9),
+        "`num_glimpses` must be at most 1000",
+    ),
+    "retina": (
+        "ram",
+        _set_config(num_scales=12, scale_factor=16),
+        "The coarsest glimpse patch, .* must be at most 8192",
+    ),
+    "image": (
+        "captioner",
+        _set_config(image_shape=[84, 10**6, 1]),
+        r"`image_shape` must be positive and at most \(8192, 8192, 4\)",
+    ),
+}
+
+
+def test_architecture_sizes_over_their_limits_are_refused_at_load(saved, tmp_path):
+    # units=12000 passed 5 GiB, num_glimpses=10**9 loaded and `classify`
+    # never returned: all the cases run in one child, stopped at 2 GiB or
+    # 120 s, each then asked to classify (the RAM) or to count its weights.
+    tiny_models.ram().save_to_preset(str(tmp_path / "ram"))
+    tiny_models.transformer().save_to_preset(str(tmp_path / "transformer"))
+    directories = {}
+    for case, (preset, edit, _) in OVERSIZED.items():
+        source = (
+            tmp_path / preset if preset in ("ram", "transformer") else saved / preset
+        )
+        directories[case] = shutil.copytree(source, tmp_path / "cases" / case)
+        edit(directories[case])
+    program = "import numpy as np\nresults = {}\n" + "".join(
+        _child_load(
+            directory,
+            then="model.classify(np.zeros((1, 28, 28, 1), 'uint8')) "
+            "if hasattr(model, 'classify') else model.count_params()",
+        ).replace('print(f"load', f'print({case!r}, f"load')
+        for case, directory in directories.items()
+    )
+    outcome = bounded.run(program, memory=2 << 30, seconds=120)
+    assert outcome.stopped is None and outcome.returncode == 0, outcome
+    errors = [line for line in outcome.output.splitlines() if "PresetError:" in line]
+    assert len(errors) == len(OVERSIZED), outcome
+    for line, (case, (_, _, pattern)) in zip(errors, OVERSIZED.items()):
+        assert f"{directories[case]}/config.json" in line, line
+        assert re.search(pattern, line), (case, line)
