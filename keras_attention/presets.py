@@ -937,10 +937,36 @@ def _rebuild(config, path, what):
     return config
 
 
+_MAX_MESSAGE = 4000
+
+
 def _cause(error):
-    """The last line of an error (Keras ends nested errors with the cause)."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return lines[-1] if lines else type(error).__name__
+    """The message of an error and of the errors that caused it, on one line.
+
+    Keras's own messages span lines and put the cause in the middle (a
+    failed weights load says "Example error message for object <Dense>:
+    Not allowed: H5 file with external Dataset ..." and ends with the list
+    of objects), so the whole chain is kept: each message with its lines
+    joined, outermost first, those already quoted by an outer one left out.
+    A message over 4,000 characters (Keras quotes whole configs in the
+    middle of its own) keeps its first 1,000 and last 3,000 and says how
+    much of the middle was cut.
+    """
+    parts, seen = [], set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        text = " ".join(str(error).split()) or type(error).__name__
+        if not any(text in part for part in parts):
+            parts.append(text)
+        error = error.__cause__ or (
+            None if error.__suppress_context__ else error.__context__
+        )
+    message = " Caused by: ".join(parts)
+    if len(message) > _MAX_MESSAGE:
+        head, tail = _MAX_MESSAGE // 4, _MAX_MESSAGE - _MAX_MESSAGE // 4
+        cut = len(message) - _MAX_MESSAGE
+        message = f"{message[:head]} [... {cut} characters cut ...] {message[-tail:]}"
+    return message
 
 
 def _deserialize(config, path, what):

@@ -241,3 +241,58 @@ def test_numpy_array_of_a_huge_dtype_is_refused_before_it_is_built(tmp_path):
             f"{directory}/{name}: it holds a '__numpy__' array of dtype "
             "'U100000000'"
         ) in outcome.output, outcome
+
+
+def _externalize_first_dataset(weights, outside):
+    """Rewrites a weights file so its first dataset is stored outside it
+    (HDF5 "external" storage), which Keras refuses to read."""
+    import h5py
+    import numpy as np
+
+    names = []
+    with h5py.File(weights, "r") as f:
+        f.visititems(lambda name, item: names.append(name) or None)
+        first = next(n for n in names if isinstance(f[n], h5py.Dataset))
+        value = np.asarray(f[first])
+    value.tofile(outside)
+    with h5py.File(weights, "r+") as f:
+        del f[first]
+        f.create_dataset(
+            first,
+            shape=value.shape,
+            dtype=value.dtype,
+            external=[(str(outside), 0, value.nbytes)],
+        )
+
+
+def test_weights_error_carries_keras_cause_not_only_its_last_line(tmp_path):
+    # Keras's message ends with "[<Dense name=dense, built=True>]"; the
+    # reason it could not load the weights is in its middle.
+    directory = _save(tmp_path / "p", preprocessor=False)
+    _externalize_first_dataset(directory / presets.WEIGHTS_FILE, tmp_path / "x.bin")
+    _sign(directory, presets.WEIGHTS_FILE)
+    with pytest.raises(PresetError) as info:
+        presets.load_preset(str(directory))
+    message = str(info.value)
+    assert message.startswith(f"Cannot read weights file {directory}/model.weights.h5")
+    assert "Not allowed: H5 file with external Dataset" in message, message
+    assert "\n" not in message
+
+
+def test_a_long_cause_keeps_both_ends_and_says_how_much_was_cut():
+    error = ValueError("a" * 1000 + "x" * 1000 + "z" * 3000)
+    assert presets._cause(error) == (
+        "a" * 1000 + " [... 1000 characters cut ...] " + "z" * 3000
+    )
+
+
+def test_the_cause_chain_is_kept_outermost_first():
+    try:
+        try:
+            raise OSError("disk says no\nat block 7")
+        except OSError as inner:
+            raise ValueError("Could not load") from inner
+    except ValueError as outer:
+        assert presets._cause(outer) == (
+            "Could not load Caused by: disk says no at block 7"
+        )
