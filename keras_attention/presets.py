@@ -1027,7 +1027,7 @@ def _count_variables():
     Keras checks a variable's shape (`Variable._validate_shape`) before
     it initializes the value; the wrapper counts the bytes there, so the
     load stops before an oversized variable is allocated. It counts only
-    inside `_variable_budget` (a context variable: other threads and other
+    inside `_counting` (a context variable: other threads and other
     code are untouched). Returns False where Keras has no such method.
     """
     owners = [c for c in keras.Variable.__mro__ if "_validate_shape" in vars(c)]
