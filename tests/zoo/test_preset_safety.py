@@ -332,7 +332,7 @@ def test_architecture_sizes_over_their_limits_are_refused_at_load(saved, tmp_pat
     # units=12000 passed 5 GiB (units=4000, within the limit, 4 GB: the
     # variable budget refuses it), num_glimpses=10**9 loaded and `classify`
     # never returned: all the cases run in one child, stopped at 2 GiB or
-    # 120 s, each then asked to classify (the RAM) or to count its weights.
+    # 120 s, each then run on an image (the RAM) or asked to count its weights.
     tiny_models.ram().save_to_preset(str(tmp_path / "ram"))
     tiny_models.transformer().save_to_preset(str(tmp_path / "transformer"))
     directories = {}
@@ -345,7 +345,7 @@ def test_architecture_sizes_over_their_limits_are_refused_at_load(saved, tmp_pat
     program = "import numpy as np\nresults = {}\n" + "".join(
         _child_load(
             directory,
-            then="model.classify(np.zeros((1, 28, 28, 1), 'uint8')) "
+            then="model(np.zeros((1, 28, 28, 1), 'float32')) "
             "if hasattr(model, 'classify') else model.count_params()",
         ).replace('print(f"load', f'print({case!r}, f"load')
         for case, directory in directories.items()
