@@ -18,6 +18,11 @@ A checksum is not a signature: whoever can edit a preset can edit its
   (no `..`, no absolute path), checked before any file is opened; the
   directory must hold exactly the listed files, as regular files in real
   folders (a symbolic link, a device, a FIFO or an empty folder is refused).
+- Every listed file's size, apparent (`st_size`) and allocated on disk
+  (`st_blocks`, which a sparse file keeps small), is checked against a cap
+  for its kind (`MAX_JSON_BYTES`, `MAX_WEIGHTS_BYTES`, `MAX_ASSET_BYTES`)
+  and their sum against `MAX_TOTAL_BYTES`, before any file is copied or
+  parsed; each read stops at its cap too, should a file grow meanwhile.
 - Each file is read once, through the directory's open handle, hashed and
   copied into a private temporary folder, and everything is then parsed from
   that copy: a preset being rewritten while it loads gives the old preset
@@ -27,8 +32,14 @@ A checksum is not a signature: whoever can edit a preset can edit its
   Keras safe mode, forced even after
   `keras.config.enable_unsafe_deserialization()`, and a config holding a
   Python lambda or another code or file payload (`Lambda`, `TFSMLayer`,
-  `TorchModuleWrapper`) is refused before anything is rebuilt;
-  float weights must be finite.
+  `TorchModuleWrapper`), or an array of a dtype Keras never writes
+  (`{"class_name": "__numpy__", ... "dtype": "U100000000"}`: 400 MB an
+  element), is refused before anything is rebuilt; float weights must be
+  finite.
+- The variables a config asks for are counted as Keras creates them, before
+  each allocates its value: past twice the size of the weights file (plus
+  `VARIABLE_SLACK_BYTES`) the load stops, so an edited size in a config
+  (`units=8000`) cannot take much more memory than the honest preset.
 
 Every problem is a `PresetError` (a `ValueError`) naming the file. A preset
 saved by a newer major version of the format, of keras-attention-zoo or of
@@ -43,6 +54,7 @@ lock (`flock`).
 """
 
 import contextlib
+import contextvars
 import ctypes
 import datetime
 import errno
@@ -58,6 +70,7 @@ import tempfile
 import warnings
 
 import keras
+import numpy as np
 
 try:
     import fcntl
@@ -74,7 +87,19 @@ ASSETS_DIR = "assets"
 # Configs that run code or read files outside the preset: refused even where
 # Keras's safe mode has been switched off for the whole process.
 CODE_CLASSES = frozenset({"__lambda__", "Lambda", "TFSMLayer", "TorchModuleWrapper"})
-_MAX_JSON_BYTES = 64 << 20
+_MIB = 1 << 20
+_GIB = 1 << 30
+#: The largest `config.json`, `preprocessor.json` or `metadata.json` a preset
+#: may hold (the shipped presets' largest is 24 KB: a RAM preset's metadata).
+MAX_JSON_BYTES = 4 * _MIB
+#: The largest `model.weights.h5` (the shipped presets' largest is 33 MB, the
+#: Transformer's; 2 GiB holds 500 million float32 weights).
+MAX_WEIGHTS_BYTES = 2 * _GIB
+#: The largest file under `assets/` (the shipped presets' largest is 80 KB, a
+#: 10,824-word vocabulary; 8 MiB holds a vocabulary of half a million words).
+MAX_ASSET_BYTES = 8 * _MIB
+#: The largest sum of a preset's files, `metadata.json` included.
+MAX_TOTAL_BYTES = MAX_WEIGHTS_BYTES + 64 * _MIB
 _MAX_DEPTH = 16
 _MAX_FILES = 10_000
 _READ_ATTEMPTS = 5
@@ -433,8 +458,61 @@ def _open_in(dir_fd, name):
     return fd
 
 
+def _size_limit(name):
+    """`(limit in bytes, what the file is)` for a file of a preset."""
+    if name in (CONFIG_FILE, PREPROCESSOR_FILE, METADATA_FILE):
+        return MAX_JSON_BYTES, "a JSON file"
+    if name == WEIGHTS_FILE:
+        return MAX_WEIGHTS_BYTES, "a weights file"
+    return MAX_ASSET_BYTES, "an asset"
+
+
+def _amount(size):
+    """`size` bytes in words: `'3221225472 bytes (3.0 GiB)'`."""
+    for unit, scale in (("GiB", _GIB), ("MiB", _MIB), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size} bytes ({size / scale:.1f} {unit})"
+    return f"{size} bytes"
+
+
+def _check_size(fd, name, path):
+    """The apparent size of an open preset file, refused above its limit.
+
+    Both sizes count: the apparent one (what a read returns, and what a
+    sparse file makes large without using the disk) and the one allocated
+    on disk (`st_blocks`, large for a preallocated file), which may exceed
+    the limit by `1/8` for the file system's blocks and preallocation.
+    """
+    info = os.fstat(fd)
+    allocated = getattr(info, "st_blocks", 0) * 512
+    limit, kind = _size_limit(name)
+    if info.st_size > limit or allocated > limit + limit // 8:
+        size = info.st_size if info.st_size > limit else allocated
+        raise PresetError(
+            f"Preset file {path} is too large: {_amount(size)} (apparent size "
+            f"{info.st_size} bytes, allocated {allocated} bytes), over the "
+            f"{_amount(limit)} limit for {kind}. It was not read."
+        )
+    return info.st_size
+
+
+def _read_bounded(source, name, path):
+    """Yields the blocks of an open file, refusing it past its size limit
+    (a file that grew after its size was checked)."""
+    limit, kind = _size_limit(name)
+    left = limit + 1
+    while block := source.read(min(_BLOCK, left)):
+        left -= len(block)
+        if not left:
+            raise PresetError(
+                f"Preset file {path} grew past the {_amount(limit)} limit for "
+                f"{kind} while it was read."
+            )
+        yield block
+
+
 def _read_small(dir_fd, name, path):
-    """The bytes of a JSON file of the preset (at most 64 MiB)."""
+    """The bytes of a JSON file of the preset (at most `MAX_JSON_BYTES`)."""
     try:
         fd = _open_in(dir_fd, name)
     except FileNotFoundError:
@@ -442,10 +520,8 @@ def _read_small(dir_fd, name, path):
     except OSError as e:  # ELOOP: a symbolic link.
         raise PresetError(f"Cannot open preset file {path}: {e}") from e
     with os.fdopen(fd, "rb") as f:
-        data = f.read(_MAX_JSON_BYTES + 1)
-    if len(data) > _MAX_JSON_BYTES:
-        raise PresetError(f"Preset file {path} is larger than 64 MiB")
-    return data
+        _check_size(f.fileno(), name, path)
+        return b"".join(_read_bounded(f, name, path))
 
 
 def _check_metadata(meta, directory, path):
@@ -613,11 +689,11 @@ def _tree(dir_fd, prefix, directory, depth=0):
     return found
 
 
-def _copy_verified(top, name, digest, directory, destination):
-    """Reads a listed file once: hashes it and (optionally) copies the bytes."""
+def _open_listed(top, name, directory):
+    """A handle on a listed file of the preset, with errors naming it."""
     path = os.path.join(directory, name)
     try:
-        fd = _open_in(top, name)
+        return _open_in(top, name)
     except FileNotFoundError:
         raise PresetError(
             f"Preset {directory} is missing file {name} ({path})"
@@ -626,6 +702,30 @@ def _copy_verified(top, name, digest, directory, destination):
         raise PresetError(f"Cannot open preset file {path}: {e}") from e
     except PresetError as e:
         raise PresetError(f"Preset {directory}: {e}") from e
+
+
+def _check_sizes(top, listed, directory):
+    """Refuses a file over its kind's limit, or files over `MAX_TOTAL_BYTES`
+    in all, before any is read."""
+    total = 0
+    for name in [METADATA_FILE, *sorted(listed)]:
+        fd = _open_listed(top, name, directory)
+        try:
+            total += _check_size(fd, name, os.path.join(directory, name))
+        finally:
+            os.close(fd)
+    if total > MAX_TOTAL_BYTES:
+        raise PresetError(
+            f"Preset {directory} is too large: its files hold {_amount(total)}, "
+            f"over the {_amount(MAX_TOTAL_BYTES)} limit for a preset. No file "
+            "was copied."
+        )
+
+
+def _copy_verified(top, name, digest, directory, destination):
+    """Reads a listed file once: hashes it and (optionally) copies the bytes."""
+    path = os.path.join(directory, name)
+    fd = _open_listed(top, name, directory)
     hasher = hashlib.sha256()
     with contextlib.ExitStack() as stack:
         source = stack.enter_context(os.fdopen(fd, "rb"))
@@ -634,7 +734,7 @@ def _copy_verified(top, name, digest, directory, destination):
             copy = os.path.join(destination, *name.split("/"))
             os.makedirs(os.path.dirname(copy), exist_ok=True)
             target = stack.enter_context(open(copy, "wb"))
-        for block in iter(lambda: source.read(_BLOCK), b""):
+        for block in _read_bounded(source, name, path):
             hasher.update(block)
             if target is not None:
                 target.write(block)
@@ -676,6 +776,7 @@ def _verify_once(top, directory, destination):
                 f"Preset {directory} is missing file {name} "
                 f"({os.path.join(directory, name)})"
             )
+    _check_sizes(top, listed, directory)
     for name, digest in sorted(listed.items()):
         _copy_verified(top, name, digest, directory, destination)
     return meta
@@ -768,6 +869,35 @@ def _code_payload(value):
     return None
 
 
+# The arrays Keras writes into a config (`serialize_keras_object` of a NumPy
+# array or a tensor) and the dtypes it writes them with; another dtype, such
+# as NumPy's `"U100000000"` (400 MB an element), would let a few bytes of
+# JSON allocate GiBs when Keras rebuilds the array.
+ARRAY_CLASSES = frozenset({"__numpy__", "__tensor__"})
+ARRAY_DTYPES = frozenset(
+    "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 bfloat16 float16 "
+    "float32 float64 float8_e4m3fn float8_e5m2 complex64 complex128".split()
+)
+
+
+def _array_payload(value):
+    """`(class_name, dtype)` of the first array in a JSON config whose dtype
+    is not in `ARRAY_DTYPES`, or None."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.get("class_name") in ARRAY_CLASSES:
+                inner = item.get("config")
+                dtype = inner.get("dtype") if isinstance(inner, dict) else None
+                if not isinstance(dtype, str) or dtype not in ARRAY_DTYPES:
+                    return item["class_name"], dtype
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
 @contextlib.contextmanager
 def _forced_safe_mode():
     """Keras safe mode for this block, even if the process switched it off.
@@ -801,13 +931,46 @@ def _rebuild(config, path, what):
             "payload (code, or a file outside the preset), which a preset "
             "may not hold."
         )
+    array = _array_payload(config)
+    if array is not None:
+        raise PresetError(
+            f"Cannot rebuild the {what} in {path}: it holds a {array[0]!r} "
+            f"array of dtype {array[1]!r:.80}; Keras writes arrays only of "
+            f"the dtypes {', '.join(sorted(ARRAY_DTYPES))}."
+        )
     return config
 
 
+_MAX_MESSAGE = 4000
+
+
 def _cause(error):
-    """The last line of an error (Keras ends nested errors with the cause)."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return lines[-1] if lines else type(error).__name__
+    """The message of an error and of the errors that caused it, on one line.
+
+    Keras's own messages span lines and put the cause in the middle (a
+    failed weights load says "Example error message for object <Dense>:
+    Not allowed: H5 file with external Dataset ..." and ends with the list
+    of objects), so the whole chain is kept: each message with its lines
+    joined, outermost first, those already quoted by an outer one left out.
+    A message over 4,000 characters (Keras quotes whole configs in the
+    middle of its own) keeps its first 1,000 and last 3,000 and says how
+    much of the middle was cut.
+    """
+    parts, seen = [], set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        text = " ".join(str(error).split()) or type(error).__name__
+        if not any(text in part for part in parts):
+            parts.append(text)
+        error = error.__cause__ or (
+            None if error.__suppress_context__ else error.__context__
+        )
+    message = " Caused by: ".join(parts)
+    if len(message) > _MAX_MESSAGE:
+        head, tail = _MAX_MESSAGE // 4, _MAX_MESSAGE - _MAX_MESSAGE // 4
+        cut = len(message) - _MAX_MESSAGE
+        message = f"{message[:head]} [... {cut} characters cut ...] {message[-tail:]}"
+    return message
 
 
 def _deserialize(config, path, what):
@@ -824,9 +987,90 @@ def _read_config(copy, name, directory, what):
         return _rebuild(_parse_json(f.read(), path), path, what), path
 
 
-def _check_finite(model, path):
-    import numpy as np
+#: What a model's variables may take beyond twice its weights file's size.
+VARIABLE_SLACK_BYTES = 64 * _MIB
+_VARIABLE_BUDGET = contextvars.ContextVar("preset_variable_budget", default=None)
 
+
+class _Budget:
+    """The bytes the variables of a preset's model may take, counted."""
+
+    def __init__(self, limit, weights_path, weights_size):
+        self.limit, self.used = limit, 0
+        self.weights_path, self.weights_size = weights_path, weights_size
+
+    def add(self, variable, shape):
+        try:
+            itemsize = np.dtype(getattr(variable, "_dtype", "float32")).itemsize
+        except TypeError:  # bfloat16 and float8 without ml_dtypes loaded.
+            itemsize = 4
+        size = itemsize
+        for side in shape:
+            size *= int(side)
+        self.used += size
+        if self.used > self.limit:
+            raise PresetError(
+                "its variables would take more than twice its weights file: "
+                f"variable {getattr(variable, 'path', '?')} of shape "
+                f"{tuple(shape)} brings them to {_amount(self.used)}, over "
+                f"{_amount(self.limit)} (twice the {self.weights_size}-byte "
+                f"{self.weights_path}, plus {_amount(VARIABLE_SLACK_BYTES)}). "
+                "A size in the config was edited."
+            )
+
+
+def _count_variables():
+    """Makes Keras count each new variable's bytes against a `_Budget`.
+
+    Keras checks a variable's shape (`Variable._validate_shape`) before
+    it initializes the value; the wrapper counts the bytes there, so the
+    load stops before an oversized variable is allocated. It counts only
+    inside `_counting` (a context variable: other threads and other
+    code are untouched). Returns False where Keras has no such method.
+    """
+    owners = [c for c in keras.Variable.__mro__ if "_validate_shape" in vars(c)]
+    if not owners:  # pragma: no cover - a Keras without it.
+        return False
+    owner = owners[0]
+    validate = owner._validate_shape
+    if getattr(validate, "counts_bytes", False):
+        return True
+
+    def counted(variable, shape):
+        shape = validate(variable, shape)
+        budget = _VARIABLE_BUDGET.get()
+        if budget is not None:
+            budget.add(variable, shape)
+        return shape
+
+    counted.counts_bytes = True
+    owner._validate_shape = counted
+    return True
+
+
+def _budget(copy, directory):
+    """The `_Budget` of a preset's variables: twice its weights file, plus
+    `VARIABLE_SLACK_BYTES`."""
+    weights_size = os.path.getsize(os.path.join(copy, WEIGHTS_FILE))
+    return _Budget(
+        2 * weights_size + VARIABLE_SLACK_BYTES,
+        os.path.join(directory, WEIGHTS_FILE),
+        weights_size,
+    )
+
+
+@contextlib.contextmanager
+def _counting(budget):
+    """Counts the variables created in the block against `budget`."""
+    _count_variables()
+    token = _VARIABLE_BUDGET.set(budget)
+    try:
+        yield
+    finally:
+        _VARIABLE_BUDGET.reset(token)
+
+
+def _check_finite(model, path):
     for variable in model.weights:
         if not keras.backend.is_float_dtype(variable.dtype):
             continue
@@ -890,10 +1134,12 @@ def load_preset(
     with tempfile.TemporaryDirectory(prefix="preset-") as private:
         copy = os.path.join(private, "preset")
         meta = _verified(directory, copy)
+        budget = _budget(copy, directory)  # Shared by the model and preprocessor.
         preprocessor = None
         if PREPROCESSOR_FILE in meta["files"]:
             config, path = _read_config(copy, PREPROCESSOR_FILE, directory, "object")
-            preprocessor = _deserialize(config, path, "object")
+            with _counting(budget):
+                preprocessor = _deserialize(config, path, "object")
             if hasattr(preprocessor, "load_assets"):
                 assets = os.path.join(copy, ASSETS_DIR)
                 try:
@@ -914,7 +1160,8 @@ def load_preset(
             config["config"][preprocessor_key] = preprocessor
         if configure is not None:
             configure(config["config"], preprocessor)
-        model = _deserialize(config, config_path, "model")
+        with _counting(budget):
+            model = _deserialize(config, config_path, "model")
         if expected_class is not None and not isinstance(model, expected_class):
             raise PresetError(
                 f"Preset {directory} holds a {type(model).__name__}, not a "

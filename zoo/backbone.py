@@ -58,17 +58,76 @@ def with_dtype_policy(config):
     return config
 
 
-def positive_int(name, value):
-    """`value` if it is a positive int (not a bool), else a `ValueError`.
+#: The largest value each size argument of a zoo model may take. A preset is
+#: untrusted input: an edited `units=12000` asked for GiBs of weights and
+#: `num_glimpses=10**9` for a `classify` that never returns. The limits are
+#: generous for real models (the shipped presets use at most 10,824 words,
+#: 1,024 intermediate units, 256 everywhere else, 6 glimpses); a larger
+#: model can still be built in code by changing this dict.
+MAX_SIZES = {
+    # Vocabularies: mBART's and Gemma's are about 250,000 tokens.
+    "vocabulary_size": 262_144,
+    "source_vocabulary_size": 262_144,
+    "target_vocabulary_size": 262_144,
+    # Widths: 8,192 is Llama 2 70B's hidden size.
+    "embedding_dim": 8192,
+    "units": 8192,
+    "hidden_dim": 8192,
+    "annotation_dim": 8192,
+    "glimpse_units": 8192,
+    "location_units": 8192,
+    "glimpse_output_units": 8192,
+    "intermediate_dim": 65_536,
+    "num_heads": 256,
+    # Depths and counts.
+    "num_layers": 256,
+    "encoder_layers": 64,
+    "num_classes": 100_000,
+    "num_glimpses": 1000,
+    "test_samples": 1000,
+    # The RAM retina: its largest patch side is patch_size * scale_factor **
+    # (num_scales - 1), limited by `MAX_PATCH_SIDE`.
+    "patch_size": 1024,
+    "num_scales": 16,
+    "scale_factor": 16,
+}
+#: The largest side of a glimpse patch (the coarsest scale).
+MAX_PATCH_SIDE = 8192
+#: The largest `image_shape` (height, width, channels) of a captioner.
+MAX_IMAGE_SHAPE = (8192, 8192, 4)
+
+
+def positive_int(name, value, maximum=None):
+    """`value` if it is a positive int (not a bool) within its limit.
+
+    Args:
+        name: str. The argument, named in the error.
+        value: the value to check.
+        maximum: optional int. The largest value allowed; defaults to
+            `MAX_SIZES[name]`, or no limit for a name not there.
+
+    Raises:
+        ValueError: naming the argument, the value and the limit.
 
     Example:
     >>> positive_int("units", 0)
     Traceback (most recent call last):
     ...
     ValueError: `units` must be a positive int. Received: units=0
+    >>> positive_int("units", 12000)
+    Traceback (most recent call last):
+    ...
+    ValueError: `units` must be at most 8192 (zoo.backbone.MAX_SIZES). Received: units=12000
     """
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
+    where = ""
+    if maximum is None:
+        maximum, where = MAX_SIZES.get(name), " (zoo.backbone.MAX_SIZES)"
+    if maximum is not None and value > maximum:
+        raise ValueError(
+            f"`{name}` must be at most {maximum}{where}. Received: {name}={value}"
+        )
     return value
 
 

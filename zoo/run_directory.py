@@ -19,6 +19,13 @@ written. Its layout:
   results.json        RAM: the results of the rows already trained
 ```
 
+A state that reads but holds impossible values is an error naming the file
+and the field (`StateError`, exit status 2 from `zoo train`): an epoch
+beyond the fit's epochs or other than its folder's, a malformed history or
+callback state, NaN in the state or NaN or infinite saved variables; a
+corrupt `run.json` is one too. A torn file (a kill, a full disk) is not: the
+stage resumes from the state before it.
+
 An epoch's state is written into a hidden folder and renamed into place, so
 a kill leaves the previous state or the new one, never half of one. A
 resumed `fit` redoes the interrupted epoch from its first batch, with the
@@ -105,8 +112,7 @@ class RunDirectory:
         )
         run_file = os.path.join(self.path, RUN_FILE)
         if os.path.exists(run_file):
-            with open(run_file, encoding="utf-8") as f:
-                recorded = json.load(f).get("options", {})
+            recorded = _read_run_file(run_file)
             changed = sorted(
                 k
                 for k in set(recorded) | set(options)
@@ -179,8 +185,7 @@ class RunDirectory:
         path = os.path.join(self.path, name)
         if not os.path.exists(path):
             return default
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return _read_json(path)
 
     def write(self, name, value):
         """Stores a JSON value in the run directory (atomically).
@@ -264,6 +269,8 @@ class Stage:
             try:
                 self.state, self._arrays = _read_state(folder)
                 break
+            except StateError:
+                raise
             except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
                 print(
                     f"warning: skipping unreadable state {folder}: {e}", file=sys.stderr
@@ -299,6 +306,9 @@ class Stage:
         >>> folder.cleanup()
         """
         return 0 if self.state is None else self.state["epoch"]
+
+    def _state_file(self):
+        return os.path.join(self.path, f"epoch_{self.initial_epoch}", STATE_FILE)
 
     @property
     def finished(self):
@@ -366,6 +376,12 @@ class Stage:
             self.seconds = time.time() - start
             return history
         initial_epoch = self.initial_epoch
+        if initial_epoch > epochs:
+            raise StateError(
+                f"{self._state_file()}: epoch={initial_epoch} is beyond this "
+                f"fit's {epochs} epochs, so it is not a state of this run. "
+                f"Delete {self.path} to train this stage again."
+            )
         if self.finished:
             epochs = initial_epoch
         elif hasattr(x, "element_spec"):  # A tf.data dataset.
@@ -565,11 +581,104 @@ def _assign(variables, arrays, prefix):
         variable.assign(value)
 
 
+class StateError(ValueError):
+    """A file of a run directory that reads but holds impossible values.
+
+    Unlike a torn file (a stage then falls back to its state before), it is
+    an error: training on from an edited or diverged state would write a
+    half-trained or NaN preset. The message names the file and the field.
+    """
+
+
+def _read_json(path):
+    """A JSON file of the run directory, with errors naming it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path} is not valid JSON: {e}") from e
+
+
+def _read_run_file(path):
+    """The recorded options of `run.json`; exits with status 2 if corrupt."""
+    try:
+        recorded = _read_json(path)
+    except ValueError as e:
+        fail(f"{e}; delete the run directory {os.path.dirname(path)} to start over")
+    options = recorded.get("options") if isinstance(recorded, dict) else None
+    if not isinstance(options, dict):
+        fail(
+            f"{path}: `options` must be a JSON object. Received: {options!r:.80}; "
+            f"delete the run directory {os.path.dirname(path)} to start over"
+        )
+    return options
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_state(state, path, epoch):
+    """Refuses a `state.json` of impossible values, naming the field."""
+
+    def refuse(field, value, expected):
+        raise StateError(
+            f"{path}: `{field}` must be {expected}. Received: {value!r:.80}"
+        )
+
+    if not isinstance(state, dict):
+        refuse("state", state, "a JSON object")
+    if type(state.get("epoch")) is not int or state["epoch"] != epoch:
+        refuse("epoch", state.get("epoch"), f"{epoch}, the number of its folder")
+    if not isinstance(state.get("finished"), bool):
+        refuse("finished", state.get("finished"), "true or false")
+    seconds = state.get("seconds")
+    if not _number(seconds) or not 0 <= seconds < float("inf"):
+        refuse("seconds", seconds, "a finite number >= 0")
+    history = state.get("history")
+    if not isinstance(history, dict):
+        refuse("history", history, "a JSON object")
+    for key, values in history.items():
+        if not isinstance(values, list) or len(values) > epoch:
+            refuse(f"history.{key}", values, f"a list of at most {epoch} numbers")
+        for index, value in enumerate(values):
+            if not _number(value) or not np.isfinite(value):
+                refuse(f"history.{key}[{index}]", value, "a finite number")
+    callbacks = state.get("callbacks")
+    if not isinstance(callbacks, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("class"), str) for c in callbacks
+    ):
+        refuse("callbacks", callbacks, "a list of {class, state} objects")
+    for index, callback in enumerate(callbacks):
+        for field, value in (callback.get("state") or {}).items():
+            if isinstance(value, float) and np.isnan(value):
+                refuse(f"callbacks[{index}].state.{field}", value, "a number, not NaN")
+
+
+def _check_arrays(arrays, path):
+    """Refuses saved variables that are not finite, naming the array."""
+    for key, value in arrays.items():
+        if value.dtype.kind in "fc" and not np.isfinite(value).all():
+            raise StateError(
+                f"{path}: {key} holds NaN or infinite values (the run diverged, "
+                "or the file was edited); training on would train to NaN. "
+                f"Delete {os.path.dirname(os.path.dirname(path))} to start over."
+            )
+
+
 def _read_state(folder):
-    with open(os.path.join(folder, STATE_FILE), encoding="utf-8") as f:
-        state = json.load(f)
+    """`(state, arrays)` of an `epoch_<n>` folder, checked.
+
+    Raises:
+        StateError: the state holds impossible values (named).
+        OSError, ValueError, zipfile.BadZipFile: a torn or missing file.
+    """
+    path = os.path.join(folder, STATE_FILE)
+    state = _read_json(path)
+    _check_state(state, path, int(os.path.basename(folder)[len("epoch_") :]))
     with np.load(os.path.join(folder, VARIABLES_FILE)) as data:
         arrays = {key: data[key] for key in data.files}
+    _check_arrays(arrays, os.path.join(folder, VARIABLES_FILE))
     return state, arrays
 
 

@@ -69,13 +69,34 @@ def deserialize(config):
     return keras.saving.deserialize_keras_object(config)
 
 
+def _score_class(config):
+    """The `Score` subclass a config dict names, looked up without building
+    anything, or None.
+
+    The class is found by alias, or by its registered name among the
+    objects Keras knows (registered classes and `custom_objects`).
+    """
+    for name in (config.get("class_name"), config.get("registered_name")):
+        if not isinstance(name, str):
+            continue
+        if name.lower() in ALIASES:
+            return ALIASES[name.lower()]
+        cls = keras.saving.get_registered_object(name)
+        if isinstance(cls, type) and issubclass(cls, Score):
+            return cls
+    return None
+
+
 def get(identifier):
     """Returns a score layer from a name, a config dict or an instance.
 
     Like `keras.activations.get`: a `Score` instance is returned as is, a
     name (see the module table) builds a fresh layer with default arguments,
     and a dict made by `serialize` (or `{"class_name": name, "config": {}}`)
-    is deserialized.
+    is deserialized. A dict is deserialized only once its `class_name` (or
+    `registered_name`) names a `Score` class (an alias, or a class
+    registered with Keras): any other object, such as Keras's
+    `{"class_name": "__numpy__", ...}` array, is refused unbuilt.
 
     Args:
         identifier: str, dict or `Score`.
@@ -83,9 +104,16 @@ def get(identifier):
     Returns:
         A `Score` layer.
 
+    Raises:
+        ValueError: an unknown name, or a dict that names no score class.
+
     Example:
     >>> get("bahdanau")
     <Additive name=additive, built=False>
+    >>> get({"class_name": "__numpy__", "config": {"value": 1, "dtype": "U9"}})
+    Traceback (most recent call last):
+    ...
+    ValueError: The config does not describe a score layer: class_name='__numpy__' is not a score's name nor a registered `keras_attention.scores.Score` class. Received: score={'class_name': '__numpy__', 'config': {'value': 1, 'dtype': 'U9'}}
     """
     if isinstance(identifier, Score):
         return identifier
@@ -98,18 +126,32 @@ def get(identifier):
             )
         return ALIASES[key]()
     if isinstance(identifier, dict):
-        name = identifier.get("class_name", "")
-        if isinstance(name, str) and name.lower() in ALIASES:
-            return ALIASES[name.lower()](**identifier.get("config", {}))
-        score = deserialize(identifier)
-        if not isinstance(score, Score):
+        cls = _score_class(identifier)
+        if cls is None:
             raise ValueError(
-                f"The config does not describe a score layer. Received: {identifier}"
+                "The config does not describe a score layer: class_name="
+                f"{identifier.get('class_name')!r:.80} is not a score's name "
+                "nor a registered `keras_attention.scores.Score` class. "
+                f"Received: score={identifier!r:.200}"
+            )
+        config = identifier.get("config", {})
+        if not isinstance(config, dict):
+            raise ValueError(
+                f"The config of a score must be a dict. Received: config={config!r:.80}"
+            )
+        name = identifier.get("class_name")
+        if isinstance(name, str) and name.lower() in ALIASES:
+            return cls(**config)
+        score = deserialize(identifier)
+        if not isinstance(score, Score):  # A registered name that lied.
+            raise ValueError(
+                f"The config does not describe a score layer. Received: "
+                f"score={identifier!r:.200}"
             )
         return score
     raise ValueError(
         "A score must be a name, a config dict or a `keras_attention.scores."
-        f"Score` layer. Received: score={identifier!r}"
+        f"Score` layer. Received: score={identifier!r:.200}"
     )
 
 

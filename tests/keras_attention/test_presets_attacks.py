@@ -7,6 +7,7 @@ anything outside the directory, hanging or running code. Backend-agnostic.
 """
 
 import hashlib
+import importlib.util
 import json
 import os
 
@@ -18,46 +19,12 @@ from keras.src.backend.common import global_state
 from keras_attention import presets
 from keras_attention.presets import PresetError
 
-
-@keras.saving.register_keras_serializable(package="tests_presets_attacks")
-class Words(keras.layers.Layer):
-    """A preprocessor whose vocabulary is an asset file."""
-
-    def __init__(self, tokens=None, **kwargs):
-        super().__init__(**kwargs)
-        self.tokens = tokens
-
-    def save_assets(self, dir_path):
-        with open(os.path.join(dir_path, "tokens.txt"), "w", encoding="utf-8") as f:
-            f.write("\n".join(self.tokens) + "\n")
-
-    def load_assets(self, dir_path):
-        with open(os.path.join(dir_path, "tokens.txt"), encoding="utf-8") as f:
-            self.tokens = f.read().split()
-
-    def get_config(self):
-        return {**super().get_config(), "tokens": None}
-
-
-def _model():
-    keras.utils.set_random_seed(0)
-    inputs = keras.Input((4,))
-    return keras.Model(inputs, keras.layers.Dense(2, name="out")(inputs))
-
-
-def _save(directory):
-    presets.save_preset(
-        _model(), str(directory), preprocessor=Words(["[PAD]", "a"], name="words")
-    )
-    return directory
-
-
-def _sign(directory, name):
-    """Records the current sha256 of `name` (the attacker re-signs an edit)."""
-    meta_path = directory / presets.METADATA_FILE
-    meta = json.loads(meta_path.read_text())
-    meta["files"][name] = hashlib.sha256((directory / name).read_bytes()).hexdigest()
-    meta_path.write_text(json.dumps(meta))
+_spec = importlib.util.spec_from_file_location(
+    "tampered_presets", os.path.join(os.path.dirname(__file__), "tampered_presets.py")
+)
+tampered = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tampered)
+_model, _save, _sign = tampered.model, tampered.save, tampered.sign
 
 
 def _edit_meta(directory, change):

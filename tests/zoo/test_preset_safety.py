@@ -9,6 +9,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 
 import keras
@@ -30,6 +31,11 @@ _spec = importlib.util.spec_from_file_location(
 )
 tiny_models = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tiny_models)
+_spec = importlib.util.spec_from_file_location(
+    "bounded", os.path.join(os.path.dirname(HERE), "bounded.py")
+)
+bounded = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bounded)
 
 # The smallest shipped preset.
 SHIPPED = "ram_fashion_mnist_translated_seeking_annealed"
@@ -245,3 +251,110 @@ def test_shipped_presets_load_unchanged():
         assert type(model).__name__ == before["class_name"]
         assert presets.verify_preset(directory) == before
         assert not [n for n in os.listdir(os.path.dirname(directory)) if "." in n[:1]]
+
+
+def _child_load(directory, then=""):
+    """A program that loads a preset and prints the `PresetError` (and the
+    seconds the load took), for `bounded.run`."""
+    return f"""
+import time
+import zoo
+from keras_attention.presets import PresetError
+start = time.monotonic()
+try:
+    model = zoo.from_preset({str(directory)!r})
+    {then}
+except PresetError as e:
+    print("PresetError:", e)
+print(f"load seconds: {{time.monotonic() - start:.2f}}")
+"""
+
+
+def test_huge_vocabulary_is_refused_by_size_before_it_is_read(copy):
+    # The vocabulary padded to 30 MiB with one-word lines: the loader
+    # without a cap on assets built a 3.3-million-word tokenizer (68 s,
+    # 3.9 GB) before the consistency check refused it. Bounded: the child
+    # is stopped at 2 GiB or 60 s.
+    directory = copy()
+    name = "assets/target_tokenizer/vocabulary.txt"
+    size = 30 << 20
+    words = (directory / name).read_bytes()
+    words += b"".join(b"w%07d\n" % i for i in range(size // 9 + 1))
+    (directory / name).write_bytes(words[:size])
+    _sign(directory, name)
+    outcome = bounded.run(_child_load(directory), memory=2 << 30, seconds=60)
+    assert outcome.stopped is None and outcome.returncode == 0, outcome
+    assert f"{name} is too large: {size} bytes" in outcome.output, outcome
+    load_seconds = float(outcome.output.split("load seconds:")[1])
+    assert load_seconds < 5, outcome  # Refused by its size, not parsed.
+
+
+def _set_config(**changes):
+    return lambda d: _edit_json(d, "config.json", lambda c: c["config"].update(changes))
+
+
+# Architecture sizes over `zoo.backbone.MAX_SIZES`: preset -> (edit, error).
+OVERSIZED = {
+    "units": ("seq2seq", _set_config(units=12000), "`units` must be at most 8192"),
+    "units-in-limit": (
+        "seq2seq",
+        _set_config(units=4000),
+        "variables would take more than twice its weights file",
+    ),
+    "vocabulary": (
+        "seq2seq",
+        _set_config(target_vocabulary_size=10**8),
+        "`target_vocabulary_size` must be at most 262144",
+    ),
+    "heads": (
+        "transformer",
+        _set_config(num_heads=2**20, hidden_dim=2**20),
+        "`hidden_dim` must be at most 8192",
+    ),
+    "glimpses": (
+        "ram",
+        _set_config(num_glimpses=10**9),
+        "`num_glimpses` must be at most 1000",
+    ),
+    "retina": (
+        "ram",
+        _set_config(num_scales=12, scale_factor=16),
+        "The coarsest glimpse patch, .* must be at most 8192",
+    ),
+    "image": (
+        "captioner",
+        _set_config(image_shape=[84, 10**6, 1]),
+        r"`image_shape` must be positive and at most \(8192, 8192, 4\)",
+    ),
+}
+
+
+def test_architecture_sizes_over_their_limits_are_refused_at_load(saved, tmp_path):
+    # units=12000 passed 5 GiB (units=4000, within the limit, 4 GB: the
+    # variable budget refuses it), num_glimpses=10**9 loaded and `classify`
+    # never returned: all the cases run in one child, stopped at 2 GiB or
+    # 120 s, each then run on an image (the RAM) or asked to count its weights.
+    tiny_models.ram().save_to_preset(str(tmp_path / "ram"))
+    tiny_models.transformer().save_to_preset(str(tmp_path / "transformer"))
+    directories = {}
+    for case, (preset, edit, _) in OVERSIZED.items():
+        source = (
+            tmp_path / preset if preset in ("ram", "transformer") else saved / preset
+        )
+        directories[case] = shutil.copytree(source, tmp_path / "cases" / case)
+        edit(directories[case])
+    program = "import numpy as np\nresults = {}\n" + "".join(
+        _child_load(
+            directory,
+            then="model(np.zeros((1, 28, 28, 1), 'float32')) "
+            "if hasattr(model, 'classify') else model.count_params()",
+        ).replace('print(f"load', f'print({case!r}, f"load')
+        for case, directory in directories.items()
+    )
+    outcome = bounded.run(program, memory=2 << 30, seconds=120)
+    assert outcome.stopped is None and outcome.returncode == 0, outcome
+    errors = [line for line in outcome.output.splitlines() if "PresetError:" in line]
+    assert len(errors) == len(OVERSIZED), outcome
+    for line, (case, (_, _, pattern)) in zip(errors, OVERSIZED.items()):
+        assert f"{directories[case]}/config.json" in line, line
+        assert re.search(pattern, line), (case, line)

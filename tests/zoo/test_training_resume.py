@@ -299,3 +299,98 @@ def test_checkpoints_of_the_killed_part_and_torn_ones_are_dropped(tmp_path):
     resumed.set_state(state)
     assert [os.path.basename(p) for p in resumed.paths] == ["checkpoint_2.weights.h5"]
     assert sorted(os.listdir(folder)) == ["checkpoint_2.weights.h5"]
+
+
+def _interrupted_run(tmp_path, at=2):
+    """A stage's folder holding the states of `at - 1` and `at` epochs of 4."""
+    path = tmp_path / "train"
+    with pytest.raises(Interrupt):
+        tiny_fit(training.Stage(str(path)), epochs=4, interrupt_at=at)
+    return path
+
+
+def _edit_state(path, change):
+    state = json.loads(path.read_text())
+    change(state)
+    path.write_text(json.dumps(state))
+
+
+def test_a_state_beyond_the_fits_epochs_is_refused(tmp_path):
+    # The old loader trained 0 epochs from epoch 99 and the script wrote a
+    # half-trained preset with exit status 0.
+    path = _interrupted_run(tmp_path)
+    _edit_state(path / "epoch_2" / "state.json", lambda s: s.update(epoch=99))
+    os.rename(path / "epoch_2", path / "epoch_99")
+    stage = training.Stage(str(path))
+    with pytest.raises(training.StateError) as raised:
+        tiny_fit(stage, epochs=4)
+    message = str(raised.value)
+    assert f"{path}/epoch_99/state.json: epoch=99 is beyond" in message
+    assert "this fit's 4 epochs" in message
+
+
+# state.json edits -> the field the error names.
+BAD_STATES = {
+    "epoch-not-its-folder": (lambda s: s.update(epoch=99), "`epoch` must be 2"),
+    "epoch-bool": (lambda s: s.update(epoch=True), "`epoch` must be 2"),
+    "seconds-nan": (lambda s: s.update(seconds=float("nan")), "`seconds` must be"),
+    "history-nan": (
+        lambda s: s["history"]["loss"].__setitem__(0, float("nan")),
+        r"`history.loss\[0\]` must be a finite number",
+    ),
+    "history-too-long": (
+        lambda s: s["history"]["loss"].extend([1.0] * 5),
+        "`history.loss` must be a list of at most 2 numbers",
+    ),
+    "callback-best-nan": (
+        lambda s: s["callbacks"][0]["state"].update(best=float("nan")),
+        r"`callbacks\[0\].state.best` must be a number, not NaN",
+    ),
+    "not-an-object": (lambda s: s.clear() or s.update(x=1), "`epoch` must be 2"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_STATES))
+def test_an_impossible_state_is_refused_naming_the_file_and_field(tmp_path, case):
+    change, pattern = BAD_STATES[case]
+    path = _interrupted_run(tmp_path)
+    _edit_state(path / "epoch_2" / "state.json", change)
+    with pytest.raises(training.StateError, match=pattern) as raised:
+        training.Stage(str(path))
+    assert str(raised.value).startswith(f"{path}/epoch_2/state.json: ")
+
+
+def test_nan_saved_variables_are_refused_not_trained_on(tmp_path):
+    # The old loader trained on from NaN weights to `loss: nan`, exit 0.
+    path = _interrupted_run(tmp_path)
+    variables = path / "epoch_2" / "variables.npz"
+    with np.load(variables) as data:
+        arrays = {key: data[key] for key in data.files}
+    arrays["model/00000"] = np.full_like(arrays["model/00000"], np.nan)
+    with open(variables, "wb") as f:
+        np.savez(f, **arrays)
+    with pytest.raises(training.StateError) as raised:
+        tiny_fit(training.Stage(str(path)), epochs=4)
+    assert str(raised.value).startswith(
+        f"{variables}: model/00000 holds NaN or infinite values"
+    )
+
+
+@pytest.mark.parametrize(
+    "content,pattern",
+    [
+        ("{", "is not valid JSON: Expecting"),
+        ("[1, 2]", "`options` must be a JSON object"),
+        ('{"options": 3}', "`options` must be a JSON object. Received: 3"),
+    ],
+)
+def test_a_corrupt_run_file_is_refused_naming_it(tmp_path, capsys, content, pattern):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "run.json").write_text(content)
+    with pytest.raises(SystemExit) as raised:
+        training.RunDirectory(str(folder), {"epochs": 3})
+    assert raised.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {folder}/run.json"), err
+    assert pattern in err[0], err

@@ -13,7 +13,7 @@ import keras
 from keras import ops
 
 from keras_attention.layers import GlimpseNetwork
-from zoo.backbone import positive_int
+from zoo.backbone import MAX_PATCH_SIDE, positive_int
 from zoo.ram.preprocessor import to_model_pixels
 
 CELLS = ("rnn", "lstm")
@@ -281,10 +281,25 @@ class RecurrentAttention(keras.layers.Layer):
         for name, value in (
             ("num_classes", num_classes),
             ("num_glimpses", num_glimpses),
+            ("patch_size", patch_size),
+            ("num_scales", num_scales),
+            ("scale_factor", scale_factor),
+            ("glimpse_units", glimpse_units),
+            ("location_units", location_units),
+            ("glimpse_output_units", glimpse_output_units),
             ("units", units),
             ("test_samples", test_samples),
         ):
             positive_int(name, value)
+        side = patch_size * scale_factor ** (num_scales - 1)
+        if side > MAX_PATCH_SIDE:
+            raise ValueError(
+                "The coarsest glimpse patch, patch_size * scale_factor ** "
+                f"(num_scales - 1) = {side} pixels a side, must be at most "
+                f"{MAX_PATCH_SIDE} (zoo.backbone.MAX_PATCH_SIDE). Received: "
+                f"patch_size={patch_size}, num_scales={num_scales}, "
+                f"scale_factor={scale_factor}"
+            )
         if cell not in CELLS:
             raise ValueError(f"`cell` must be one of {CELLS}. Received: cell={cell!r}")
         self.num_classes = num_classes
