@@ -36,10 +36,6 @@ A checksum is not a signature: whoever can edit a preset can edit its
   (`{"class_name": "__numpy__", ... "dtype": "U100000000"}`: 400 MB an
   element), is refused before anything is rebuilt; float weights must be
   finite.
-- The variables a config asks for are counted as Keras creates them, before
-  each allocates its value: past twice the size of the weights file (plus
-  `VARIABLE_SLACK_BYTES`) the load stops, so an edited size in a config
-  (`units=8000`) cannot take much more memory than the honest preset.
 
 Every problem is a `PresetError` (a `ValueError`) naming the file. A preset
 saved by a newer major version of the format, of keras-attention-zoo or of
@@ -54,7 +50,6 @@ lock (`flock`).
 """
 
 import contextlib
-import contextvars
 import ctypes
 import datetime
 import errno
@@ -70,7 +65,6 @@ import tempfile
 import warnings
 
 import keras
-import numpy as np
 
 try:
     import fcntl
@@ -987,90 +981,9 @@ def _read_config(copy, name, directory, what):
         return _rebuild(_parse_json(f.read(), path), path, what), path
 
 
-#: What a model's variables may take beyond twice its weights file's size.
-VARIABLE_SLACK_BYTES = 64 * _MIB
-_VARIABLE_BUDGET = contextvars.ContextVar("preset_variable_budget", default=None)
-
-
-class _Budget:
-    """The bytes the variables of a preset's model may take, counted."""
-
-    def __init__(self, limit, weights_path, weights_size):
-        self.limit, self.used = limit, 0
-        self.weights_path, self.weights_size = weights_path, weights_size
-
-    def add(self, variable, shape):
-        try:
-            itemsize = np.dtype(getattr(variable, "_dtype", "float32")).itemsize
-        except TypeError:  # bfloat16 and float8 without ml_dtypes loaded.
-            itemsize = 4
-        size = itemsize
-        for side in shape:
-            size *= int(side)
-        self.used += size
-        if self.used > self.limit:
-            raise PresetError(
-                "its variables would take more than twice its weights file: "
-                f"variable {getattr(variable, 'path', '?')} of shape "
-                f"{tuple(shape)} brings them to {_amount(self.used)}, over "
-                f"{_amount(self.limit)} (twice the {self.weights_size}-byte "
-                f"{self.weights_path}, plus {_amount(VARIABLE_SLACK_BYTES)}). "
-                "A size in the config was edited."
-            )
-
-
-def _count_variables():
-    """Makes Keras count each new variable's bytes against a `_Budget`.
-
-    Keras checks a variable's shape (`Variable._validate_shape`) before
-    it initializes the value; the wrapper counts the bytes there, so the
-    load stops before an oversized variable is allocated. It counts only
-    inside `_counting` (a context variable: other threads and other
-    code are untouched). Returns False where Keras has no such method.
-    """
-    owners = [c for c in keras.Variable.__mro__ if "_validate_shape" in vars(c)]
-    if not owners:  # pragma: no cover - a Keras without it.
-        return False
-    owner = owners[0]
-    validate = owner._validate_shape
-    if getattr(validate, "counts_bytes", False):
-        return True
-
-    def counted(variable, shape):
-        shape = validate(variable, shape)
-        budget = _VARIABLE_BUDGET.get()
-        if budget is not None:
-            budget.add(variable, shape)
-        return shape
-
-    counted.counts_bytes = True
-    owner._validate_shape = counted
-    return True
-
-
-def _budget(copy, directory):
-    """The `_Budget` of a preset's variables: twice its weights file, plus
-    `VARIABLE_SLACK_BYTES`."""
-    weights_size = os.path.getsize(os.path.join(copy, WEIGHTS_FILE))
-    return _Budget(
-        2 * weights_size + VARIABLE_SLACK_BYTES,
-        os.path.join(directory, WEIGHTS_FILE),
-        weights_size,
-    )
-
-
-@contextlib.contextmanager
-def _counting(budget):
-    """Counts the variables created in the block against `budget`."""
-    _count_variables()
-    token = _VARIABLE_BUDGET.set(budget)
-    try:
-        yield
-    finally:
-        _VARIABLE_BUDGET.reset(token)
-
-
 def _check_finite(model, path):
+    import numpy as np
+
     for variable in model.weights:
         if not keras.backend.is_float_dtype(variable.dtype):
             continue
@@ -1134,12 +1047,10 @@ def load_preset(
     with tempfile.TemporaryDirectory(prefix="preset-") as private:
         copy = os.path.join(private, "preset")
         meta = _verified(directory, copy)
-        budget = _budget(copy, directory)  # Shared by the model and preprocessor.
         preprocessor = None
         if PREPROCESSOR_FILE in meta["files"]:
             config, path = _read_config(copy, PREPROCESSOR_FILE, directory, "object")
-            with _counting(budget):
-                preprocessor = _deserialize(config, path, "object")
+            preprocessor = _deserialize(config, path, "object")
             if hasattr(preprocessor, "load_assets"):
                 assets = os.path.join(copy, ASSETS_DIR)
                 try:
@@ -1160,8 +1071,7 @@ def load_preset(
             config["config"][preprocessor_key] = preprocessor
         if configure is not None:
             configure(config["config"], preprocessor)
-        with _counting(budget):
-            model = _deserialize(config, config_path, "model")
+        model = _deserialize(config, config_path, "model")
         if expected_class is not None and not isinstance(model, expected_class):
             raise PresetError(
                 f"Preset {directory} holds a {type(model).__name__}, not a "

@@ -268,25 +268,3 @@ def test_the_cause_chain_is_kept_outermost_first():
         assert presets._cause(outer) == (
             "Could not load Caused by: disk says no at block 7"
         )
-
-
-def test_variables_past_twice_the_weights_file_are_refused_before_allocation(
-    tmp_path,
-):
-    # Dense(2) edited to Dense(5_000_000): 80 MB of kernel for a weights
-    # file of a few KB. Refused while Keras creates the kernel, before its
-    # value is allocated, naming the variable; other code is not counted.
-    directory = _save(tmp_path / "p", preprocessor=False)
-    config = json.loads((directory / presets.CONFIG_FILE).read_text())
-    config["config"]["layers"][-1]["config"]["units"] = 5_000_000
-    (directory / presets.CONFIG_FILE).write_text(json.dumps(config))
-    _sign(directory, presets.CONFIG_FILE)
-    with pytest.raises(PresetError) as info:
-        presets.load_preset(str(directory))
-    message = str(info.value)
-    assert message.startswith(f"Cannot rebuild the model in {directory}/config.json")
-    assert "variables would take more than twice its weights file" in message
-    assert "of shape (4, 5000000) brings them to 80000000 bytes" in message
-    assert "A size in the config was edited" in message
-    inputs = keras.Input((4,))
-    keras.layers.Dense(5_000_000)(inputs)  # Outside a load: not counted.

@@ -296,11 +296,6 @@ def _set_config(**changes):
 # Architecture sizes over `zoo.backbone.MAX_SIZES`: preset -> (edit, error).
 OVERSIZED = {
     "units": ("seq2seq", _set_config(units=12000), "`units` must be at most 8192"),
-    "units-in-limit": (
-        "seq2seq",
-        _set_config(units=4000),
-        "variables would take more than twice its weights file",
-    ),
     "vocabulary": (
         "seq2seq",
         _set_config(target_vocabulary_size=10**8),
@@ -330,8 +325,7 @@ OVERSIZED = {
 
 
 def test_architecture_sizes_over_their_limits_are_refused_at_load(saved, tmp_path):
-    # units=12000 passed 5 GiB (units=4000, within the limit, 4 GB: the
-    # variable budget refuses it), num_glimpses=10**9 loaded and `classify`
+    # units=12000 passed 5 GiB, num_glimpses=10**9 loaded and `classify`
     # never returned: all the cases run in one child, stopped at 2 GiB or
     # 120 s, each then run on an image (the RAM) or asked to count its weights.
     tiny_models.ram().save_to_preset(str(tmp_path / "ram"))
