@@ -14,7 +14,6 @@ import importlib.util
 import json
 import os
 
-import keras
 import pytest
 
 from keras_attention import presets
