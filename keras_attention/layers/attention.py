@@ -4,7 +4,8 @@ import keras
 from keras import ops
 
 from keras_attention import scores
-from keras_attention.layers.chunked import check_chunking, chunked_attention
+from keras_attention.layers import dispatch
+from keras_attention.layers.chunked import chunked_attention
 from keras_attention.layers.masking import masked_softmax, merge_masks
 from keras_attention.scores.location import Location
 
@@ -146,11 +147,14 @@ class Attention(keras.layers.Layer):
         score_mode: str or None. Keras's argument, `"dot"` (`s^T h`) or
             `"concat"` (`c sum tanh(s + h)`, `scores.TanhSum`). Defaults to
             `None` (Keras: `"dot"`).
-        chunk_threshold: int or None. Above this number of values `Tv`,
-            soft attention takes the memory-efficient chunked path (see
-            above); `None` disables it. Defaults to `4096`.
-        chunk_size: int. Queries and values per chunk on the chunked path.
-            Defaults to `512`.
+        chunk_threshold: `"auto"`, int or None. Above this number of
+            values `Tv`, soft attention takes the memory-efficient chunked
+            path (see above); `None` disables it; `"auto"` is the device's
+            crossover, `dispatch.auto_threshold` (2,048 on a CPU under
+            TensorFlow or JAX, 4,096 elsewhere). Defaults to `"auto"`.
+        chunk_size: `"auto"` or int. Queries and values per chunk on the
+            chunked path (`"auto"`: `dispatch.auto_chunk_size`). Defaults
+            to `"auto"`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -247,12 +251,12 @@ class Attention(keras.layers.Layer):
         local_units=None,
         use_scale=None,
         score_mode=None,
-        chunk_threshold=4096,
-        chunk_size=512,
+        chunk_threshold="auto",
+        chunk_size="auto",
         **kwargs,
     ):
         super().__init__(**kwargs)
-        check_chunking(chunk_threshold, chunk_size)
+        dispatch.check(chunk_threshold, chunk_size)
         _check_choice("mode", mode, MODES)
         _check_choice("local", local, LOCAL_MODES)
         _check_choice("hard_estimator", hard_estimator, HARD_ESTIMATORS)
@@ -534,7 +538,6 @@ class Attention(keras.layers.Layer):
             self.chunk_threshold is None
             or not _is_static_int(q_len)
             or not _is_static_int(v_len)
-            or v_len <= self.chunk_threshold
             or self.mode != "soft"
             or self.window is not None
             or any(returns)
@@ -543,9 +546,14 @@ class Attention(keras.layers.Layer):
         ):
             return False
         # `chunked_attention` reads `(Tq, Tv)` and `(B, Tq, Tv)` masks.
-        return attention_mask is None or len(
+        if attention_mask is not None and len(
             ops.convert_to_tensor(attention_mask).shape
-        ) in (2, 3)
+        ) not in (2, 3):
+            return False
+        # No fused path here: the device sets the threshold only.
+        return dispatch.takes_chunked_path(
+            self.chunk_threshold, v_len, False, self.compute_dtype, "none", query
+        )
 
     def _chunked(
         self,
@@ -564,6 +572,7 @@ class Attention(keras.layers.Layer):
         seed = None
         if rate:
             seed = keras.random.randint((), 0, 2**31 - 1, seed=self.seed_generator)
+        size = dispatch.chunk_size(self.chunk_size, query.shape[0], query)
         return chunked_attention(
             query,
             key,
@@ -576,8 +585,8 @@ class Attention(keras.layers.Layer):
             score_fn=self.score_layer,
             dropout_rate=rate,
             seed=seed,
-            query_chunk_size=self.chunk_size,
-            key_chunk_size=self.chunk_size,
+            query_chunk_size=size,
+            key_chunk_size=size,
         )
 
     def _attend(

@@ -200,7 +200,9 @@ def test_config_round_trip(cls):
     assert cls.from_config({**saved, "chunk_threshold": None}).chunk_threshold is None
     old = {k: v for k, v in saved.items() if not k.startswith("chunk_")}
     legacy = cls.from_config(old)
-    assert (legacy.chunk_threshold, legacy.chunk_size) == (4096, 512)
+    assert (legacy.chunk_threshold, legacy.chunk_size) == ("auto", "auto")
+    auto = cls.from_config(cls(**config).get_config())
+    assert (auto.chunk_threshold, auto.chunk_size) == ("auto", "auto")
 
 
 @pytest.mark.parametrize("cls", [MultiHeadAttention, Attention])

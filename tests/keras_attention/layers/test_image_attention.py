@@ -102,7 +102,7 @@ def test_in_a_model_saved_and_loaded(tmp_path):
     layer = loaded.layers[1]
     config = layer.get_config()
     assert config["key_dim"] == 2 and config["dropout"] == 0.1
-    assert config["score"] == "general" and config["chunk_threshold"] == 4096
+    assert config["score"] == "general" and config["chunk_threshold"] == "auto"
     assert ImageSelfAttention.from_config(config).get_config() == config
     assert layer.compute_output_shape((None, 6, 6, 4)) == (None, 6, 6, 4)
 
