@@ -418,6 +418,7 @@ class Attention(keras.layers.Layer):
             )
         key = value if key is None else key
         _check_shapes(query.shape, value.shape, key.shape)
+        _check_floating(query=query, value=value, key=key)
         if key_mask is not None:
             key_mask = ops.cast(key_mask, "bool")
             value_mask = (
@@ -473,6 +474,7 @@ class Attention(keras.layers.Layer):
                 )
             query_mask, value_mask = mask[0], mask[1]
         _check_shapes(query.shape, value.shape, key.shape, any_rank=True)
+        _check_floating(query=query, value=value, key=key)
         query_shape, value_shape = ops.shape(query), ops.shape(value)
         batch_shape = query_shape[:-2]
         if query_mask is not None:
@@ -760,6 +762,7 @@ class Attention(keras.layers.Layer):
             query, value, key = _unpack_list("inputs", query)
         key = value if key is None else key
         _check_shapes(query.shape, value.shape, key.shape, any_rank=True)
+        _check_floating(query=query, value=value, key=key)
         weights_shape = (*query.shape[:-1], value.shape[-2])
         outputs = (
             keras.KerasTensor(
@@ -876,6 +879,22 @@ def _check_score(score):
             "`score` must be a name, a config dict or a `keras_attention."
             f"scores.Score` layer. Received: score={score!r}"
         )
+
+
+def _check_floating(**tensors):
+    """Raises a `TypeError` naming the first tensor that is not floating.
+
+    An integer or boolean query, value or key would give an integer
+    context (truncated weights): Keras's `Attention` fails on them too.
+    """
+    for name, tensor in tensors.items():
+        dtype = keras.backend.standardize_dtype(tensor.dtype)
+        if not keras.backend.is_float_dtype(dtype):
+            raise TypeError(
+                f"Attention needs floating-point inputs (cast them first, "
+                f"e.g. with keras.ops.cast(x, 'float32')). Received: "
+                f"{name}.dtype={dtype}"
+            )
 
 
 def _check_shapes(query_shape, value_shape, key_shape, any_rank=False):
