@@ -150,7 +150,7 @@ class Attention(keras.layers.Layer):
         chunk_threshold: `"auto"`, int or None. Above this number of
             values `Tv`, soft attention takes the memory-efficient chunked
             path (see above); `None` disables it; `"auto"` is the device's
-            crossover, `dispatch.auto_threshold` (2,048 on a CPU under
+            crossover, `dispatch.auto_threshold` (1,023 on a CPU under
             TensorFlow or JAX, 4,096 elsewhere). Defaults to `"auto"`.
         chunk_size: `"auto"` or int. Queries and values per chunk on the
             chunked path (`"auto"`: `dispatch.auto_chunk_size`). Defaults

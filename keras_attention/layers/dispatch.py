@@ -46,11 +46,14 @@ import keras
 AUTO = "auto"
 
 #: Above this many keys a CPU without a memory-efficient fused kernel
-#: (TensorFlow, JAX) chunks: the chunked path is already faster there, and
-#: holds a few MiB instead of the scores. Measured with
-#: `benchmarks/attention_scaling.py --lengths 1024,2048,3072,4096
-#: --methods full,chunked` (see the README's "Long sequences").
-CPU_CHUNK_THRESHOLD = 2048
+#: (TensorFlow, JAX) chunks: from 1,024 keys on, the smallest length
+#: measured, the chunked path was already faster than the full one, forward
+#: and forward + backward, on both backends (2-core AMD EPYC, load ~10,
+#: `benchmarks/attention_crossover.py --lengths 1024,2048,3072,4096
+#: --chunks 256,512,1024`: fwd+bwd / full at T = 1,024 with 256-blocks 0.22
+#: on JAX, 0.61 on TensorFlow; below 512 keys one block is the whole
+#: matrix anyway).
+CPU_CHUNK_THRESHOLD = 1023
 
 #: Above this many keys a GPU without a memory-efficient fused kernel (JAX
 #: float32, TensorFlow) or PyTorch's explicit path (a score other than
@@ -58,9 +61,11 @@ CPU_CHUNK_THRESHOLD = 2048
 #: the memory, 512 MiB of float32 scores for 8 heads.
 DEVICE_CHUNK_THRESHOLD = 4096
 
-#: Queries and keys per block on a CPU (`benchmarks/attention_scaling.py
-#: --chunk 256 / 512 / 1024` at T = 4,096).
-CPU_CHUNK_SIZE = 512
+#: Queries and keys per block on a CPU: 256 gave the fastest forward +
+#: backward at every T of the same run (T = 4,096: 0.15 / 0.31 / 0.53 of
+#: the full path's time with 256 / 512 / 1,024 blocks on JAX, 0.46 / 0.52 /
+#: 0.85 on TensorFlow).
+CPU_CHUNK_SIZE = 256
 
 #: On an accelerator, the largest block of `(B * heads, c, c)` float32
 #: scores up to this many bytes (4,096 for B = 1 and 8 heads: on an H100 a
@@ -165,7 +170,7 @@ def auto_chunk_size(device, rows=None):
         rows: int or None. `batch * heads` of the blocks, when known.
 
     >>> auto_chunk_size("cpu"), auto_chunk_size("gpu", 8), auto_chunk_size("gpu", 128)
-    (512, 4096, 1024)
+    (256, 4096, 1024)
     """
     if device == "cpu":
         return CPU_CHUNK_SIZE

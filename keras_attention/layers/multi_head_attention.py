@@ -71,7 +71,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
     bfloat16/float16 without a mask or causal: cuDNN flash attention) the
     fused kernel runs at every length; elsewhere (TensorFlow, JAX on CPU,
     JAX float32 on a GPU, another score, dropout in training) the layer
-    chunks above 2,048 keys on a CPU, where chunking is already the
+    chunks from 1,024 keys on on a CPU, where chunking is already the
     faster, and above 4,096 on an accelerator or under PyTorch, where it is
     for the memory. An int chunks above it on any device (`0`: always),
     `None` never. The chunked path gives the explicit path's outputs and gradients to float tolerance
@@ -151,7 +151,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             `None` disables it; `"auto"` decides by backend, device, dtype
             and mask. Defaults to `"auto"`.
         chunk_size: `"auto"` or int. Queries and keys per chunk on the
-            chunked path; `"auto"` is 512 on a CPU and up to 4,096 on an
+            chunked path; `"auto"` is 256 on a CPU and up to 4,096 on an
             accelerator (`dispatch.auto_chunk_size`). Defaults to
             `"auto"`.
         window: int or None. Restricted self-attention radius `r >= 1`:
