@@ -695,7 +695,7 @@ class Attention(keras.layers.Layer):
         """One-hot weights and log-probabilities of the selected positions.
 
         The position is chosen among `0, ..., Tv`, where `Tv` is an extra
-        candidate at `-inf`: never chosen while a real position exists, the
+        candidate at `-3e38`: never chosen while a real position exists, the
         only one when `Tv = 0` (also when that is known only at run time),
         and its one-hot over the `Tv` real positions is empty: a zero
         context and a log-probability of 0, as soft attention gives.
@@ -712,8 +712,13 @@ class Attention(keras.layers.Layer):
             )
             filled = filled - ops.log(-ops.log(uniform))
             soft_sample = masked_softmax(filled / self.temperature, mask)
+        # The extra candidate is finite (below the -1e30 fill of masked
+        # positions): a row of only -inf has no distribution to sample
+        # (PyTorch's `multinomial` rejects it).
         candidates = ops.pad(
-            filled, ((0, 0), (0, 0), (0, 1)), constant_values=float("-inf")
+            ops.cast(filled, "float32"),
+            ((0, 0), (0, 0), (0, 1)),
+            constant_values=-3e38,
         )
         if training and self.hard_estimator == "reinforce":
             flat = ops.reshape(candidates, (-1, value_length + 1))
