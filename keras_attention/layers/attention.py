@@ -225,6 +225,7 @@ class Attention(keras.layers.Layer):
     >>> a, b = ours([query, value], mask=mask), theirs([query, value], mask=mask)
     >>> np.round(keras.ops.convert_to_numpy(a).astype(float), 3).tolist()
     [[[2.035, 3.035], [0.0, 0.0]]]
+    >>> a, b = keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b)
     >>> bool(np.allclose(a, b)), [w.name for w in ours.weights]
     (True, ['scale', 'concat_score_weight'])
 

@@ -231,7 +231,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
 
     >>> local = MultiHeadAttention(num_heads=2, key_dim=4, window=1)
     >>> out, weights = local(x, x, return_attention_scores=True)
-    >>> np.asarray(weights)[0, 0] > 0
+    >>> keras.ops.convert_to_numpy(weights)[0, 0] > 0
     array([[ True,  True, False],
            [ True,  True,  True],
            [False,  True,  True]])

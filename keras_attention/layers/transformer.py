@@ -477,7 +477,8 @@ class TransformerDecoderBlock(_TransformerBlock):
     ...     target[:, :1], source, self_attention_cache=cache,
     ...     self_attention_cache_update_index=0, cross_attention_cache=empty,
     ...     cross_attention_cache_update_index=0)
-    >>> bool(np.allclose(filled, cross, atol=1e-6))
+    >>> to_np = keras.ops.convert_to_numpy
+    >>> bool(np.allclose(to_np(filled), to_np(cross), atol=1e-6))
     True
 
     The same step with split `(keys, values)` caches:
@@ -487,7 +488,7 @@ class TransformerDecoderBlock(_TransformerBlock):
     >>> out_split, (keys, values), _ = block(
     ...     target[:, :1], source, self_attention_cache=empty_pair,
     ...     self_attention_cache_update_index=0, cross_attention_cache=pairs)
-    >>> bool(np.allclose(out_split, out, atol=1e-6)), tuple(pairs[0].shape)
+    >>> bool(np.allclose(to_np(out_split), to_np(out), atol=1e-6)), tuple(pairs[0].shape)
     (True, (2, 2, 6, 4))
 
     Reference:

@@ -16,12 +16,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__)
 BLOCKED = """
 import runpy, sys
 
-class Block:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("tensorflow", "keras_hub"):
-            raise ImportError(f"{name} is not installed on the GPU machine")
-
-sys.meta_path.insert(0, Block())
+# As if not installed: `import` raises ModuleNotFoundError and
+# `importlib.util.find_spec` returns None.
+sys.modules["tensorflow"] = None
+sys.modules["keras_hub"] = None
 sys.argv = sys.argv[1:]  # drop "-c": the script and its arguments
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
