@@ -202,6 +202,8 @@ def takes_chunked_path(chunk_threshold, key_length, fused, dtype, mask, tensor=N
     if chunk_threshold is None:
         return False
     if chunk_threshold == AUTO:
+        if key_length <= min(CPU_CHUNK_THRESHOLD, DEVICE_CHUNK_THRESHOLD):
+            return False  # short: no device query (a decoding step, say)
         name, device = backend(), platform(tensor)
         if fused and fused_is_memory_efficient(name, device, dtype, mask):
             return False
