@@ -34,14 +34,17 @@ format: $(STAMP)
 # One pytest run per backend, each on TEST_WORKERS processes (pytest-xdist;
 # `--dist loadscope` keeps a module on one process, so its module-scoped
 # fixtures run once): TensorFlow for the tests and every docstring example,
-# then the library's tests and examples again under JAX to prove the layer
-# math is backend-agnostic (conftest.py skips what needs TensorFlow).
+# then the library's tests and examples again under JAX and under PyTorch
+# (the CPU build, from the dev extra) to prove the layer math is
+# backend-agnostic (conftest.py skips what needs TensorFlow).
 TEST_WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 test: lint
 	$(PYTEST) --doctest-modules tests keras_attention zoo
 	KERAS_BACKEND=jax $(PYTEST) -m "not tensorflow_only" \
+		--doctest-modules tests/keras_attention keras_attention
+	KERAS_BACKEND=torch $(PYTEST) -m "not tensorflow_only" \
 		--doctest-modules tests/keras_attention keras_attention
 
 benchmark: $(STAMP)

@@ -48,7 +48,16 @@ setup(
         "pysword>=0.2.8",
     ],
     extras_require={
-        "dev": ["pytest>=8", "pytest-xdist>=3.5", "ruff>=0.6", "jax[cpu]"],
+        # torch 2.13: the third test pass. The project's registry serves it
+        # as the CPU build (torch==2.13.0+cpu, 190 MB; `torch` alone
+        # resolves to 2.14.1 with its CUDA wheels).
+        "dev": [
+            "pytest>=8",
+            "pytest-xdist>=3.5",
+            "ruff>=0.6",
+            "jax[cpu]",
+            "torch==2.13.*",
+        ],
     },
     entry_points={"console_scripts": ["keras-attention = zoo.cli:main"]},
     classifiers=[

@@ -4,7 +4,8 @@ import keras
 from keras import ops
 
 from keras_attention import scores
-from keras_attention.layers.chunked import check_chunking, chunked_attention
+from keras_attention.layers import dispatch
+from keras_attention.layers.chunked import chunked_attention
 from keras_attention.layers.masking import masked_softmax, merge_masks
 from keras_attention.scores.location import Location
 
@@ -146,11 +147,14 @@ class Attention(keras.layers.Layer):
         score_mode: str or None. Keras's argument, `"dot"` (`s^T h`) or
             `"concat"` (`c sum tanh(s + h)`, `scores.TanhSum`). Defaults to
             `None` (Keras: `"dot"`).
-        chunk_threshold: int or None. Above this number of values `Tv`,
-            soft attention takes the memory-efficient chunked path (see
-            above); `None` disables it. Defaults to `4096`.
-        chunk_size: int. Queries and values per chunk on the chunked path.
-            Defaults to `512`.
+        chunk_threshold: `"auto"`, int or None. Above this number of
+            values `Tv`, soft attention takes the memory-efficient chunked
+            path (see above); `None` disables it; `"auto"` is the device's
+            crossover, `dispatch.auto_threshold` (1,023 on a CPU under
+            TensorFlow or JAX, 4,096 elsewhere). Defaults to `"auto"`.
+        chunk_size: `"auto"` or int. Queries and values per chunk on the
+            chunked path (`"auto"`: `dispatch.auto_chunk_size`). Defaults
+            to `"auto"`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -221,6 +225,7 @@ class Attention(keras.layers.Layer):
     >>> a, b = ours([query, value], mask=mask), theirs([query, value], mask=mask)
     >>> np.round(keras.ops.convert_to_numpy(a).astype(float), 3).tolist()
     [[[2.035, 3.035], [0.0, 0.0]]]
+    >>> a, b = keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b)
     >>> bool(np.allclose(a, b)), [w.name for w in ours.weights]
     (True, ['scale', 'concat_score_weight'])
 
@@ -247,12 +252,12 @@ class Attention(keras.layers.Layer):
         local_units=None,
         use_scale=None,
         score_mode=None,
-        chunk_threshold=4096,
-        chunk_size=512,
+        chunk_threshold="auto",
+        chunk_size="auto",
         **kwargs,
     ):
         super().__init__(**kwargs)
-        check_chunking(chunk_threshold, chunk_size)
+        dispatch.check(chunk_threshold, chunk_size)
         _check_choice("mode", mode, MODES)
         _check_choice("local", local, LOCAL_MODES)
         _check_choice("hard_estimator", hard_estimator, HARD_ESTIMATORS)
@@ -414,6 +419,7 @@ class Attention(keras.layers.Layer):
             )
         key = value if key is None else key
         _check_shapes(query.shape, value.shape, key.shape)
+        _check_floating(query=query, value=value, key=key)
         if key_mask is not None:
             key_mask = ops.cast(key_mask, "bool")
             value_mask = (
@@ -469,6 +475,7 @@ class Attention(keras.layers.Layer):
                 )
             query_mask, value_mask = mask[0], mask[1]
         _check_shapes(query.shape, value.shape, key.shape, any_rank=True)
+        _check_floating(query=query, value=value, key=key)
         query_shape, value_shape = ops.shape(query), ops.shape(value)
         batch_shape = query_shape[:-2]
         if query_mask is not None:
@@ -534,7 +541,6 @@ class Attention(keras.layers.Layer):
             self.chunk_threshold is None
             or not _is_static_int(q_len)
             or not _is_static_int(v_len)
-            or v_len <= self.chunk_threshold
             or self.mode != "soft"
             or self.window is not None
             or any(returns)
@@ -543,9 +549,14 @@ class Attention(keras.layers.Layer):
         ):
             return False
         # `chunked_attention` reads `(Tq, Tv)` and `(B, Tq, Tv)` masks.
-        return attention_mask is None or len(
+        if attention_mask is not None and len(
             ops.convert_to_tensor(attention_mask).shape
-        ) in (2, 3)
+        ) not in (2, 3):
+            return False
+        # No fused path here: the device sets the threshold only.
+        return dispatch.takes_chunked_path(
+            self.chunk_threshold, v_len, False, self.compute_dtype, "none", query
+        )
 
     def _chunked(
         self,
@@ -564,6 +575,7 @@ class Attention(keras.layers.Layer):
         seed = None
         if rate:
             seed = keras.random.randint((), 0, 2**31 - 1, seed=self.seed_generator)
+        size = dispatch.chunk_size(self.chunk_size, query.shape[0], query)
         return chunked_attention(
             query,
             key,
@@ -576,8 +588,8 @@ class Attention(keras.layers.Layer):
             score_fn=self.score_layer,
             dropout_rate=rate,
             seed=seed,
-            query_chunk_size=self.chunk_size,
-            key_chunk_size=self.chunk_size,
+            query_chunk_size=size,
+            key_chunk_size=size,
         )
 
     def _attend(
@@ -684,7 +696,7 @@ class Attention(keras.layers.Layer):
         """One-hot weights and log-probabilities of the selected positions.
 
         The position is chosen among `0, ..., Tv`, where `Tv` is an extra
-        candidate at `-inf`: never chosen while a real position exists, the
+        candidate at `-3e38`: never chosen while a real position exists, the
         only one when `Tv = 0` (also when that is known only at run time),
         and its one-hot over the `Tv` real positions is empty: a zero
         context and a log-probability of 0, as soft attention gives.
@@ -701,8 +713,13 @@ class Attention(keras.layers.Layer):
             )
             filled = filled - ops.log(-ops.log(uniform))
             soft_sample = masked_softmax(filled / self.temperature, mask)
+        # The extra candidate is finite (below the -1e30 fill of masked
+        # positions): a row of only -inf has no distribution to sample
+        # (PyTorch's `multinomial` rejects it).
         candidates = ops.pad(
-            filled, ((0, 0), (0, 0), (0, 1)), constant_values=float("-inf")
+            ops.cast(filled, "float32"),
+            ((0, 0), (0, 0), (0, 1)),
+            constant_values=-3e38,
         )
         if training and self.hard_estimator == "reinforce":
             flat = ops.reshape(candidates, (-1, value_length + 1))
@@ -751,6 +768,7 @@ class Attention(keras.layers.Layer):
             query, value, key = _unpack_list("inputs", query)
         key = value if key is None else key
         _check_shapes(query.shape, value.shape, key.shape, any_rank=True)
+        _check_floating(query=query, value=value, key=key)
         weights_shape = (*query.shape[:-1], value.shape[-2])
         outputs = (
             keras.KerasTensor(
@@ -867,6 +885,22 @@ def _check_score(score):
             "`score` must be a name, a config dict or a `keras_attention."
             f"scores.Score` layer. Received: score={score!r}"
         )
+
+
+def _check_floating(**tensors):
+    """Raises a `TypeError` naming the first tensor that is not floating.
+
+    An integer or boolean query, value or key would give an integer
+    context (truncated weights): Keras's `Attention` fails on them too.
+    """
+    for name, tensor in tensors.items():
+        dtype = keras.backend.standardize_dtype(tensor.dtype)
+        if not keras.backend.is_float_dtype(dtype):
+            raise TypeError(
+                f"Attention needs floating-point inputs (cast them first, "
+                f"e.g. with keras.ops.cast(x, 'float32')). Received: "
+                f"{name}.dtype={dtype}"
+            )
 
 
 def _check_shapes(query_shape, value_shape, key_shape, any_rank=False):

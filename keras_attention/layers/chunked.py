@@ -206,27 +206,6 @@ def chunked_attention(
     return output
 
 
-def check_chunking(chunk_threshold, chunk_size):
-    """Checks the `chunk_threshold` / `chunk_size` arguments of a layer."""
-    if chunk_threshold is not None and (
-        isinstance(chunk_threshold, bool)
-        or not isinstance(chunk_threshold, int)
-        or chunk_threshold < 0
-    ):
-        raise ValueError(
-            "`chunk_threshold` must be a non-negative int or None. Received: "
-            f"chunk_threshold={chunk_threshold!r}"
-        )
-    if (
-        isinstance(chunk_size, bool)
-        or not isinstance(chunk_size, int)
-        or chunk_size < 1
-    ):
-        raise ValueError(
-            f"`chunk_size` must be a positive int. Received: chunk_size={chunk_size!r}"
-        )
-
-
 def dropout_keep_mask(seed, shape, rate, query_start=0, key_start=0):
     """The dropout keep mask of `chunked_attention`, for a block or in full.
 

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_attention import scores
+from keras_attention.layers import dispatch
 from keras_attention.layers.chunked import chunked_attention
 from keras_attention.layers.masking import masked_softmax
 
@@ -25,6 +26,8 @@ class ImageSelfAttention(keras.layers.Layer):
     Above `chunk_threshold` positions the attention is computed by
     `chunked_attention` (exact, memory linear in the number of positions):
     a 128x128 map has 16,384 positions, a score matrix of 1 GiB per image.
+    The default, `"auto"`, is the device's crossover
+    (`keras_attention.layers.dispatch.auto_threshold`).
 
     Args:
         key_dim: int or None. Channels of queries and keys. Defaults to
@@ -37,12 +40,14 @@ class ImageSelfAttention(keras.layers.Layer):
             to `"dot"` (SAGAN's `f(x_i)^T g(x_j)`).
         dropout: float in `[0, 1)`. Dropout on the attention weights while
             training. Defaults to `0.0`.
-        chunk_threshold: int or None. Number of positions above which the
-            chunked path is used; `None` never chunks. Defaults to `4096`.
-        query_chunk_size: int. Query chunk of the chunked path. Defaults to
-            `512`.
-        key_chunk_size: int. Key chunk of the chunked path. Defaults to
-            `512`.
+        chunk_threshold: `"auto"`, int or None. Number of positions above
+            which the chunked path is used; `None` never chunks, `"auto"`
+            is the device's crossover. Defaults to `"auto"`.
+        query_chunk_size: `"auto"` or int. Query chunk of the chunked
+            path (`"auto"`: `dispatch.auto_chunk_size`). Defaults to
+            `"auto"`.
+        key_chunk_size: `"auto"` or int. Key chunk of the chunked path.
+            Defaults to `"auto"`.
         kernel_initializer: initializer of the 1x1 convolutions. Defaults
             to `"glorot_uniform"`.
         gamma_initializer: initializer of `gamma`. Defaults to `"zeros"`.
@@ -77,9 +82,9 @@ class ImageSelfAttention(keras.layers.Layer):
         value_dim=None,
         score="dot",
         dropout=0.0,
-        chunk_threshold=4096,
-        query_chunk_size=512,
-        key_chunk_size=512,
+        chunk_threshold="auto",
+        query_chunk_size="auto",
+        key_chunk_size="auto",
         kernel_initializer="glorot_uniform",
         gamma_initializer="zeros",
         seed=None,
@@ -95,14 +100,17 @@ class ImageSelfAttention(keras.layers.Layer):
             ("query_chunk_size", query_chunk_size),
             ("key_chunk_size", key_chunk_size),
         ):
-            if not _positive_int(value):
+            if value != dispatch.AUTO and not _positive_int(value):
                 raise ValueError(
-                    f"`{name}` must be a positive int. Received: {name}={value!r}"
+                    f"`{name}` must be 'auto' or a positive int. Received: "
+                    f"{name}={value!r}"
                 )
-        if chunk_threshold is not None and not _positive_int(chunk_threshold):
+        if chunk_threshold not in (None, dispatch.AUTO) and not _positive_int(
+            chunk_threshold
+        ):
             raise ValueError(
-                "`chunk_threshold` must be a positive int or None. Received: "
-                f"chunk_threshold={chunk_threshold!r}"
+                "`chunk_threshold` must be 'auto', a positive int or None. "
+                f"Received: chunk_threshold={chunk_threshold!r}"
             )
         if not 0.0 <= dropout < 1.0:
             raise ValueError(
@@ -175,10 +183,9 @@ class ImageSelfAttention(keras.layers.Layer):
         query = flat(self.query_conv(inputs))
         key = flat(self.key_conv(inputs))
         value = flat(self.value_conv(inputs))
-        chunked = (
-            self.chunk_threshold is not None
-            and positions is not None
-            and positions > self.chunk_threshold
+        # No fused path here: the device sets the threshold only.
+        chunked = positions is not None and dispatch.takes_chunked_path(
+            self.chunk_threshold, positions, False, self.compute_dtype, "none", inputs
         )
         if chunked:
             context = self._chunked(query, key, value, training)
@@ -205,12 +212,13 @@ class ImageSelfAttention(keras.layers.Layer):
             options["seed"] = keras.random.randint(
                 (), 0, 2**31 - 1, seed=self.seed_generator
             )
+        rows = query.shape[0]
         return chunked_attention(
             query,
             key,
             value,
-            query_chunk_size=self.query_chunk_size,
-            key_chunk_size=self.key_chunk_size,
+            query_chunk_size=dispatch.chunk_size(self.query_chunk_size, rows, query),
+            key_chunk_size=dispatch.chunk_size(self.key_chunk_size, rows, query),
             **options,
         )
 

@@ -7,7 +7,8 @@ from keras import ops, tree
 from keras.src.backend import set_keras_mask
 
 from keras_attention import scores
-from keras_attention.layers.chunked import check_chunking, chunked_attention
+from keras_attention.layers import dispatch
+from keras_attention.layers.chunked import chunked_attention
 from keras_attention.layers.masking import masked_softmax
 from keras_attention.layers.windowed import check_window, windowed_attention
 from keras_attention.scores.dot import Dot
@@ -58,12 +59,22 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
     which can empty a row in some heads only, zeroes those heads' context
     instead).
 
-    Long sequences take a memory-efficient exact path: when the number of
-    keys `Tv` is above `chunk_threshold`, the attention is computed by
-    `keras_attention.layers.chunked.chunked_attention` (online softmax over
-    chunks of `chunk_size` queries and keys), in `O(Tq + Tv)` memory instead
-    of the `(batch, num_heads, Tq, Tv)` scores, forward and backward. It
-    gives the explicit path's outputs and gradients to float tolerance
+    Long sequences take a memory-efficient exact path: the attention is
+    computed by `keras_attention.layers.chunked.chunked_attention` (online
+    softmax over chunks of `chunk_size` queries and keys), in `O(Tq + Tv)`
+    memory instead of the `(batch, num_heads, Tq, Tv)` scores, forward and
+    backward, when the number of keys `Tv` is above `chunk_threshold`.
+    With the default `chunk_threshold="auto"` the device decides
+    (`keras_attention.layers.dispatch`): where the call would take the
+    fused path and the backend has a memory-efficient kernel for that
+    device, dtype and mask (PyTorch on CUDA and on CPU; JAX on a GPU in
+    bfloat16/float16 without a mask or causal: cuDNN flash attention) the
+    fused kernel runs at every length; elsewhere (TensorFlow, JAX on CPU,
+    JAX float32 on a GPU, another score, dropout in training) the layer
+    chunks from 1,024 keys on on a CPU, where chunking is already the
+    faster, and above 4,096 on an accelerator or under PyTorch, where it is
+    for the memory. An int chunks above it on any device (`0`: always),
+    `None` never. The chunked path gives the explicit path's outputs and gradients to float tolerance
     (fully masked rows included), and is taken only when nothing needs the
     full weights: static lengths, no cache, no `return_attention_scores`,
     no `flash_attention=True`, a score that can be computed on chunks (not
@@ -135,11 +146,14 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         score: str, dict or `keras_attention.scores.Score`. Alignment
             function (see `keras_attention.scores.get`). Defaults to
             `"scaled_dot"`, which is Keras's `q k^T / sqrt(key_dim)`.
-        chunk_threshold: int or None. Above this number of keys `Tv` the
-            memory-efficient chunked path is taken (see above); `None`
-            disables it. Defaults to `4096`.
-        chunk_size: int. Queries and keys per chunk on the chunked path.
-            Defaults to `512`.
+        chunk_threshold: `"auto"`, int or None. Above this number of keys
+            `Tv` the memory-efficient chunked path is taken (see above);
+            `None` disables it; `"auto"` decides by backend, device, dtype
+            and mask. Defaults to `"auto"`.
+        chunk_size: `"auto"` or int. Queries and keys per chunk on the
+            chunked path; `"auto"` is 256 on a CPU and up to 4,096 on an
+            accelerator (`dispatch.auto_chunk_size`). Defaults to
+            `"auto"`.
         window: int or None. Restricted self-attention radius `r >= 1`:
             query `i` sees keys `j` with `|i - j| <= r` (`i - r <= j <= i`
             when causal), computed blockwise in `O(r T d)` (see above).
@@ -217,7 +231,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
 
     >>> local = MultiHeadAttention(num_heads=2, key_dim=4, window=1)
     >>> out, weights = local(x, x, return_attention_scores=True)
-    >>> np.asarray(weights)[0, 0] > 0
+    >>> keras.ops.convert_to_numpy(weights)[0, 0] > 0
     array([[ True,  True, False],
            [ True,  True,  True],
            [False,  True,  True]])
@@ -248,12 +262,12 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         use_gate=False,
         seed=None,
         score="scaled_dot",
-        chunk_threshold=4096,
-        chunk_size=512,
+        chunk_threshold="auto",
+        chunk_size="auto",
         window=None,
         **kwargs,
     ):
-        check_chunking(chunk_threshold, chunk_size)
+        dispatch.check(chunk_threshold, chunk_size)
         _check_window(window, sliding_window, flash_attention)
         super().__init__(
             num_heads=num_heads,
@@ -398,7 +412,17 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                 training,
             )
         elif self._takes_chunked_path(
-            query, key, cache, cache_update_index, return_attention_scores
+            query,
+            key,
+            cache,
+            cache_update_index,
+            return_attention_scores,
+            training,
+            dispatch.mask_kind(
+                causal=use_causal_mask,
+                padding=any(m is not None for m in (query_mask, value_mask, key_mask)),
+                pairwise=attention_mask is not None or self._sliding_window is not None,
+            ),
         ):
             output = self._chunked_attention(
                 projected_query,
@@ -520,9 +544,21 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         )
 
     def _takes_chunked_path(
-        self, query, key, cache, cache_update_index, return_attention_scores
+        self,
+        query,
+        key,
+        cache,
+        cache_update_index,
+        return_attention_scores,
+        training=None,
+        mask="none",
     ):
-        """Whether `call` uses `chunked_attention` (static shapes, Python flags)."""
+        """Whether `call` uses `chunked_attention` (static shapes, Python flags).
+
+        `mask` is the `dispatch.mask_kind` of the call: with
+        `chunk_threshold="auto"`, `dispatch.takes_chunked_path` keeps the
+        fused path where the backend's kernel is memory-efficient for it.
+        """
         if (
             self.chunk_threshold is None
             or self.window is not None
@@ -537,7 +573,12 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         if self._overrides_hooks():
             return False
         q_len, k_len = query.shape[1], key.shape[1]
-        return None not in (q_len, k_len) and k_len > self.chunk_threshold
+        if None in (q_len, k_len):
+            return False
+        fused = self._takes_fused_path(return_attention_scores, training, q_len)
+        return dispatch.takes_chunked_path(
+            self.chunk_threshold, k_len, fused, self.compute_dtype, mask, query
+        )
 
     def _chunked_attention(
         self,
@@ -564,6 +605,8 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         if query_mask is not None:
             query_mask = ops.cast(query_mask, "bool")
         score_fn, rate, seed = self._blockwise_options(training)
+        rows = query.shape[0] and query.shape[0] * self.num_heads
+        size = dispatch.chunk_size(self.chunk_size, rows, query)
         return chunked_attention(
             query,
             key,
@@ -577,8 +620,8 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             score_fn=score_fn,
             dropout_rate=rate,
             seed=seed,
-            query_chunk_size=self.chunk_size,
-            key_chunk_size=self.chunk_size,
+            query_chunk_size=size,
+            key_chunk_size=size,
         )
 
     def _windowed_attention(

@@ -33,7 +33,7 @@ from keras import ops, tree
 from keras.src.backend import get_keras_mask, set_keras_mask
 
 from keras_attention import scores
-from keras_attention.layers.chunked import check_chunking
+from keras_attention.layers import dispatch
 from keras_attention.layers.multi_head_attention import (
     MultiHeadAttention,
     cache_length,
@@ -57,13 +57,13 @@ class _TransformerBlock(keras.layers.Layer):
         bias_initializer="zeros",
         normalize_first=False,
         score="scaled_dot",
-        chunk_threshold=4096,
-        chunk_size=512,
+        chunk_threshold="auto",
+        chunk_size="auto",
         window=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        check_chunking(chunk_threshold, chunk_size)
+        dispatch.check(chunk_threshold, chunk_size)
         check_window(window)
         if not isinstance(intermediate_dim, numbers.Integral) or intermediate_dim < 1:
             raise ValueError(
@@ -235,12 +235,12 @@ class TransformerEncoderBlock(_TransformerBlock):
             `False`.
         score: str, dict or `keras_attention.scores.Score`. Alignment
             function of the attention heads. Defaults to `"scaled_dot"`.
-        chunk_threshold: int or None. Passed to the attention sublayer:
+        chunk_threshold: `"auto"`, int or None. Passed to the attention sublayer:
             above this many keys it computes exact attention in chunks, in
-            linear memory (see `MultiHeadAttention`); `None` disables it.
-            Defaults to `4096`.
-        chunk_size: int. Queries and keys per chunk there. Defaults to
-            `512`.
+            linear memory (see `MultiHeadAttention`); `None` disables it;
+            `"auto"` lets the device decide. Defaults to `"auto"`.
+        chunk_size: `"auto"` or int. Queries and keys per chunk there.
+            Defaults to `"auto"`.
         window: int or None. Restricted self-attention: each position
             attends to the positions at most `window` away, computed in
             blocks in `O(window * T)` (`MultiHeadAttention(window=...)`).
@@ -404,12 +404,12 @@ class TransformerDecoderBlock(_TransformerBlock):
             `False`.
         score: str, dict or `keras_attention.scores.Score`. Alignment
             function of both attention sublayers. Defaults to `"scaled_dot"`.
-        chunk_threshold: int or None. Passed to both attention sublayers:
+        chunk_threshold: `"auto"`, int or None. Passed to both attention sublayers:
             above this many keys they compute exact attention in chunks, in
-            linear memory (see `MultiHeadAttention`); `None` disables it.
-            Defaults to `4096`.
-        chunk_size: int. Queries and keys per chunk there. Defaults to
-            `512`.
+            linear memory (see `MultiHeadAttention`); `None` disables it;
+            `"auto"` lets the device decide. Defaults to `"auto"`.
+        chunk_size: `"auto"` or int. Queries and keys per chunk there.
+            Defaults to `"auto"`.
         window: int or None. Restricted self-attention in the
             self-attention sublayer only (the cross-attention stays full):
             position `i` attends to `i - window ... i` (with the causal
@@ -477,7 +477,8 @@ class TransformerDecoderBlock(_TransformerBlock):
     ...     target[:, :1], source, self_attention_cache=cache,
     ...     self_attention_cache_update_index=0, cross_attention_cache=empty,
     ...     cross_attention_cache_update_index=0)
-    >>> bool(np.allclose(filled, cross, atol=1e-6))
+    >>> to_np = keras.ops.convert_to_numpy
+    >>> bool(np.allclose(to_np(filled), to_np(cross), atol=1e-6))
     True
 
     The same step with split `(keys, values)` caches:
@@ -487,7 +488,7 @@ class TransformerDecoderBlock(_TransformerBlock):
     >>> out_split, (keys, values), _ = block(
     ...     target[:, :1], source, self_attention_cache=empty_pair,
     ...     self_attention_cache_update_index=0, cross_attention_cache=pairs)
-    >>> bool(np.allclose(out_split, out, atol=1e-6)), tuple(pairs[0].shape)
+    >>> bool(np.allclose(to_np(out_split), to_np(out), atol=1e-6)), tuple(pairs[0].shape)
     (True, (2, 2, 6, 4))
 
     Reference:

@@ -99,7 +99,7 @@ def value_and_grads(layer, inputs, kwargs, jit=False):
     Gradients with respect to each input, then each trainable weight, all as
     float32 NumPy arrays. The probe has the first input's shape (the layers
     here keep it). Eager, or compiled with `jit` (`tf.function(jit_compile=
-    True)`, `jax.jit`): compiling one program per case costs more than
+    True)`, `jax.jit`; PyTorch runs eagerly): compiling one program per case costs more than
     running it op by op, on either backend.
     """
     probe = np.random.default_rng(5).normal(size=inputs[0].shape).astype("float32")
@@ -135,8 +135,22 @@ def value_and_grads(layer, inputs, kwargs, jit=False):
         trainable = [v.value for v in layer.trainable_variables]
         (_, output), (weight_grads, *input_grads) = run(trainable, *inputs)
         grads = [*input_grads, *weight_grads]
+    elif backend == "torch":
+        # Eager autograd (`jit` has no meaning here).
+        import torch
+
+        tensors = [torch.tensor(x, requires_grad=True) for x in inputs]
+        output = layer(*tensors, **kwargs)
+        loss = (output.float() * torch.tensor(probe)).sum()
+        targets = [*tensors, *(v.value for v in layer.trainable_variables)]
+        grads = torch.autograd.grad(loss, targets, allow_unused=True)
+        grads = [
+            torch.zeros_like(t) if g is None else g
+            for g, t in zip(grads, targets, strict=True)
+        ]
+        output = output.detach()
     else:
-        pytest.skip(f"gradients are checked on TF and JAX, not {backend}")
+        pytest.skip(f"gradients are checked on TF, JAX and PyTorch, not {backend}")
     to_np = keras.ops.convert_to_numpy
     return to_np(output).astype("float32"), [to_np(g).astype("float32") for g in grads]
 

@@ -146,3 +146,40 @@ def test_no_query_gives_an_empty_context(kwargs):
         np.zeros((2, 0, 4), "float32"), value, return_attention_scores=True
     )
     assert tuple(context.shape) == (2, 0, 4) and tuple(weights.shape) == (2, 0, 5)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "bool"])
+@pytest.mark.parametrize("call", ["tensor", "list", "value_only"])
+def test_non_float_inputs_raise_naming_the_argument(dtype, call):
+    floats = np.ones((2, 3, 4), "float32")
+    other = floats.astype(dtype)
+    layer = Attention()
+    with pytest.raises(
+        TypeError, match=f"{'value' if call == 'value_only' else 'query'}.dtype={dtype}"
+    ):
+        if call == "tensor":
+            layer(other, other)
+        elif call == "list":
+            layer([other, other])
+        else:
+            layer(floats, other)
+
+
+def test_int_inputs_keras_attention_never_gives_an_int_result_either():
+    """Keras's layer on the same int32 inputs: it fails (TensorFlow's
+    softmax) or computes in float (JAX, PyTorch); ours raises instead of
+    returning an int32 context of truncated weights."""
+    x = np.ones((2, 3, 4), "int32")
+    try:
+        theirs = keras.layers.Attention()([x, x])
+    except Exception:
+        theirs = None
+    if theirs is not None:
+        assert keras.backend.is_float_dtype(
+            keras.backend.standardize_dtype(theirs.dtype)
+        )
+    with pytest.raises(TypeError, match="query.dtype=int32"):
+        Attention()([x, x])
+    symbolic = keras.Input((3, 4), dtype="int32")
+    with pytest.raises(TypeError, match="query.dtype=int32"):
+        Attention()(symbolic, symbolic)

@@ -136,6 +136,15 @@ def _value_and_grads(fn, q, k, v, jit=False):
         # Always compiled on JAX: one XLA program instead of a compilation
         # per loop (op-by-op mode), several times faster here.
         run = jax.jit(run)
+    elif backend == "torch":
+        import torch
+
+        def run(q, k, v):  # eager autograd
+            q, k, v = (x.detach().requires_grad_(True) for x in (q, k, v))
+            out = fn(q, k, v)
+            loss = (out.float() * torch.tensor(directions)).sum()
+            return out.detach(), torch.autograd.grad(loss, [q, k, v])
+
     else:
         pytest.skip(f"no gradient helper for {backend}")
     out, grads = run(q, k, v)

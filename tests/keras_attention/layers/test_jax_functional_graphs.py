@@ -185,7 +185,10 @@ def test_attention_with_unknown_lengths_in_a_functional_graph(chunked_lengths):
     # Building the graph traces unknown lengths (JAX: symbolic dimensions);
     # they cannot be compared with the threshold, so the full path runs.
     chunked = attention_model(chunk_threshold=5)
-    assert chunked_lengths == []
+    if keras.config.backend() != "torch":
+        assert chunked_lengths == []
+    # (PyTorch builds the graph on stand-in sizes, known ints: either path
+    # gives the output spec.)
     explicit = attention_model(chunk_threshold=None)
     explicit.set_weights(chunked.get_weights())
     rng = np.random.default_rng(1)

@@ -192,8 +192,8 @@ def test_config_reaches_the_attention_and_round_trips(cls):
         }
     )
     assert (legacy.chunk_threshold, legacy.chunk_size, legacy.window) == (
-        4096,
-        512,
+        "auto",
+        "auto",
         None,
     )
 

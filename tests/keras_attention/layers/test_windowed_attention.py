@@ -86,6 +86,15 @@ def _value_and_grads(fn, q, k, v, jit=False):
             return out, tape.gradient(loss, [q, k, v])
 
         run = tf.function(run, jit_compile=True) if jit else run
+    elif keras.backend.backend() == "torch":
+        import torch
+
+        def run(q, k, v):  # eager autograd
+            q, k, v = (x.detach().requires_grad_(True) for x in (q, k, v))
+            out = fn(q, k, v)
+            loss = (out.float() * torch.tensor(directions)).sum()
+            return out.detach(), torch.autograd.grad(loss, [q, k, v])
+
     else:
         import jax
 

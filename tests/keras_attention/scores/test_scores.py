@@ -23,13 +23,19 @@ def np_additive(s, h, w, u, v, b=0.0):
 
 def test_dot():
     out = scores.Dot()(QUERY, KEY)
-    np.testing.assert_allclose(out, np.einsum("bqd,bvd->bqv", QUERY, KEY), rtol=1e-5)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(out),
+        np.einsum("bqd,bvd->bqv", QUERY, KEY),
+        rtol=1e-5,
+    )
 
 
 def test_scaled_dot():
     out = scores.ScaledDot()(QUERY, KEY)
     ref = np.einsum("bqd,bvd->bqv", QUERY, KEY) / np.sqrt(4)
-    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(out), ref, rtol=1e-5, atol=1e-6
+    )
 
 
 def test_general_uses_its_kernel():
@@ -38,7 +44,9 @@ def test_general_uses_its_kernel():
     w = weights(layer)["kernel"]
     assert w.shape == (4, 6)
     ref = np.einsum("bqd,de,bve->bqv", QUERY, w, KEY_WIDE)
-    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(out), ref, rtol=1e-5, atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("cls", [scores.Additive, scores.Perceptron])
@@ -59,7 +67,9 @@ def test_additive_and_perceptron(cls, use_bias):
         w["scale"],
         w.get("bias", 0.0),
     )
-    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(out), ref, rtol=1e-5, atol=1e-5
+    )
 
 
 def test_additive_infers_units_from_key():
@@ -78,7 +88,9 @@ def test_concat_linear_is_w_times_concatenation():
         for i in range(3):
             for j in range(5):
                 ref[b, i, j] = np.concatenate([QUERY[b, i], KEY_WIDE[b, j]]) @ w[:, 0]
-    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(out), ref, rtol=1e-5, atol=1e-5
+    )
 
 
 def test_concat_with_units_is_luong_concat():
@@ -91,7 +103,9 @@ def test_concat_with_units_is_luong_concat():
             for j in range(5):
                 joint = np.concatenate([QUERY[b, i], KEY_WIDE[b, j]])
                 ref[b, i, j] = w["scale"] @ np.tanh(joint @ w["kernel"])
-    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(out), ref, rtol=1e-5, atol=1e-5
+    )
 
 
 def test_cosine_matches_formula_and_is_safe_for_zero_vectors():
@@ -101,7 +115,9 @@ def test_cosine_matches_formula_and_is_safe_for_zero_vectors():
     qn = np.linalg.norm(QUERY, axis=-1, keepdims=True)
     kn = np.maximum(np.linalg.norm(key, axis=-1, keepdims=True), 1e-6)
     ref = np.einsum("bqd,bvd->bqv", QUERY / qn, key / kn)
-    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(out), ref, rtol=1e-5, atol=1e-6
+    )
     assert np.all(np.isfinite(out))
     np.testing.assert_array_equal(out[0, :, 1], 0.0)
     assert np.all(np.abs(out) <= 1.0 + 1e-6)
@@ -112,9 +128,11 @@ def test_location_depends_only_on_query_and_is_cropped():
     out = keras.ops.convert_to_numpy(layer(QUERY, KEY))
     w = weights(layer)
     ref = (QUERY @ w["kernel"] + w["bias"])[..., :5]
-    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(out), ref, rtol=1e-5, atol=1e-5
+    )
     other = keras.ops.convert_to_numpy(layer(QUERY, KEY + 3.0))
-    np.testing.assert_allclose(out, other)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(out), other)
 
 
 def test_location_rejects_longer_keys():
@@ -152,4 +170,6 @@ def test_projected_keys_give_the_same_scores(name):
     expected = keras.ops.convert_to_numpy(layer(QUERY, KEY))
     projected = layer.project_key(KEY)
     out = keras.ops.convert_to_numpy(layer.score_projected(QUERY, projected))
-    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(out), expected, rtol=1e-5, atol=1e-5
+    )

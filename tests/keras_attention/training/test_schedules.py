@@ -43,7 +43,7 @@ def test_serialization_and_use_in_an_optimizer():
     assert restored.get_config() == schedule.get_config()
     optimizer = keras.optimizers.Adam(schedule)
     variable = keras.Variable(np.ones(3, "float32"))
-    optimizer.apply_gradients([(np.ones(3, "float32"), variable)])
+    optimizer.apply_gradients([(keras.ops.ones(3, "float32"), variable)])
     np.testing.assert_allclose(
         float(optimizer.learning_rate), 0.5 * paper(2, 64, 10), rtol=1e-6
     )

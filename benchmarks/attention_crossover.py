@@ -1,0 +1,145 @@
+"""Where chunking starts to pay on this machine: full vs chunked, one process.
+
+`keras_attention.layers.MultiHeadAttention` self-attention, batch 1, 8
+heads of 64 (d_model 512), float32, at each `--lengths` T: the full path
+(`chunk_threshold=None`) and the chunked path (`chunk_threshold=0`) with
+each `--chunks` block size. Every variant is compiled first (`jax.jit` /
+`tf.function(jit_compile=True)`; PyTorch runs eagerly), forward and
+forward + backward (gradients of `sum(output)` w.r.t. the input and the
+weights); then `--rounds` rounds time each variant once in turn, so a load
+that drifts during the run weighs on all of them alike. Prints the median
+times and each chunked variant's ratio to the full path at the same T
+(below 1: chunking is faster), with the machine's load before and after.
+
+This is what `keras_attention.layers.dispatch.CPU_CHUNK_THRESHOLD` and
+`CPU_CHUNK_SIZE` come from.
+
+Usage:
+    python benchmarks/attention_crossover.py                     # 512..4096
+    python benchmarks/attention_crossover.py --lengths 1024,2048 --chunks 256,512
+    KERAS_BACKEND=jax python benchmarks/attention_crossover.py
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+from machine import describe  # noqa: E402
+
+from keras_attention.layers import MultiHeadAttention  # noqa: E402
+
+HEADS, KEY_DIM = 8, 64
+
+
+def compiled(layer, x):
+    """`(forward, forward_and_backward)` callables of `layer(x, x)`."""
+    backend = keras.config.backend()
+    if backend == "jax":
+        import jax
+
+        trainable = [v.value for v in layer.trainable_variables]
+        fixed = [v.value for v in layer.non_trainable_variables]
+
+        def pure(params, x):
+            out, _ = layer.stateless_call(params, fixed, x, x)
+            return out
+
+        forward = jax.jit(lambda x: pure(trainable, x))
+        grads = jax.jit(jax.grad(lambda p, x: pure(p, x).sum(), (0, 1)))
+
+        def run(fn):
+            return lambda: jax.block_until_ready(fn())
+
+        return run(lambda: forward(x)), run(lambda: grads(trainable, x))
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        x = tf.constant(x)
+
+        @tf.function(jit_compile=True)
+        def forward():
+            return layer(x, x)
+
+        @tf.function(jit_compile=True)
+        def both():
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                out = tf.reduce_sum(layer(x, x))
+            return tape.gradient(out, [x, *layer.trainable_variables])
+
+        return (lambda: forward().numpy()), (lambda: [g.numpy() for g in both()])
+    if backend == "torch":
+        import torch
+
+        x = torch.tensor(x, requires_grad=True)
+
+        def forward():
+            with torch.no_grad():
+                return layer(x, x)
+
+        def both():
+            layer.zero_grad()
+            out = layer(x, x).sum()
+            out.backward()
+
+        return forward, both
+    raise SystemExit(f"Unsupported backend {backend!r}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lengths", default="512,1024,2048,3072,4096")
+    parser.add_argument("--chunks", default="512")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    lengths = [int(t) for t in args.lengths.split(",")]
+    chunks = [int(c) for c in args.chunks.split(",")]
+    print(f"backend: {keras.config.backend()}; keras {keras.__version__}")
+    print(describe())
+    print(f"batch 1, {HEADS} heads x {KEY_DIM}, float32, {args.rounds} rounds")
+    rows = []
+    for length in lengths:
+        x = np.random.default_rng(0).normal(size=(1, length, HEADS * KEY_DIM))
+        x = x.astype("float32")
+        variants = {"full": {"chunk_threshold": None}}
+        for chunk in chunks:
+            variants[f"chunked c={chunk}"] = {"chunk_threshold": 0, "chunk_size": chunk}
+        runs = {}
+        for name, config in variants.items():
+            keras.utils.set_random_seed(0)
+            layer = MultiHeadAttention(HEADS, KEY_DIM, **config)
+            layer(x[:, :8], x[:, :8])
+            forward, both = compiled(layer, x)
+            forward(), both()  # compile and warm up
+            runs[name] = (forward, both)
+        times = {name: ([], []) for name in runs}
+        for _ in range(args.rounds):
+            for name, (forward, both) in runs.items():
+                for fn, out in zip((forward, both), times[name], strict=True):
+                    start = time.perf_counter()
+                    fn()
+                    out.append(time.perf_counter() - start)
+        full = [statistics.median(t) for t in times["full"]]
+        for name, (fwd, bwd) in times.items():
+            fwd, bwd = statistics.median(fwd), statistics.median(bwd)
+            rows.append(
+                f"| {length} | {name} | {fwd * 1e3:.1f} | {bwd * 1e3:.1f} | "
+                f"{fwd / full[0]:.2f} | {bwd / full[1]:.2f} |"
+            )
+        print(f"T={length} done; {describe()}", flush=True)
+    print()
+    print("| T | path | fwd ms | fwd+bwd ms | fwd / full | fwd+bwd / full |")
+    print("|---:|:---|---:|---:|---:|---:|")
+    print("\n".join(rows))
+    print(describe())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,244 @@
+"""Which attention path a layer takes on the user's backend and device.
+
+Three ways compute the same exact softmax attention:
+
+- the backend's fused `keras.ops.dot_product_attention` (scaled dot
+  product only);
+- the explicit path: the `(B, heads, Tq, Tv)` scores, a float32 masked
+  softmax, the weighted sum (any score, returns the weights);
+- the chunked path, `chunked_attention`: an online softmax over blocks, in
+  memory linear in `Tq + Tv`.
+
+`keras.ops.dot_product_attention` is memory-efficient only where the
+backend has a kernel for that device, dtype and mask; elsewhere it holds
+the scores too. The rules, each measured (see `benchmarks/attention_devices.py`
+and the measurements quoted below):
+
+- PyTorch, CUDA: `scaled_dot_product_attention` picks its flash or
+  memory-efficient kernel, float32 included, with or without a mask
+  (issue #39: float32 T=8,192 forward + backward 16.7 ms against 665 ms
+  chunked). Fused.
+- PyTorch, CPU: its flash kernel is memory-efficient without a mask,
+  causal, and with a key padding mask: the resident set grew by 33 / 65
+  MiB (forward) and 66 / 130 MiB (forward + backward) at T = 4,096 /
+  8,192, 8 heads of 64, where the float32 scores alone are 512 / 2,048
+  MiB. A pairwise mask (causal and padding together, an
+  `attention_mask`, `sliding_window`) is passed to it as one `(B, 1, Tq,
+  Tv)` tensor: 385 MiB at T = 8,192, one head's share of the scores, and
+  still far faster than the chunked loop in eager PyTorch. Fused.
+- JAX, GPU, bfloat16 or float16: cuDNN flash attention, without a mask or
+  causal. It takes a mask only as a full `(B, heads or 1, Tq, Tv)` bias
+  (a `(B, 1, 1, Tv)` padding mask makes Keras fall back to XLA's explicit
+  form), so padding and pairwise masks count as not fused. float32 has no
+  cuDNN flash kernel (XLA's explicit form).
+- TensorFlow (any device), JAX on CPU or TPU: no memory-efficient kernel
+  (TPU's Splash kernel is not measured here).
+
+A layer with `chunk_threshold="auto"` takes the fused path where it is
+memory-efficient, at every length; elsewhere it chunks above
+`auto_threshold()` keys. An int threshold chunks above it whatever the
+device (`0`: always; `None`: never).
+"""
+
+import keras
+
+#: The default `chunk_threshold` / `chunk_size`: decided per call by device.
+AUTO = "auto"
+
+#: Above this many keys a CPU without a memory-efficient fused kernel
+#: (TensorFlow, JAX) chunks: from 1,024 keys on, the smallest length
+#: measured, the chunked path was already faster than the full one, forward
+#: and forward + backward, on both backends (2-core AMD EPYC, load ~10,
+#: `benchmarks/attention_crossover.py --lengths 1024,2048,3072,4096
+#: --chunks 256,512,1024`: fwd+bwd / full at T = 1,024 with 256-blocks 0.22
+#: on JAX, 0.61 on TensorFlow; below 512 keys one block is the whole
+#: matrix anyway).
+CPU_CHUNK_THRESHOLD = 1023
+
+#: Above this many keys a GPU without a memory-efficient fused kernel (JAX
+#: float32, TensorFlow) or PyTorch's explicit path (a score other than
+#: scaled dot) chunks: there the explicit path is faster and the choice is
+#: the memory, 512 MiB of float32 scores for 8 heads.
+DEVICE_CHUNK_THRESHOLD = 4096
+
+#: Queries and keys per block on a CPU: 256 gave the fastest forward +
+#: backward at every T of the same run (T = 4,096: 0.15 / 0.31 / 0.53 of
+#: the full path's time with 256 / 512 / 1,024 blocks on JAX, 0.46 / 0.52 /
+#: 0.85 on TensorFlow).
+CPU_CHUNK_SIZE = 256
+
+#: On an accelerator, the largest block of `(B * heads, c, c)` float32
+#: scores up to this many bytes (4,096 for B = 1 and 8 heads: on an H100 a
+#: 4,096 block was 2x faster than 512 at T = 32,768).
+DEVICE_BLOCK_BYTES = 2**29
+DEVICE_CHUNK_SIZES = (4096, 2048, 1024, 512)
+
+MASK_KINDS = ("none", "causal", "padding", "pairwise")
+
+
+def backend():
+    """`keras.config.backend()`: the one place the backend is read (tests stub it)."""
+    return keras.config.backend()
+
+
+def platform(tensor=None):
+    """`"cpu"`, `"gpu"` or `"tpu"`: where the backend computes `tensor`.
+
+    JAX: the default device (`jax.devices()[0]`). PyTorch: the tensor's
+    device, else Keras's default (CUDA when available). TensorFlow: a GPU
+    when one is visible.
+    """
+    name = backend()
+    if name == "jax":
+        import jax
+
+        name = jax.devices()[0].platform
+    elif name == "torch":
+        import torch
+
+        device = getattr(tensor, "device", None)
+        name = getattr(device, "type", None)
+        if name not in ("cpu", "cuda"):
+            name = "cuda" if torch.cuda.is_available() else "cpu"
+    elif name == "tensorflow":
+        import tensorflow as tf
+
+        name = "gpu" if tf.config.list_logical_devices("GPU") else "cpu"
+    else:
+        name = "cpu"
+    return {"cuda": "gpu", "rocm": "gpu"}.get(name, name)
+
+
+def mask_kind(causal=False, padding=False, pairwise=False):
+    """The mask as the fused kernels see it, one of `MASK_KINDS`.
+
+    Args:
+        causal: bool. `use_causal_mask`.
+        padding: bool. A query or key padding mask.
+        pairwise: bool. An `attention_mask` or a band (`sliding_window`).
+
+    >>> mask_kind(causal=True), mask_kind(causal=True, padding=True)
+    ('causal', 'pairwise')
+    """
+    if pairwise or (causal and padding):
+        return "pairwise"
+    if causal:
+        return "causal"
+    return "padding" if padding else "none"
+
+
+def fused_is_memory_efficient(backend, device, dtype, mask):
+    """Whether `keras.ops.dot_product_attention` runs in linear memory.
+
+    Args:
+        backend: str. `keras.config.backend()`.
+        device: str. `platform()`.
+        dtype: str. The compute dtype.
+        mask: str. `mask_kind()`.
+
+    >>> fused_is_memory_efficient("torch", "cpu", "float32", "padding")
+    True
+    >>> fused_is_memory_efficient("jax", "gpu", "float32", "none")
+    False
+    >>> fused_is_memory_efficient("jax", "gpu", "bfloat16", "causal")
+    True
+    """
+    if mask not in MASK_KINDS:
+        raise ValueError(f"`mask` must be one of {MASK_KINDS}. Received: mask={mask!r}")
+    if backend == "torch":
+        return device in ("cpu", "gpu")
+    if backend == "jax":
+        half = keras.backend.standardize_dtype(dtype) in ("bfloat16", "float16")
+        return device == "gpu" and half and mask in ("none", "causal")
+    return False
+
+
+def auto_threshold(backend, device):
+    """The number of keys above which `"auto"` chunks (no fused kernel)."""
+    if device == "cpu" and backend != "torch":
+        return CPU_CHUNK_THRESHOLD
+    # PyTorch runs the chunked loop op by op, slower than its explicit
+    # path at any length: there chunking is only for the memory.
+    return DEVICE_CHUNK_THRESHOLD
+
+
+def auto_chunk_size(device, rows=None):
+    """Queries and keys per block: `CPU_CHUNK_SIZE`, or by `DEVICE_BLOCK_BYTES`.
+
+    Args:
+        device: str. `platform()`.
+        rows: int or None. `batch * heads` of the blocks, when known.
+
+    >>> auto_chunk_size("cpu"), auto_chunk_size("gpu", 8), auto_chunk_size("gpu", 128)
+    (256, 4096, 1024)
+    """
+    if device == "cpu":
+        return CPU_CHUNK_SIZE
+    rows = rows or 1
+    for size in DEVICE_CHUNK_SIZES:
+        if rows * size * size * 4 <= DEVICE_BLOCK_BYTES:
+            return size
+    return DEVICE_CHUNK_SIZES[-1]
+
+
+def takes_chunked_path(chunk_threshold, key_length, fused, dtype, mask, tensor=None):
+    """Whether a call chunks, `chunk_threshold` and the device deciding.
+
+    Args:
+        chunk_threshold: `"auto"`, an int (chunk above it) or None (never).
+        key_length: int. The number of keys `Tv`, static.
+        fused: bool. Whether the call would otherwise take the fused
+            `dot_product_attention` path (scaled dot, no weights returned,
+            no dropout, ...).
+        dtype: str. The compute dtype.
+        mask: str. `mask_kind()`.
+        tensor: optional tensor of the call, to find its device.
+
+    >>> takes_chunked_path(None, 10**6, False, "float32", "none")
+    False
+    >>> takes_chunked_path(100, 101, True, "float32", "none")
+    True
+    """
+    if chunk_threshold is None:
+        return False
+    if chunk_threshold == AUTO:
+        if key_length <= min(CPU_CHUNK_THRESHOLD, DEVICE_CHUNK_THRESHOLD):
+            return False  # short: no device query (a decoding step, say)
+        name, device = backend(), platform(tensor)
+        if fused and fused_is_memory_efficient(name, device, dtype, mask):
+            return False
+        chunk_threshold = auto_threshold(name, device)
+    return key_length > chunk_threshold
+
+
+def chunk_size(size, rows=None, tensor=None):
+    """The block size of a call: `size`, or `auto_chunk_size` for `"auto"`."""
+    if size != AUTO:
+        return size
+    return auto_chunk_size(platform(tensor), rows)
+
+
+def check(chunk_threshold, chunk_size):
+    """Checks the `chunk_threshold` / `chunk_size` arguments of a layer."""
+    if (
+        chunk_threshold is not None
+        and chunk_threshold != AUTO
+        and (
+            isinstance(chunk_threshold, bool)
+            or not isinstance(chunk_threshold, int)
+            or chunk_threshold < 0
+        )
+    ):
+        raise ValueError(
+            "`chunk_threshold` must be 'auto', a non-negative int or None. "
+            f"Received: chunk_threshold={chunk_threshold!r}"
+        )
+    if chunk_size != AUTO and (
+        isinstance(chunk_size, bool)
+        or not isinstance(chunk_size, int)
+        or chunk_size < 1
+    ):
+        raise ValueError(
+            "`chunk_size` must be 'auto' or a positive int. Received: "
+            f"chunk_size={chunk_size!r}"
+        )

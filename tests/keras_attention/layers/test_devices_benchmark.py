@@ -1,0 +1,60 @@
+"""`benchmarks/attention_devices.py` runs without TensorFlow and keras-hub.
+
+The GPU machine it is written for has JAX and PyTorch but neither of them:
+a worker row runs here in a subprocess whose imports of `tensorflow` and
+`keras_hub` fail, and its output must equal Keras's layer's.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+BLOCKED = """
+import runpy, sys
+
+# As if not installed: `import` raises ModuleNotFoundError and
+# `importlib.util.find_spec` returns None.
+sys.modules["tensorflow"] = None
+sys.modules["keras_hub"] = None
+sys.argv = sys.argv[1:]  # drop "-c": the script and its arguments
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_a_row_without_tensorflow_or_keras_hub():
+    backend = keras.config.backend()
+    backend = backend if backend in ("jax", "torch") else "jax"
+    script = os.path.join(ROOT, "benchmarks", "attention_devices.py")
+    env = {**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": ROOT}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            BLOCKED,
+            script,
+            "--worker",
+            "--dtypes=float32",
+            "--lengths=16",
+            "--mask-lengths=16",
+            "--repeats=1",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+    assert [(r["T"], r["mask"]) for r in rows] == [
+        (16, "none"),
+        (16, "causal"),
+        (16, "padding"),
+    ]
+    for row in rows:
+        assert row["backend"] == backend and row["path"] == "fused"
+        assert row["ours"]["ms"] > 0 and row["keras"]["ms"] > 0
+        assert row["max_abs_diff"] < 1e-4

@@ -1,0 +1,290 @@
+"""`chunk_threshold="auto"`: the fused, explicit or chunked path by device.
+
+The backend and device queries of `keras_attention.layers.dispatch` are
+stubbed, so every rule is exercised on this machine's real backend: a spy
+on `chunked_attention` and on `keras.ops.dot_product_attention` shows which
+path ran, and the output is compared with the explicit path
+(`chunk_threshold=None`, same weights).
+"""
+
+import importlib.util
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_attention.layers import ImageSelfAttention, dispatch
+from keras_attention.layers import attention as attention_module
+from keras_attention.layers import image_attention as image_module
+from keras_attention.layers import multi_head_attention as mha_module
+from keras_attention.layers.attention import Attention
+from keras_attention.layers.chunked import chunked_attention
+from keras_attention.layers.multi_head_attention import MultiHeadAttention
+
+_spec = importlib.util.spec_from_file_location(
+    "attention_cases", os.path.join(os.path.dirname(__file__), "attention_cases.py")
+)
+cases = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cases)
+
+B, DIM, HEADS = cases.B, cases.DIM, cases.HEADS
+T = 12  # above the stubbed thresholds below
+SMALL = 8
+
+
+@pytest.fixture
+def paths(monkeypatch):
+    """Stubbable device; counts of the chunked and fused calls; small limits."""
+    calls = {"chunked": [], "fused": 0}
+
+    def chunked(*args, **kwargs):
+        calls["chunked"].append(kwargs.get("query_chunk_size"))
+        return chunked_attention(*args, **kwargs)
+
+    fused_op = keras.ops.dot_product_attention
+
+    def fused(*args, **kwargs):
+        calls["fused"] += 1
+        return fused_op(*args, **kwargs)
+
+    for module in (mha_module, attention_module, image_module):
+        monkeypatch.setattr(module, "chunked_attention", chunked)
+    monkeypatch.setattr(mha_module.ops, "dot_product_attention", fused)
+    monkeypatch.setattr(dispatch, "CPU_CHUNK_THRESHOLD", SMALL)
+    monkeypatch.setattr(dispatch, "DEVICE_CHUNK_THRESHOLD", SMALL)
+    monkeypatch.setattr(dispatch, "CPU_CHUNK_SIZE", 5)
+
+    def stub(backend, device):
+        monkeypatch.setattr(dispatch, "backend", lambda: backend)
+        monkeypatch.setattr(dispatch, "platform", lambda tensor=None: device)
+
+    calls["stub"] = stub
+    return calls
+
+
+MASKS = {
+    "none": {},
+    "causal": {"use_causal_mask": True},
+    "padding": {"value_mask": cases.padding(T)},
+    "causal_padding": {"use_causal_mask": True, "value_mask": cases.padding(T)},
+    "attention_mask": {
+        "attention_mask": np.random.default_rng(1).random((B, T, T)) < 0.7
+    },
+}
+
+# (backend, device, dtype, mask) -> the path `"auto"` takes, per rule.
+RULES = [
+    # PyTorch: SDPA is memory-efficient on CUDA and on CPU, any dtype/mask.
+    ("torch", "gpu", "float32", "none", "fused"),
+    ("torch", "gpu", "float32", "padding", "fused"),
+    ("torch", "gpu", "mixed_bfloat16", "causal", "fused"),
+    ("torch", "cpu", "float32", "none", "fused"),
+    ("torch", "cpu", "float32", "causal", "fused"),
+    ("torch", "cpu", "float32", "padding", "fused"),
+    ("torch", "cpu", "float32", "causal_padding", "fused"),
+    ("torch", "cpu", "float32", "attention_mask", "fused"),
+    # JAX: cuDNN flash in bfloat16 without a mask or causal only.
+    ("jax", "gpu", "mixed_bfloat16", "none", "fused"),
+    ("jax", "gpu", "mixed_bfloat16", "causal", "fused"),
+    ("jax", "gpu", "mixed_bfloat16", "padding", "chunked"),
+    ("jax", "gpu", "mixed_bfloat16", "causal_padding", "chunked"),
+    ("jax", "gpu", "float32", "none", "chunked"),
+    ("jax", "gpu", "float32", "causal", "chunked"),
+    ("jax", "cpu", "float32", "none", "chunked"),
+    ("jax", "cpu", "mixed_bfloat16", "none", "chunked"),
+    ("jax", "tpu", "mixed_bfloat16", "none", "chunked"),
+    # TensorFlow: no memory-efficient kernel on any device.
+    ("tensorflow", "cpu", "float32", "none", "chunked"),
+    ("tensorflow", "gpu", "mixed_bfloat16", "causal", "chunked"),
+    ("tensorflow", "gpu", "float32", "padding", "chunked"),
+]
+
+
+def _pair(config, query, value):
+    """A layer with `chunk_threshold="auto"` and its explicit twin."""
+    auto = MultiHeadAttention(num_heads=HEADS, key_dim=4, **config)
+    explicit = MultiHeadAttention(
+        num_heads=HEADS, key_dim=4, chunk_threshold=None, **config
+    )
+    for layer in (auto, explicit):
+        layer(query, value)
+    explicit.set_weights(auto.get_weights())
+    return auto, explicit
+
+
+@pytest.mark.parametrize(("backend", "device", "dtype", "mask", "path"), RULES)
+def test_mha_auto_path_per_rule(paths, backend, device, dtype, mask, path):
+    query, value = cases.data(T), cases.data(T, seed=1)
+    auto, explicit = _pair({"dtype": dtype}, query, value)
+    paths["stub"](backend, device)
+    paths["chunked"].clear()
+    paths["fused"] = 0
+    out = keras.ops.convert_to_numpy(
+        keras.ops.cast(auto(query, value, **MASKS[mask]), "float32")
+    )
+    took = "chunked" if paths["chunked"] else "fused" if paths["fused"] else "explicit"
+    assert took == path
+    ref = explicit(query, value, **MASKS[mask])
+    ref = keras.ops.convert_to_numpy(keras.ops.cast(ref, "float32"))
+    atol = 3e-2 if "bfloat16" in dtype else 2e-5
+    np.testing.assert_allclose(out, ref, atol=atol)
+
+
+@pytest.mark.parametrize(
+    ("config", "kwargs"),
+    [
+        ({"score": "general"}, {}),  # no fused path for another score
+        ({"dropout": 0.5}, {"training": True}),  # dropout: explicit weights
+        ({"value_dim": 3}, {}),  # value_dim != key_dim
+    ],
+)
+def test_mha_auto_chunks_where_nothing_is_fused(paths, config, kwargs):
+    query, value = cases.data(T), cases.data(T, seed=1)
+    layer = MultiHeadAttention(num_heads=HEADS, key_dim=4, **config)
+    layer(query, value)
+    paths["stub"]("torch", "gpu")
+    paths["chunked"].clear()
+    layer(query, value, **kwargs)
+    assert len(paths["chunked"]) == 1
+
+
+def test_mha_auto_below_the_threshold_is_not_chunked(paths):
+    query, value = cases.data(SMALL), cases.data(SMALL, seed=1)
+    layer = MultiHeadAttention(num_heads=HEADS, key_dim=4)
+    paths["stub"]("tensorflow", "cpu")
+    layer(query, value)
+    assert paths["chunked"] == [] and paths["fused"] == 1
+
+
+@pytest.mark.parametrize(
+    ("threshold", "backend", "device", "chunked"),
+    [
+        (None, "tensorflow", "cpu", False),  # never, where auto would chunk
+        (0, "torch", "gpu", True),  # always, where auto would fuse
+        (SMALL, "jax", "gpu", True),  # an int: the old meaning on any device
+        (T, "tensorflow", "cpu", False),
+    ],
+)
+def test_int_and_none_thresholds_override_the_device(
+    paths, threshold, backend, device, chunked
+):
+    query, value = cases.data(T), cases.data(T, seed=1)
+    layer = MultiHeadAttention(num_heads=HEADS, key_dim=4, chunk_threshold=threshold)
+    paths["stub"](backend, device)
+    layer(query, value)
+    assert bool(paths["chunked"]) is chunked
+
+
+def test_flash_attention_true_is_never_chunked(paths):
+    query, value = cases.data(T), cases.data(T, seed=1)
+    layer = MultiHeadAttention(
+        num_heads=HEADS, key_dim=4, chunk_threshold=0, flash_attention=True
+    )
+    paths["stub"]("tensorflow", "cpu")
+    try:
+        layer(query, value)
+    except Exception:  # no flash kernel on this machine: it raises, as Keras
+        pass
+    assert paths["chunked"] == []
+
+
+@pytest.mark.parametrize(("device", "size"), [("cpu", 5), ("gpu", 4096)])
+def test_auto_chunk_size_per_device(paths, device, size):
+    query, value = cases.data(T), cases.data(T, seed=1)
+    layer = MultiHeadAttention(num_heads=HEADS, key_dim=4, score="general")
+    layer(query, value)
+    paths["stub"]("tensorflow", device)
+    paths["chunked"].clear()
+    layer(query, value)
+    assert paths["chunked"] == [size]
+
+
+def test_auto_chunk_size_bounds_the_block():
+    for rows in (1, 8, 32, 128, 512, 10**4):
+        size = dispatch.auto_chunk_size("gpu", rows)
+        assert size in dispatch.DEVICE_CHUNK_SIZES
+        fits = rows * size * size * 4 <= dispatch.DEVICE_BLOCK_BYTES
+        assert fits or size == dispatch.DEVICE_CHUNK_SIZES[-1]
+        larger = [s for s in dispatch.DEVICE_CHUNK_SIZES if s > size]
+        assert all(rows * s * s * 4 > dispatch.DEVICE_BLOCK_BYTES for s in larger)
+    assert dispatch.auto_chunk_size("cpu", 8) == dispatch.CPU_CHUNK_SIZE
+
+
+@pytest.mark.parametrize(
+    ("backend", "device", "threshold"),
+    [
+        ("tensorflow", "cpu", "CPU_CHUNK_THRESHOLD"),
+        ("jax", "cpu", "CPU_CHUNK_THRESHOLD"),
+        ("torch", "cpu", "DEVICE_CHUNK_THRESHOLD"),
+        ("jax", "gpu", "DEVICE_CHUNK_THRESHOLD"),
+        ("tensorflow", "gpu", "DEVICE_CHUNK_THRESHOLD"),
+    ],
+)
+def test_auto_threshold(backend, device, threshold):
+    assert dispatch.auto_threshold(backend, device) == getattr(dispatch, threshold)
+
+
+@pytest.mark.parametrize("layer_cls", ["attention", "image"])
+@pytest.mark.parametrize(("backend", "device"), [("torch", "cpu"), ("jax", "cpu")])
+def test_attention_and_image_layers_chunk_by_device(paths, layer_cls, backend, device):
+    """No fused path in these layers: the device's threshold only."""
+    paths["stub"](backend, device)
+    if layer_cls == "attention":
+        query, value = cases.data(T), cases.data(T, seed=1)
+        out = Attention()(query, value)
+        ref = Attention(chunk_threshold=None)(query, value)
+        positions = T
+    else:
+        images = np.random.default_rng(0).normal(size=(B, 3, 4, 8)).astype("float32")
+        layer = ImageSelfAttention(gamma_initializer="ones", seed=0)
+        out = layer(images)
+        twin = ImageSelfAttention(chunk_threshold=None, gamma_initializer="ones")
+        twin(images)
+        twin.set_weights(layer.get_weights())
+        ref = twin(images)
+        positions = 12
+    limit = dispatch.auto_threshold(backend, device)
+    assert bool(paths["chunked"]) is (positions > limit)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(out), keras.ops.convert_to_numpy(ref), atol=2e-5
+    )
+
+
+def test_platform_is_the_backends_device():
+    backend = keras.config.backend()
+    if backend == "jax":
+        import jax
+
+        expected = jax.devices()[0].platform
+    elif backend == "torch":
+        import torch
+
+        expected = "gpu" if torch.cuda.is_available() else "cpu"
+    else:
+        import tensorflow as tf
+
+        expected = "gpu" if tf.config.list_logical_devices("GPU") else "cpu"
+    assert dispatch.platform() == {"cuda": "gpu"}.get(expected, expected)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"chunk_threshold": "fast"},
+        {"chunk_threshold": -1},
+        {"chunk_size": "big"},
+        {"chunk_size": 0},
+    ],
+)
+def test_bad_auto_arguments(bad):
+    name = next(iter(bad))
+    with pytest.raises(ValueError, match=f"{name}={bad[name]!r}"):
+        MultiHeadAttention(num_heads=HEADS, key_dim=4, **bad)
+    with pytest.raises(ValueError, match=name):
+        Attention(**bad)
+
+
+def test_fused_rule_rejects_an_unknown_mask():
+    with pytest.raises(ValueError, match="mask='band'"):
+        dispatch.fused_is_memory_efficient("torch", "cpu", "float32", "band")
