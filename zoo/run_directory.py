@@ -587,6 +587,11 @@ class StateError(ValueError):
     Unlike a torn file (a stage then falls back to its state before), it is
     an error: training on from an edited or diverged state would write a
     half-trained or NaN preset. The message names the file and the field.
+
+    Example:
+    >>> error = StateError("run/train/epoch_99/state.json: epoch 99 > epochs 4")
+    >>> isinstance(error, ValueError)  # the CLI prints it in one line, exit 2
+    True
     """
 
 

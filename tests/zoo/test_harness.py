@@ -263,6 +263,9 @@ def test_a_rerun_with_other_options_is_refused(tmp_path, capsys):
     argv = ["--out", str(tmp_path / "p"), "--epochs", "4"]
     run = training.TrainingRun("zoo.x", parse(argv), argv)
     os.close(run.directory._lock)
+    # Work in the folder (a run with nothing trained starts over instead).
+    with open(os.path.join(run.directory.path, "results.json"), "w") as f:
+        f.write("{}")
     with pytest.raises(SystemExit) as raised:
         training.TrainingRun("zoo.x", parse([*argv, "--max-steps", "2"]), [])
     assert raised.value.code == 2
