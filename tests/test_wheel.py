@@ -108,6 +108,14 @@ def test_the_wheel_holds_the_packages_shipped_presets_and_samples_only(wheel):
     assert not [n for n in names if "experiments" in n or n.startswith("tests/")]
 
 
+def test_the_readme_gives_the_wheels_size_and_file_count(wheel):
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        text = " ".join(f.read().split())
+    megabytes, files = re.search(r"([\d.]+) MB, (\d+) files", text).groups()
+    assert int(files) == len(zipfile.ZipFile(wheel).namelist())
+    assert abs(float(megabytes) - os.path.getsize(wheel) / 1e6) <= 0.1
+
+
 def test_the_wheel_metadata_pins_python_and_tensorflow_text(wheel):
     archive = zipfile.ZipFile(wheel)
     (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
