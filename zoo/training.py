@@ -116,6 +116,13 @@ def history_file(out):
     return path, path
 
 
+def _write_json(path, value):
+    """Writes `value` to the JSON file `path`, creating its folder."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=2)
+
+
 def _cpu_model():
     """The CPU's model name from `/proc/cpuinfo`, else `platform.processor()`."""
     try:
@@ -680,17 +687,10 @@ class TrainingRun:
         if history is None or self.history_file is None:
             return metadata
         path, recorded = self.history_file
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(
-                {
-                    "preset": os.path.basename(os.path.normpath(self.args.out)),
-                    "command": self.command,
-                    "history": history,
-                },
-                f,
-                indent=2,
-            )
+        preset = os.path.basename(os.path.normpath(self.args.out))
+        _write_json(
+            path, {"preset": preset, "command": self.command, "history": history}
+        )
         print(f"training history written to {path}")
         metrics = {**metadata.get("metrics", {}), "history_file": recorded}
         return {**metadata, "metrics": metrics}
@@ -716,12 +716,8 @@ class TrainingRun:
         >>> run.finish()
         >>> folder.cleanup()
         """
-        path = self.args.results
-        if not path:
-            return
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(value, f, indent=2)
+        if self.args.results:
+            _write_json(self.args.results, value)
 
     def finish(self):
         """Deletes the run directory: its work is in the written outputs.
