@@ -24,7 +24,10 @@ import pytest
 import zoo
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# What the build sees: the packages, and beside them what must stay out of
+# the wheel (run history, docs, tests), as in a checkout.
 SOURCES = ["setup.py", "pyproject.toml", "README.md", "keras_attention", "zoo"]
+LEFT_OUT = ["experiments", "docs", "tests"]
 FAMILIES = {
     family: getattr(zoo, family).PRESETS
     for family in ("seq2seq", "transformer", "show_attend_tell", "ram")
@@ -65,7 +68,7 @@ print("ran", len(shipped), "presets from", venv)
 def wheel(tmp_path_factory):
     source = tmp_path_factory.mktemp("source")
     junk = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
-    for name in SOURCES:
+    for name in SOURCES + LEFT_OUT:
         path = os.path.join(ROOT, name)
         if os.path.isdir(path):
             shutil.copytree(path, source / name, ignore=junk)
@@ -103,6 +106,14 @@ def test_the_wheel_holds_the_packages_shipped_presets_and_samples_only(wheel):
         presets.add(preset)
     assert presets == set(zoo.list_presets())
     assert not [n for n in names if "experiments" in n or n.startswith("tests/")]
+
+
+def test_the_readme_gives_the_wheels_size_and_file_count(wheel):
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        text = " ".join(f.read().split())
+    megabytes, files = re.search(r"([\d.]+) MB, (\d+) files", text).groups()
+    assert int(files) == len(zipfile.ZipFile(wheel).namelist())
+    assert abs(float(megabytes) - os.path.getsize(wheel) / 1e6) <= 0.1
 
 
 def test_the_wheel_metadata_pins_python_and_tensorflow_text(wheel):

@@ -101,7 +101,7 @@ def add_training_arguments(
 ):
     """Adds the options every training script shares to an `argparse` parser.
 
-    `--out`, `--results`, `--run-dir`, `--epochs`, `--batch-size`,
+    `--out`, `--results`, `--history`, `--run-dir`, `--epochs`, `--batch-size`,
     `--learning-rate`, `--seed`, `--strategy`, `--static-shapes`,
     `--max-minutes` (also spelled `--time-budget`), `--max-steps` and
     `--verbose`. `zoo.training.TrainingRun` reads them.
@@ -127,6 +127,14 @@ def add_training_arguments(
     parser.add_argument("--out", required=out_required, help=out_help)
     parser.add_argument(
         "--results", help="JSON file for what the run measured (also in the preset)"
+    )
+    parser.add_argument(
+        "--history",
+        metavar="FILE",
+        help="JSON file for the per-epoch training history, which the preset's "
+        "metadata names but does not hold (default: experiments/<family>/"
+        "history/<name>.json of the checkout for a preset written to zoo/"
+        "<family>/presets/<name>, else <out>.history.json beside the preset)",
     )
     parser.add_argument(
         "--run-dir",

@@ -54,8 +54,8 @@ def metrics_summary(meta):
         elif isinstance(values, dict) and "bleu4" in values:
             text = f"{name}: BLEU-4 {values['bleu4']:.2f}"
             attention = values.get("attention", {})
-            if "either" in attention:
-                text += f", attention correctness {attention['either']:.1f}%"
+            if "peak" in attention:  # The card's and the README's number.
+                text += f", attention peak on the named item {attention['peak']:.1f}%"
             parts.append(text)
     if "test_error_percent" in metrics:
         parts.append(f"test error {metrics['test_error_percent']:.2f}%")

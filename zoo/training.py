@@ -11,7 +11,7 @@ with run.strategy.scope():                           # run directory, strategy
     model = ...
 fit = run.fit(model, train_ds, validation_data=val_ds)  # budgets, resumption
 metadata = run.metadata("translation en->es", data, fit.metrics())
-run.save_preset(model, metadata)                     # and --results
+run.save_preset(model, metadata)                     # --results, --history
 run.finish()
 ```
 
@@ -21,7 +21,9 @@ the `tf.distribute` strategy, static shapes, the time and step budgets
 (`--max-minutes`, `--max-steps`), the run directory that resumes a killed
 run (`zoo.run_directory`), history rounding, and the metadata every preset
 records as data: the command, options, seed, library versions and the
-hardware detected (devices, CPU model, usable cores).
+hardware detected (devices, CPU model, usable cores). The per-epoch history
+goes to its own file (`--history`, see `history_file`), which the metadata
+names as `metrics.history_file`: a preset holds provenance, not a run log.
 """
 
 import dataclasses
@@ -33,7 +35,7 @@ import sys
 
 import keras
 
-from zoo.arguments import check_file, check_folder
+from zoo.arguments import check_file, check_folder, fail
 from zoo.callbacks import StepBudget, TimeBudget
 from zoo.run_directory import RunDirectory, Stage, default_run_dir
 
@@ -45,6 +47,7 @@ __all__ = [
     "command_line",
     "compile_classifier",
     "hardware",
+    "history_file",
     "round_history",
     "versions",
 ]
@@ -78,6 +81,46 @@ def round_history(history, digits=HISTORY_DIGITS):
     return {
         k: [round(float(v), digits) for v in values] for k, values in history.items()
     }
+
+
+def history_file(out):
+    """Where the per-epoch history of the preset `out` goes by default.
+
+    A preset written into a checkout's package, `zoo/<family>/presets/<name>`,
+    has its history in that checkout's `experiments/<family>/history/
+    <name>.json` (returned relative to the checkout, as its metadata records
+    it); any other preset beside itself, in `<out>.history.json`.
+
+    Args:
+        out: str. The preset folder (`--out`).
+
+    Returns:
+        `(path, recorded)`: where to write, and the path the metadata names.
+
+    Example:
+    >>> path, recorded = history_file("/src/zoo/ram/presets/ram_small")
+    >>> path, recorded
+    ('/src/experiments/ram/history/ram_small.json', 'experiments/ram/history/ram_small.json')
+    >>> history_file("runs/my_preset")
+    ('runs/my_preset.history.json', 'runs/my_preset.history.json')
+    """
+    folder = os.path.abspath(out)
+    presets = os.path.dirname(folder)
+    family = os.path.dirname(presets)
+    package = os.path.dirname(family)
+    if os.path.basename(presets) == "presets" and os.path.basename(package) == "zoo":
+        name = os.path.basename(folder)
+        recorded = f"experiments/{os.path.basename(family)}/history/{name}.json"
+        return os.path.join(os.path.dirname(package), *recorded.split("/")), recorded
+    path = os.path.normpath(out) + ".history.json"
+    return path, path
+
+
+def _write_json(path, value):
+    """Writes `value` to the JSON file `path`, creating its folder."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=2)
 
 
 def _cpu_model():
@@ -203,8 +246,8 @@ class Fit:
 
     Example:
     >>> fit = Fit(history={"loss": [0.5, 0.25]}, seconds=90.0, epochs=2, steps=40)
-    >>> fit.metrics()
-    {'train_minutes': 1.5, 'epochs': 2, 'steps': 40, 'history': {'loss': [0.5, 0.25]}}
+    >>> fit.metrics()  # the history goes to its own file (`--history`)
+    {'train_minutes': 1.5, 'epochs': 2, 'steps': 40}
     """
 
     history: dict
@@ -213,7 +256,7 @@ class Fit:
     steps: int
 
     def metrics(self, minutes_digits=1):
-        """`train_minutes`, `epochs`, `steps` and `history`, for metadata.
+        """`train_minutes`, `epochs` and `steps`, for metadata.
 
         Args:
             minutes_digits: int. Decimals of `train_minutes`. Defaults to `1`.
@@ -227,7 +270,6 @@ class Fit:
             "train_minutes": round(self.seconds / 60, minutes_digits),
             "epochs": self.epochs,
             "steps": self.steps,
-            "history": self.history,
         }
 
 
@@ -276,6 +318,14 @@ class TrainingRun:
             check_folder(args.out, "--out", preset=True)
         if args.results:
             check_file(args.results, "--results")
+        self.history_file = None  # (path, as recorded) of `--history`.
+        if args.history and not args.out:
+            fail(f"--history {args.history} needs --out (the preset it is of)")
+        if args.out:
+            self.history_file = (
+                (args.history, args.history) if args.history else history_file(args.out)
+            )
+            check_file(self.history_file[0], "--history")
         for option, path in folders:
             if path:
                 check_folder(path, option)
@@ -289,6 +339,7 @@ class TrainingRun:
         keras.utils.set_random_seed(args.seed)
         self.strategy = get_strategy(args.strategy)
         self._static = set()
+        self.last_fit = None  # Its history is the preset's (`save_preset`).
         self._stages = {}
 
     @property
@@ -454,7 +505,7 @@ class TrainingRun:
             model.use_static_shapes(False)  # The preset trims padding again.
             self._static.discard(id(model))
         optimizer = model.optimizer
-        fit = Fit(
+        fit = self.last_fit = Fit(
             history=round_history(history),
             seconds=run_stage.seconds,
             epochs=len(history.history.get("loss", [])),
@@ -545,13 +596,24 @@ class TrainingRun:
         'embedding'
         >>> folder.cleanup()
         """
-        metadata = self.metadata(task, data, metrics, **extra)
-        self.save_preset(model, metadata)
+        metadata = self.save_preset(model, self.metadata(task, data, metrics, **extra))
         self.finish()
         return metadata
 
-    def save_preset(self, model, metadata):
+    def save_preset(self, model, metadata, history=None):
         """Writes `model` to `--out` with `metadata`, and it to `--results`.
+
+        The per-epoch `history` goes to its own file (`--history`), which
+        the written metadata names as `metrics.history_file`.
+
+        Args:
+            model: the trained zoo task.
+            metadata: dict. As `metadata` returns it.
+            history: dict or `None`. The per-epoch history; `None` for the
+                last `fit`'s (none when nothing was fit).
+
+        Returns:
+            The metadata written (dict).
 
         Example:
         >>> import argparse
@@ -568,19 +630,70 @@ class TrainingRun:
         >>> argv = ["--out", out, "--results", results]
         >>> run = TrainingRun("my.train", parser.parse_args(argv), argv)
         run directory .../preset.run
-        >>> run.save_preset(model, {"task": "embedding"})
+        >>> metadata = {"task": "embedding", "metrics": {"epochs": 2}}
+        >>> metadata = run.save_preset(model, metadata, {"loss": [0.5, 0.25]})
+        training history written to .../preset.history.json
         preset written to .../preset
         >>> with open(results) as f:
-        ...     json.load(f)["task"]
-        'embedding'
+        ...     json.load(f)["metrics"]["history_file"] == out + ".history.json"
+        True
         >>> sorted(os.listdir(folder.name))  # the run stays until `finish`
-        ['preset', 'preset.run', 'results.json']
+        ['preset', 'preset.history.json', 'preset.run', 'results.json']
         >>> run.finish()
         >>> folder.cleanup()
         """
+        metadata = self.write_history(metadata, history)
         model.save_to_preset(self.args.out, metadata=metadata)
         print(f"preset written to {self.args.out}")
         self.write_results(metadata)
+        return metadata
+
+    def write_history(self, metadata, history=None):
+        """Writes the preset's history file; returns `metadata` naming it.
+
+        Args:
+            metadata: dict. The preset's metadata (`metadata`).
+            history: dict or `None`. The per-epoch history; `None` for the
+                last `fit`'s. With no history nothing is written.
+
+        Returns:
+            A copy of `metadata` with `metrics.history_file` (the path as
+            `--history` gave it, or relative to the checkout: see
+            `history_file`), or `metadata` itself when nothing was written.
+
+        Example:
+        >>> import argparse
+        >>> from zoo.arguments import add_training_arguments
+        >>> parser = argparse.ArgumentParser()
+        >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
+        >>> import json, os, tempfile
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> history = os.path.join(folder.name, "logs", "history.json")
+        >>> argv = ["--out", os.path.join(folder.name, "p"), "--history", history]
+        >>> run = TrainingRun("my.train", parser.parse_args(argv), argv)
+        run directory .../p.run
+        >>> metadata = run.write_history({"metrics": {}}, {"loss": [0.5]})
+        training history written to .../logs/history.json
+        >>> metadata["metrics"]["history_file"] == history
+        True
+        >>> with open(history) as f:
+        ...     sorted(json.load(f).items())
+        [('command', 'python -m my.train --out ... --history ...'), ('history', {'loss': [0.5]}), ('preset', 'p')]
+        >>> run.finish()
+        >>> folder.cleanup()
+        """
+        if history is None and self.last_fit is not None:
+            history = self.last_fit.history
+        if history is None or self.history_file is None:
+            return metadata
+        path, recorded = self.history_file
+        preset = os.path.basename(os.path.normpath(self.args.out))
+        _write_json(
+            path, {"preset": preset, "command": self.command, "history": history}
+        )
+        print(f"training history written to {path}")
+        metrics = {**metadata.get("metrics", {}), "history_file": recorded}
+        return {**metadata, "metrics": metrics}
 
     def write_results(self, value):
         """Writes a JSON value to `--results`, if given.
@@ -603,12 +716,8 @@ class TrainingRun:
         >>> run.finish()
         >>> folder.cleanup()
         """
-        path = self.args.results
-        if not path:
-            return
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(value, f, indent=2)
+        if self.args.results:
+            _write_json(self.args.results, value)
 
     def finish(self):
         """Deletes the run directory: its work is in the written outputs.

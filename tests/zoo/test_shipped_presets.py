@@ -76,3 +76,26 @@ def test_one_bleu_per_translation_preset_in_metadata_readme_and_card(name):
     with open(os.path.join(ROOT, "zoo", family, "README.md"), encoding="utf-8") as f:
         row = next(line for line in f if line.startswith(f"| `{name}`"))
     assert f"**{beam:.2f}**" in row and f"greedy {greedy:.2f}" in row, row
+
+
+def test_one_captioner_number_in_zoo_presets_readme_and_card():
+    # `zoo presets` prints the metadata's widest beam, as README and card
+    # quote it: BLEU-4 and the attention peak on the named item.
+    from zoo import cli
+
+    name = "show_attend_tell_fashion_scenes"
+    with open(os.path.join(zoo.list_presets()[name], "metadata.json")) as f:
+        meta = json.load(f)
+    test = meta["metrics"]["test"]
+    widest = test[max(test, key=lambda beam: int(beam.removeprefix("beam")))]
+    bleu4, peak = widest["bleu4"], widest["attention"]["peak"]
+    summary = cli.metrics_summary(meta)
+    assert f"BLEU-4 {bleu4:.2f}, attention peak on the named item {peak:.1f}%" in (
+        summary
+    )
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        row = next(line for line in f if line.startswith("|") and f"`{name}`" in line)
+    assert f"BLEU-4 {bleu4:.2f}" in row and f"{peak:.1f}% of nouns" in row, row
+    with open(os.path.join(ROOT, "zoo", "show_attend_tell", "README.md")) as f:
+        row = next(line for line in f if line.startswith(f"| `{name}`"))
+    assert f"**{bleu4:.2f}**" in row and f"**{peak:.1f}%**" in row, row

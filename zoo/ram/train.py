@@ -558,13 +558,13 @@ def save_preset(run, model, result, data, results, draw=True):
             "learning_rate": run.args.learning_rate,
             **({"anneal": result["anneal"]} if "anneal" in result else {}),
             "train_minutes": result["train_minutes"],
-            "history": result["history"],
         },
         table={
             name: {k: r[k] for k in ("task", "model", "test_error_percent")}
             for name, r in results.items()
         },
     )
+    metadata = run.write_history(metadata, result["history"])
     model.save_to_preset(run.args.out, metadata=metadata)
     print(f"preset written to {run.args.out}")
     if draw and run.args.plot:
