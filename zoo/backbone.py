@@ -172,6 +172,21 @@ class Backbone(keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         set_dtype_policy(self, dtype)
 
+    @classmethod
+    def parameter_count(cls, **arguments):
+        """The parameters `cls(**arguments)` would create, counted unbuilt.
+
+        Every constructor argument is given (defaults filled in, as
+        `ArgumentsOf.values` does); each size is checked as the constructor
+        checks it before it is multiplied. A subclass counts its own layers
+        (see `zoo.parameter_budget`); the loader refuses a config above
+        `zoo.parameter_budget.MAX_PARAMETERS` before building it.
+
+        Raises:
+            ValueError: a size the constructor would refuse.
+        """
+        raise NotImplementedError(f"{cls.__name__} does not count its parameters.")
+
     def get_config(self):
         config = base_config(self)
         for name in ArgumentsOf(type(self)).names:
