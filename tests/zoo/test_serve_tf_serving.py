@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import zoo
 from zoo.ram.export import export_classifier
 
 pytestmark = pytest.mark.tensorflow_only
@@ -194,6 +195,36 @@ def test_kserve_open_inference_protocol(served):
     status, answer = call(address, "POST", f"/v2/models/{NAME}/infer", body)
     assert status == 400 and list(answer) == ["error"]
     assert call(address, "GET", "/v2/models/other")[0] == 404
+
+
+def test_kserve_id_requested_outputs_and_server_metadata(served):
+    # The protocol: an `id` given must come back; named `outputs` are the
+    # only ones answered; `GET /v2` is the server metadata.
+    address, _, signatures = served
+    images = np.random.default_rng(2).integers(0, 256, (2, 9, 9, 1), "uint8")
+    path = f"/v2/models/{NAME}/infer"
+    tensor = {
+        "name": "image",
+        "shape": list(images.shape),
+        "datatype": "UINT8",
+        "data": images.reshape(-1).tolist(),
+    }
+    body = {"id": "req-7", "inputs": [tensor], "outputs": [{"name": "class_name"}]}
+    status, answer = call(address, "POST", path, body)
+    assert status == 200, answer
+    assert answer["id"] == "req-7"
+    assert [output["name"] for output in answer["outputs"]] == ["class_name"]
+    wanted = direct(signatures, "serve", image=images)["class_name"]
+    assert answer["outputs"][0]["data"] == [name.decode() for name in wanted]
+    status, answer = call(address, "POST", path, {"inputs": [tensor]})
+    assert "id" not in answer
+    assert [output["name"] for output in answer["outputs"]] == OUTPUTS
+    for bad in ({"id": 7}, {"outputs": [{"name": "logits"}]}, {"outputs": "all"}):
+        status, answer = call(address, "POST", path, {"inputs": [tensor], **bad})
+        assert status == 400 and list(answer) == ["error"], (bad, answer)
+    status, answer = call(address, "GET", "/v2")
+    assert status == 200
+    assert answer == {"name": "zoo serve", "version": zoo.__version__, "extensions": []}
 
 
 def test_sigterm_answers_the_request_on_its_way_and_exits_0(served):
