@@ -6,9 +6,9 @@ same config (the independent reference), for the tiny models of every
 family and for configs that take each branch of the counts.
 """
 
-import importlib.util
 import inspect
 import os
+import sys
 
 import keras
 import pytest
@@ -22,12 +22,9 @@ from zoo.transformer import Transformer
 
 pytestmark = pytest.mark.tensorflow_only
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location(
-    "tiny_models", os.path.join(HERE, "tiny_models.py")
-)
-tiny_models = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tiny_models)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import tiny_models  # noqa: E402
 
 
 def _score_weights(model):

@@ -111,14 +111,13 @@ class ShowAttendTellBackbone(Backbone):
         dtype=None,
         **kwargs,
     ):
-        for name, value in (
-            ("vocabulary_size", vocabulary_size),
-            ("annotation_dim", annotation_dim),
-            ("embedding_dim", embedding_dim),
-            ("units", units),
-        ):
-            positive_int(name, value)
-        image_shape = _checked_image_shape(image_shape)
+        image_shape = _checked_sizes(
+            image_shape,
+            vocabulary_size=vocabulary_size,
+            annotation_dim=annotation_dim,
+            embedding_dim=embedding_dim,
+            units=units,
+        )
         if isinstance(score, keras.layers.Layer):
             score = keras.saving.serialize_keras_object(score)
 
@@ -236,14 +235,13 @@ class ShowAttendTellBackbone(Backbone):
         >>> count - ShowAttendTellBackbone(**config).count_params()  # the score
         8
         """
-        for name, value in (
-            ("vocabulary_size", vocabulary_size),
-            ("annotation_dim", annotation_dim),
-            ("embedding_dim", embedding_dim),
-            ("units", units),
-        ):
-            positive_int(name, value)
-        image_shape = _checked_image_shape(image_shape)
+        image_shape = _checked_sizes(
+            image_shape,
+            vocabulary_size=vocabulary_size,
+            annotation_dim=annotation_dim,
+            embedding_dim=embedding_dim,
+            units=units,
+        )
         if encoder == "small":
             height, width, features, count = encoders.small_cnn_size(image_shape)
         else:
@@ -357,8 +355,11 @@ class ShowAttendTellBackbone(Backbone):
         return super().from_config(config)
 
 
-def _checked_image_shape(image_shape):
-    """`image_shape` as a tuple of 3 ints within `MAX_IMAGE_SHAPE`."""
+def _checked_sizes(image_shape, **sizes):
+    """`image_shape` as a tuple of 3 ints within `MAX_IMAGE_SHAPE`, once
+    each size is checked (`positive_int`)."""
+    for name, value in sizes.items():
+        positive_int(name, value)
     image_shape = tuple(int(s) for s in image_shape)
     if len(image_shape) != 3:
         raise ValueError(
