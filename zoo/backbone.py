@@ -184,6 +184,21 @@ class Backbone(keras.Model):
 
         Raises:
             ValueError: a size the constructor would refuse.
+
+        Example:
+        >>> from zoo.ram import RecurrentAttentionBackbone
+        >>> sizes = dict(num_classes=3, patch_size=2, num_scales=1, glimpse_units=2,
+        ...              location_units=2, glimpse_output_units=2, units=2)
+        >>> RecurrentAttentionBackbone.parameter_count(
+        ...     **sizes, cell="rnn", glimpse_filters=None, channels=1)
+        54
+        >>> RecurrentAttentionBackbone(**sizes).count_params()
+        54
+        >>> RecurrentAttentionBackbone.parameter_count(
+        ...     **dict(sizes, units=0), cell="rnn", glimpse_filters=None, channels=1)
+        Traceback (most recent call last):
+        ...
+        ValueError: `units` must be a positive int. Received: units=0
         """
         raise NotImplementedError(f"{cls.__name__} does not count its parameters.")
 
