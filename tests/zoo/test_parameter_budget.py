@@ -7,8 +7,10 @@ family and for configs that take each branch of the counts.
 """
 
 import inspect
+import json
 import os
 import sys
+import zipfile
 
 import keras
 import pytest
@@ -164,3 +166,21 @@ def test_a_bad_size_gets_the_constructors_error_before_any_arithmetic():
     config = {**SIZES[RecurrentAttentionModel], "glimpse_filters": 10**9}
     with pytest.raises(TypeError, match="`glimpse_filters` must be a sequence"):
         RecurrentAttentionModel.from_config(config)
+
+
+def test_a_keras_file_over_the_budget_is_refused_before_building(tmp_path):
+    # A `.keras` file is a config too: `keras.saving.load_model` rebuilds
+    # the task through `from_config`, which counts first. The edited RAM
+    # asks for 17 billion weights (a 1024-pixel patch x 8192 units).
+    path = str(tmp_path / "ram.keras")
+    tiny_models.ram().save(path)
+    with zipfile.ZipFile(path) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    config = json.loads(files["config.json"])
+    config["config"].update(patch_size=1024, glimpse_units=8192)
+    files["config.json"] = json.dumps(config).encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    with pytest.raises(ValueError, match=r"asks for 17,180,\d{3},\d{3} parameters"):
+        keras.saving.load_model(path)
