@@ -564,7 +564,8 @@ class Task(keras.Model):
 
         Returns:
             int, exact but for the bound of the alignment function
-            (`zoo.parameter_budget.score_parameters`).
+            (`zoo.parameter_budget.score_parameters`); `None` for a task
+            built from inputs and outputs (no backbone to ask).
 
         Raises:
             ValueError: a size the constructor would refuse.
@@ -577,6 +578,8 @@ class Task(keras.Model):
         True
         """
         arguments = cls.backbone_arguments
+        if arguments is None:
+            return None
         return arguments.cls.parameter_count(**arguments.values(config))
 
     @classmethod
@@ -595,8 +598,9 @@ class Task(keras.Model):
         'Task'
         """
         config = with_dtype_policy(config)
-        if cls.backbone_arguments is not None:
-            parameter_budget.check(cls.__name__, cls.parameter_count(config))
+        count = cls.parameter_count(config)
+        if count is not None:
+            parameter_budget.check(cls.__name__, count)
         pre = config.get(PREPROCESSOR_KEY)
         if isinstance(pre, dict):
             config[PREPROCESSOR_KEY] = keras.saving.deserialize_keras_object(pre)

@@ -114,8 +114,6 @@ class RecurrentAttentionBackbone(Backbone):
             ("units", units),
         ):
             positive_int(name, value)
-        # The "what" path: optional 3x3 convolutions, each then 2x2 pooling,
-        # on every scale's patch, then theta_g^0 on all of them.
         if glimpse_filters is not None and not isinstance(
             glimpse_filters, (list, tuple)
         ):
@@ -123,6 +121,8 @@ class RecurrentAttentionBackbone(Backbone):
                 "`glimpse_filters` must be a sequence of integers >= 1 or None. "
                 f"Received: glimpse_filters={glimpse_filters!r:.80}"
             )
+        # The "what" path: optional 3x3 convolutions, each then 2x2 pooling,
+        # on every scale's patch, then theta_g^0 on all of them.
         count, side, depth = 0, patch_size, channels
         for filters in glimpse_filters or ():
             count += budget.conv2d(3, depth, positive_int("glimpse_filters", filters))
