@@ -200,7 +200,11 @@ class Backbone(keras.Model):
         ...
         ValueError: `units` must be a positive int. Received: units=0
         """
-        raise NotImplementedError(f"{cls.__name__} does not count its parameters.")
+        raise NotImplementedError(
+            f"{cls.__name__} does not count its parameters: a backbone "
+            "implements `parameter_count` (see zoo.parameter_budget), which "
+            "`Task.from_config` asks before building, so that its presets load."
+        )
 
     def get_config(self):
         config = base_config(self)
