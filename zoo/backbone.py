@@ -172,6 +172,40 @@ class Backbone(keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         set_dtype_policy(self, dtype)
 
+    @classmethod
+    def parameter_count(cls, **arguments):
+        """The parameters `cls(**arguments)` would create, counted unbuilt.
+
+        Every constructor argument is given (defaults filled in, as
+        `ArgumentsOf.values` does); each size is checked as the constructor
+        checks it before it is multiplied. A subclass counts its own layers
+        (see `zoo.parameter_budget`); the loader refuses a config above
+        `zoo.parameter_budget.MAX_PARAMETERS` before building it.
+
+        Raises:
+            ValueError: a size the constructor would refuse.
+
+        Example:
+        >>> from zoo.ram import RecurrentAttentionBackbone
+        >>> sizes = dict(num_classes=3, patch_size=2, num_scales=1, glimpse_units=2,
+        ...              location_units=2, glimpse_output_units=2, units=2)
+        >>> RecurrentAttentionBackbone.parameter_count(
+        ...     **sizes, cell="rnn", glimpse_filters=None, channels=1)
+        54
+        >>> RecurrentAttentionBackbone(**sizes).count_params()
+        54
+        >>> RecurrentAttentionBackbone.parameter_count(
+        ...     **dict(sizes, units=0), cell="rnn", glimpse_filters=None, channels=1)
+        Traceback (most recent call last):
+        ...
+        ValueError: `units` must be a positive int. Received: units=0
+        """
+        raise NotImplementedError(
+            f"{cls.__name__} does not count its parameters: a backbone "
+            "implements `parameter_count` (see zoo.parameter_budget), which "
+            "`Task.from_config` asks before building, so that its presets load."
+        )
+
     def get_config(self):
         config = base_config(self)
         for name in ArgumentsOf(type(self)).names:

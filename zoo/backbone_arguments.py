@@ -193,6 +193,26 @@ class ArgumentsOf:
             arguments[self.parameters[name].name] = value
         return self.cls(**arguments, **extra)
 
+    def values(self, given):
+        """Every argument of `cls` under its own name: `given`, else its default.
+
+        A required argument that was not given is `None`.
+
+        Args:
+            given: dict. Arguments under the wrapper's names; other entries
+                are ignored.
+
+        Example:
+        >>> arguments = ArgumentsOf(keras.layers.Dropout, renamed={"dropout": "rate"})
+        >>> arguments.values({"dropout": 0.5, "name": "drop"})
+        {'rate': 0.5, 'noise_shape': None, 'seed': None}
+        """
+        values = {}
+        for name, p in self.parameters.items():
+            default = None if p.default is inspect.Parameter.empty else p.default
+            values[p.name] = given.get(name, default)
+        return values
+
     def config(self, instance):
         """`{name: value}` of every argument, read from `instance.get_config()`.
 

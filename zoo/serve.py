@@ -10,8 +10,9 @@ port, with the standard library's `http.server`:
   or `{"inputs": ...}` (columnar; `{"outputs": ...}`), binary strings as
   `{"b64": "..."}`; `GET /v1/models/NAME` (the model's status) and `GET
   /v1/models/NAME/metadata` (its signatures). Errors are `{"error": ...}`.
-- KServe's Open Inference Protocol v2 (`zoo.serving_v2`): `GET
-  /v2/health/ready`, `GET /v2/models/NAME`, `POST /v2/models/NAME/infer`.
+- KServe's Open Inference Protocol v2 (`zoo.serving_v2`): `GET /v2`,
+  `GET /v2/health/ready`, `GET /v2/models/NAME`, `POST
+  /v2/models/NAME/infer` (with its `id` and requested `outputs`).
 - The zoo's own, older paths: `POST /v1/predict` takes the inputs of the
   signature that matches its fields (`{"text": [...]}`, `{"image": [...]}`,
   `{"image_bytes": [base64, ...]}`, a scalar such as `beam_width` as a
@@ -390,8 +391,9 @@ class Handler(BaseHTTPRequestHandler):
             path = urlsplit(self.path).path
             match = _TF_SERVING_PATH.fullmatch(path)
             # TF Serving's and KServe's errors are `{"error"}` alone.
-            tf_serving = match is not None or path.startswith("/v2/")
-            if path.startswith("/v2/"):
+            v2 = path == "/v2" or path.startswith("/v2/")
+            tf_serving = match is not None or v2
+            if v2:
                 route = self._v2
             status, body, content_type = HTTPStatus.OK, *route(path, match)
         except RequestError as error:
@@ -490,6 +492,10 @@ class Handler(BaseHTTPRequestHandler):
         server = self.server
         if self.command == "GET" and path in ("/v2/health/live", "/v2/health/ready"):
             return {path.rsplit("/", 1)[1]: True}, None
+        if self.command == "GET" and path == "/v2":
+            import zoo
+
+            return serving_v2.server_metadata(zoo.__version__), None
         found = _V2_PATH.fullmatch(path)
         if found is None:
             raise RequestError(f"No page {path[:200]}.", status=HTTPStatus.NOT_FOUND)
@@ -510,8 +516,15 @@ class Handler(BaseHTTPRequestHandler):
             return {"name": name, "ready": True}, None
         if verb is None:
             return serving_v2.metadata(server.signatures, name, server.version), None
-        parsed = serving_v2.parse(server.signatures, self._json())
-        return serving_v2.answer(self._run(parsed), name, server.version), None
+        body = self._json()
+        parsed = serving_v2.parse(server.signatures, body)
+        function = server.signatures.functions[parsed.signature]
+        request_id, wanted = serving_v2.request_options(
+            body, function.structured_outputs
+        )
+        outputs = self._run(parsed)
+        outputs = {key: outputs[key] for key in wanted}
+        return serving_v2.answer(outputs, name, server.version, request_id), None
 
     def _run(self, parsed):
         return self.server.batcher.submit(

@@ -1,20 +1,24 @@
 """KServe's Open Inference Protocol (v2, REST) over `zoo.serve`'s signatures.
 
-`zoo.serve` answers it beside TF Serving's API: `GET /v2/health/live`,
-`/v2/health/ready`, `GET /v2/models/NAME[/versions/V]` (metadata),
-`.../ready`, and `POST .../infer` with `{"inputs": [{"name", "shape",
-"datatype", "data"}, ...]}`, answered with `{"model_name", "model_version",
-"outputs": [{"name", "shape", "datatype", "data"}, ...]}` (data flat, in
-row-major order). The signature is the one whose inputs are the request's
-names (`serving_default` first), as on `POST /v1/predict`. `BYTES` data
-are UTF-8 text, or base64 when the input's `parameters` say
-`{"content_type": "base64"}` (an encoded image). Errors are `{"error":
-...}`.
+`zoo.serve` answers it beside TF Serving's API: `GET /v2` (server
+metadata), `GET /v2/health/live`, `/v2/health/ready`, `GET
+/v2/models/NAME[/versions/V]` (model metadata), `.../ready`, and `POST
+.../infer` with `{"id", "inputs": [{"name", "shape", "datatype", "data"},
+...], "outputs": [{"name"}, ...]}` (`id` and `outputs` optional),
+answered with `{"model_name", "model_version", "id", "outputs": [{"name",
+"shape", "datatype", "data"}, ...]}` (the request's `id` when it had one;
+the outputs it named, else all; data flat, in row-major order). The
+signature is the one whose inputs are the request's names
+(`serving_default` first), as on `POST /v1/predict`. `BYTES` data are
+UTF-8 text, or base64 when the tensor's `parameters` say
+`{"content_type": "base64"}` (an encoded image; outputs named `*_bytes`
+come back so). Errors are `{"error": ...}`.
 
 Reference: https://kserve.github.io/website/latest/modelserving/data_plane/v2_protocol/
 """
 
 import base64
+import json
 
 import numpy as np
 
@@ -124,30 +128,94 @@ def _values(tensor):
     return values.item() if not shape else values.tolist()
 
 
-def answer(outputs, name, version):
-    """The `infer` answer: each output flat, with its shape and datatype.
+def server_metadata(version):
+    """The server metadata (v2's `GET /v2`): no protocol extensions.
 
     Example:
-    >>> answer({"length": np.array([2, 1], np.int32)}, "lengths", "1")
-    {'model_name': 'lengths', 'model_version': '1', 'outputs': [{'name': 'length', 'datatype': 'INT32', 'shape': [2], 'data': [2, 1]}]}
+    >>> server_metadata("0.1.0")
+    {'name': 'zoo serve', 'version': '0.1.0', 'extensions': []}
+    """
+    return {"name": "zoo serve", "version": version, "extensions": []}
+
+
+def request_options(body, output_names):
+    """`(id, outputs)` of an `infer` body: the `id` to send back (or `None`)
+    and the names of the outputs asked for (all, when it names none).
+
+    Args:
+        body: dict. The request.
+        output_names: the names of the signature's outputs.
+
+    Raises:
+        RequestError: an `id` that is not a string, or an `outputs` entry
+            that is not an object naming one of `output_names`.
+
+    Example:
+    >>> request_options({"id": "42", "outputs": [{"name": "b"}]}, ["a", "b"])
+    ('42', ['b'])
+    >>> request_options({}, ["b", "a"])
+    (None, ['a', 'b'])
+    >>> request_options({"outputs": [{"name": "c"}]}, ["a", "b"])
+    Traceback (most recent call last):
+    ...
+    zoo.serving_inputs.RequestError: `outputs[0]` must name one of the outputs ['a', 'b']. Received: {'name': 'c'}
+    """
+    request_id = body.get("id")
+    if request_id is not None and not isinstance(request_id, str):
+        raise RequestError(
+            f"`id` must be a string. Received: id={json.dumps(request_id)[:80]}",
+            field="id",
+        )
+    names = sorted(output_names)
+    asked = body.get("outputs")
+    if asked is None:
+        return request_id, names
+    if not isinstance(asked, list):
+        raise RequestError("`outputs` must be a list of objects with a `name`.")
+    wanted = []
+    for i, output in enumerate(asked):
+        if not isinstance(output, dict) or output.get("name") not in names:
+            raise RequestError(
+                f"`outputs[{i}]` must name one of the outputs {names}. "
+                f"Received: {output!r:.80}"
+            )
+        if output["name"] not in wanted:
+            wanted.append(output["name"])
+    return request_id, wanted
+
+
+def answer(outputs, name, version, request_id=None):
+    """The `infer` answer: each output flat, with its shape and datatype.
+
+    Args:
+        outputs: dict of arrays, in the order they are answered.
+        name: str. The model's name.
+        version: str. Its version.
+        request_id: optional str. The request's `id`, sent back.
+
+    Example:
+    >>> answer({"length": np.array([2, 1], np.int32)}, "lengths", "1", "42")
+    {'model_name': 'lengths', 'model_version': '1', 'id': '42', 'outputs': [{'name': 'length', 'datatype': 'INT32', 'shape': [2], 'data': [2, 1]}]}
     """
     tensors = []
-    for key in sorted(outputs):
-        value = np.asarray(outputs[key])
-        if value.dtype == object:
-            data = [v.decode("utf-8", errors="replace") for v in value.reshape(-1)]
-            if key.endswith("_bytes"):
-                data = [base64.b64encode(v).decode("ascii") for v in value.reshape(-1)]
-            datatype = "BYTES"
+    for key, value in outputs.items():
+        value = np.asarray(value)
+        tensor = {"name": key, "datatype": "BYTES", "shape": list(value.shape)}
+        if value.dtype != object:
+            tensor["datatype"] = DATATYPES.get(value.dtype.name, "BYTES")
+            tensor["data"] = value.reshape(-1).tolist()
+        elif key.endswith("_bytes"):
+            tensor["parameters"] = {"content_type": "base64"}
+            tensor["data"] = [
+                base64.b64encode(v).decode("ascii") for v in value.reshape(-1)
+            ]
         else:
-            data = value.reshape(-1).tolist()
-            datatype = DATATYPES.get(value.dtype.name, "BYTES")
-        tensors.append(
-            {
-                "name": key,
-                "datatype": datatype,
-                "shape": list(value.shape),
-                "data": data,
-            }
-        )
-    return {"model_name": name, "model_version": version, "outputs": tensors}
+            tensor["data"] = [
+                v.decode("utf-8", errors="replace") for v in value.reshape(-1)
+            ]
+        tensors.append(tensor)
+    response = {"model_name": name, "model_version": version}
+    if request_id is not None:
+        response["id"] = request_id
+    response["outputs"] = tensors
+    return response

@@ -15,7 +15,7 @@ import keras
 import tensorflow as tf
 
 from keras_attention import presets
-from zoo import distributed_loss, inputs
+from zoo import distributed_loss, inputs, parameter_budget
 from zoo.backbone import base_config, set_dtype_policy, with_dtype_policy
 from zoo.backbone_arguments import ArgumentsOf
 from zoo.data import pipeline
@@ -551,6 +551,38 @@ class Task(keras.Model):
         return config
 
     @classmethod
+    def parameter_count(cls, config):
+        """The parameters `cls.from_config(config)` would create, unbuilt.
+
+        Asked by `from_config` before anything is built: a config above
+        `zoo.parameter_budget.MAX_PARAMETERS` is refused there. The
+        backbone counts its part (`Backbone.parameter_count`); a task with
+        layers of its own on top adds theirs.
+
+        Args:
+            config: dict. The task's config (its constructor arguments).
+
+        Returns:
+            int, exact but for the bound of the alignment function
+            (`zoo.parameter_budget.score_parameters`); `None` for a task
+            built from inputs and outputs (no backbone to ask).
+
+        Raises:
+            ValueError: a size the constructor would refuse.
+
+        Example:
+        >>> from zoo.transformer import Transformer
+        >>> config = {"vocabulary_size": 20, "num_layers": 1, "hidden_dim": 8,
+        ...           "intermediate_dim": 16, "num_heads": 2}
+        >>> Transformer.parameter_count(config) == Transformer(**config).count_params()
+        True
+        """
+        arguments = cls.backbone_arguments
+        if arguments is None:
+            return None
+        return arguments.cls.parameter_count(**arguments.values(config))
+
+    @classmethod
     def from_config(cls, config):
         """Rebuilds a task from its `get_config()`.
 
@@ -566,6 +598,9 @@ class Task(keras.Model):
         'Task'
         """
         config = with_dtype_policy(config)
+        count = cls.parameter_count(config)
+        if count is not None:
+            parameter_budget.check(cls.__name__, count)
         pre = config.get(PREPROCESSOR_KEY)
         if isinstance(pre, dict):
             config[PREPROCESSOR_KEY] = keras.saving.deserialize_keras_object(pre)

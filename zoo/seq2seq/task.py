@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from zoo import parameter_budget as budget
 from zoo.backbone_arguments import ArgumentsOf
 from zoo.seq2seq import legacy
 from zoo.seq2seq.backbone import Seq2SeqBackbone
@@ -85,6 +86,23 @@ class Seq2Seq(TranslationTask):
             preprocessor=preprocessor,
             dtype=dtype,
             **kwargs,
+        )
+
+    @classmethod
+    def parameter_count(cls, config):
+        """The backbone's parameters and the projection's (see `Task`).
+
+        Example:
+        >>> config = {"source_vocabulary_size": 10, "target_vocabulary_size": 12,
+        ...           "embedding_dim": 4, "units": 3, "cell": "gru"}
+        >>> # 6: the additive score's bound counts a bias it does not have.
+        >>> Seq2Seq.parameter_count(config) - Seq2Seq(**config).count_params()
+        6
+        """
+        count = super().parameter_count(config)
+        arguments = cls.backbone_arguments.values(config)
+        return count + budget.dense(
+            arguments["embedding_dim"], arguments["target_vocabulary_size"]
         )
 
     def encode(self, inputs, max_length=None):

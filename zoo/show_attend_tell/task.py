@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from zoo import parameter_budget as budget
 from zoo.backbone_arguments import ArgumentsOf
 from zoo.distributed_loss import global_batch_mean
 from zoo.generation import GenerativeTask, decoding_options
@@ -452,6 +453,26 @@ class ShowAttendTell(GenerativeTask):
         return results
 
     # Config ------------------------------------------------------------------
+
+    @classmethod
+    def parameter_count(cls, config):
+        """The backbone's parameters and the deep output layer's (see `Task`).
+
+        Example:
+        >>> config = {"vocabulary_size": 10, "annotation_dim": 8, "units": 8,
+        ...           "score": "dot", "attention": "hard"}
+        >>> ShowAttendTell.parameter_count(config) - ShowAttendTell(**config).count_params()
+        0
+        """
+        count = super().parameter_count(config)
+        arguments = cls.backbone_arguments.values(config)
+        words, embedding_dim = arguments["vocabulary_size"], arguments["embedding_dim"]
+        count += budget.dense(arguments["units"], embedding_dim)  # output_h
+        count += budget.dense(arguments["annotation_dim"], embedding_dim)  # output_z
+        count += budget.dense(embedding_dim, words)  # The logits.
+        if arguments["attention"] == "hard":
+            count += 2  # REINFORCE's moving baseline and its flag.
+        return count
 
     @classmethod
     def from_config(cls, config):
