@@ -65,8 +65,8 @@ def translate(name, out, figures, count=3):
 
 
 def caption(name, out, figures, count=4):
+    from zoo.captioning.plotting import plot_caption_attention
     from zoo.data import scenes
-    from zoo.show_attend_tell.plotting import plot_caption_attention
 
     model = zoo.from_preset(name)
     test = scenes.load("test", num_scenes=count, sample=True, seed=123)

@@ -96,7 +96,7 @@ def test_the_wheel_holds_the_packages_shipped_presets_and_samples_only(wheel):
         if name.endswith(".py"):
             continue
         # Data: the samples, and the files of the presets each family lists.
-        if rest[:2] == ["data", "samples"] or rest == ["serving_page.html"]:
+        if rest[:2] == ["data", "samples"] or rest == ["serving", "page.html"]:
             continue
         family, folder, preset = rest[:3]
         assert folder == "presets" and preset in FAMILIES[family], name

@@ -18,8 +18,9 @@ any zoo preset, picking the class from its config; `zoo.list_presets()`
 lists the shipped ones.
 """
 
-from zoo import data
-from zoo.generation import GenerativeTask
+from zoo import data, old_paths
+from zoo.base.generation import GenerativeTask
+from zoo.base.task import Task, list_presets
 from zoo.ram import (
     ImagePreprocessor,
     RecurrentAttentionBackbone,
@@ -31,11 +32,12 @@ from zoo.show_attend_tell import (
     ShowAttendTell,
     ShowAttendTellBackbone,
 )
-from zoo.task import Task, list_presets
 from zoo.transformer import Transformer, TransformerBackbone
 from zoo.translation import TranslationPreprocessor, TranslationTask
 
 __version__ = "0.1.0"
+
+old_paths.install()
 
 
 def from_preset(preset, load_weights=True, **overrides):

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import warnings
 
-from zoo.arguments import positive_int, program_name
+from zoo.training.flags import positive_int, program_name
 
 #: The command's name in usage lines: `keras-attention` (the installed
 #: script); `python -m zoo` passes its own.
@@ -64,7 +64,7 @@ def metrics_summary(meta):
 
 def _presets(args):
     from keras_attention.presets import read_metadata
-    from zoo.task import list_presets
+    from zoo.base.task import list_presets
 
     found = list_presets()
     if not found:
@@ -135,7 +135,7 @@ DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
 def _load(preset, dtype=None):
-    from zoo.task import Task
+    from zoo.base.task import Task
 
     return Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
 
@@ -302,7 +302,7 @@ def _caption(args):
     for i, (path, text) in enumerate(zip(args.image, texts)):
         print(f"{path}: {text}")
         if args.plot:
-            from zoo.show_attend_tell.plotting import plot_caption_attention
+            from zoo.captioning.plotting import plot_caption_attention
 
             out = _numbered(args.plot, i, len(texts))
             plot_caption_attention(
@@ -363,8 +363,8 @@ def _evaluate(args):
         evaluate_translations(model, pairs, args.beam, args.limit)
         return 0
     if kind == "captioning":
+        from zoo.captioning.evaluation import evaluate_scenes
         from zoo.data import scenes
-        from zoo.show_attend_tell.evaluation import evaluate_scenes
 
         # The scenes are generated from the Fashion-MNIST split (test images
         # for the test split), seeded, as the training script does; a split
@@ -385,7 +385,7 @@ def _evaluate(args):
 
 
 def _export(args):
-    from zoo.export import export_preset
+    from zoo.serving.export import export_preset
 
     _check_export_directory(args.directory)
     metadata = export_preset(
@@ -397,7 +397,7 @@ def _export(args):
 
 
 def _serve(args):
-    from zoo.serve import serve
+    from zoo.serving.server import serve
 
     if not os.path.isdir(args.directory):
         raise FileNotFoundError(f"No export directory {args.directory!r}")
@@ -433,7 +433,7 @@ def _non_negative_float(text):
     return value
 
 
-#: `zoo serve`'s flags for `zoo.serve.Limits` (their defaults are its).
+#: `zoo serve`'s flags for `zoo.serving.server.Limits` (their defaults are its).
 SERVE_LIMITS = [
     ("--max-request-bytes", positive_int, "larger bodies get 413"),
     ("--max-rows", positive_int, "rows (sentences, images) per request"),
@@ -586,7 +586,7 @@ def build_parser(prog=PROG):
     serve.add_argument(
         "--model-name", help="the NAME of /v1/models/NAME (default: the preset's)"
     )
-    from zoo.serve import Limits
+    from zoo.serving.server import Limits
 
     defaults = Limits()
     for flag, kind, meaning in SERVE_LIMITS:

@@ -21,7 +21,7 @@ import zoo
 from keras_attention import presets
 from keras_attention.presets import PresetError
 from zoo import cli
-from zoo.task import MAX_SEQUENCE_LENGTH, Task, list_presets
+from zoo.base.task import MAX_SEQUENCE_LENGTH, Task, list_presets
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -293,7 +293,7 @@ def _set_config(**changes):
     return lambda d: _edit_json(d, "config.json", lambda c: c["config"].update(changes))
 
 
-# Architecture sizes over `zoo.backbone.MAX_SIZES`: preset -> (edit, error).
+# Architecture sizes over `zoo.base.backbone.MAX_SIZES`: preset -> (edit, error).
 OVERSIZED = {
     "units": ("seq2seq", _set_config(units=12000), "`units` must be at most 8192"),
     "vocabulary": (

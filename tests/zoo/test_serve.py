@@ -1,4 +1,4 @@
-"""`zoo.serve`: the HTTP endpoint over a tiny RAM export, with real requests.
+"""`zoo.serving.server`: the HTTP endpoint over a tiny RAM export, with real requests.
 
 The server runs on 127.0.0.1 on a free port in a thread of this process;
 requests go through `http.client` / `urllib` as any client's would. The
@@ -23,7 +23,7 @@ import pytest
 import tensorflow as tf
 
 from zoo.ram.export import export_classifier
-from zoo.serve import make_server
+from zoo.serving.server import make_server
 
 pytestmark = pytest.mark.tensorflow_only
 

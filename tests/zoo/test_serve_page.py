@@ -1,4 +1,4 @@
-"""`zoo.serve`'s page in a real headless browser: load, upload, run, look.
+"""`zoo.serving.server`'s page in a real headless browser: load, upload, run, look.
 
 Chromium is driven by chromedriver through the W3C WebDriver HTTP protocol,
 spoken with `urllib` (no browser package to install): the test loads `GET /`
@@ -30,10 +30,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from zoo.captioning.export import export_captioner
 from zoo.ram.export import export_classifier
-from zoo.serve import Limits, ModelServer, Signatures, make_server
+from zoo.serving.server import Limits, ModelServer, Signatures, make_server
 from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
-from zoo.show_attend_tell.export import export_captioner
 
 pytestmark = pytest.mark.tensorflow_only
 

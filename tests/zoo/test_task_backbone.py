@@ -5,7 +5,7 @@ config is flat (the backbone's arguments under the task's names), loads the
 shipped presets' `config.json` unchanged and round-trips; the backbone's
 arguments are the task's attributes; a misspelt argument is a `TypeError`
 naming it, and an argument that contradicts a given backbone a `ValueError`.
-`zoo.backbone_arguments.ArgumentsOf` is tested on its own at the end.
+`zoo.base.constructor_arguments.ArgumentsOf` is tested on its own at the end.
 """
 
 import json
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from zoo import RecurrentAttentionModel, Seq2Seq, ShowAttendTell, Transformer
-from zoo.backbone_arguments import ArgumentsOf
+from zoo.base.constructor_arguments import ArgumentsOf
 from zoo.ram import RecurrentAttention, RecurrentAttentionBackbone
 from zoo.seq2seq import Seq2SeqBackbone
 from zoo.show_attend_tell import ShowAttendTellBackbone

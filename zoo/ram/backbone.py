@@ -2,8 +2,8 @@
 
 import keras
 
-from zoo.backbone import Backbone
-from zoo.backbone_arguments import ArgumentsOf
+from zoo.base.backbone import Backbone
+from zoo.base.constructor_arguments import ArgumentsOf
 from zoo.ram.layers import RecurrentAttention
 
 

@@ -33,8 +33,8 @@ import argparse
 
 import numpy as np
 
-from zoo.arguments import positive_int
 from zoo.data import fashion_mnist
+from zoo.training.flags import positive_int
 
 
 def item_centres(positions, canvas_size, item_size=fashion_mnist.ITEM_SIZE):
@@ -233,7 +233,7 @@ def evaluate_classifier(model, split="test", limit=None, path=None):
 
 
 def main(argv=None):
-    from zoo.task import Task
+    from zoo.base.task import Task
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("preset", help="shipped preset name or ./path")

@@ -34,7 +34,7 @@ Example:
 
 import tensorflow as tf
 
-from zoo import image_export
+from zoo.serving import image_export
 
 #: The channel counts an exported classifier takes.
 CHANNELS = (1, 3)

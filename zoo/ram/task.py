@@ -12,14 +12,14 @@ import keras
 import numpy as np
 from keras import ops
 
-from zoo.backbone_arguments import ArgumentsOf
+from zoo.base.constructor_arguments import ArgumentsOf
+from zoo.base.distributed_loss import global_batch_mean
+from zoo.base.raw_inputs import checked_images
+from zoo.base.task import Task
 from zoo.data import fashion_mnist
-from zoo.distributed_loss import global_batch_mean
-from zoo.inputs import checked_images
 from zoo.ram import canvas
 from zoo.ram.backbone import RecurrentAttentionBackbone
 from zoo.ram.preprocessor import ImagePreprocessor
-from zoo.task import Task
 
 # The weights of presets saved before the backbone existed sit at the top
 # level; the backbone's functional graph holds them one level down.
@@ -64,7 +64,7 @@ class RecurrentAttentionModel(Task):
     returns the logits, `classify(images)` the class names and
     probabilities, `glimpses(images)` where the agent looked; these user
     verbs also take floats in `[0, 255]` (the Keras convention, read so
-    when their maximum exceeds 1: `zoo.inputs.checked_images`).
+    when their maximum exceeds 1: `zoo.base.raw_inputs.checked_images`).
 
     Args:
         *args, **kwargs: the `RecurrentAttentionBackbone` arguments: those
@@ -485,7 +485,7 @@ class RecurrentAttentionModel(Task):
 
         A shipped preset's weights file:
 
-        >>> from zoo.task import list_presets
+        >>> from zoo.base.task import list_presets
         >>> shipped = list_presets()["ram_fashion_mnist_translated_seeking_annealed"]
         >>> old = RecurrentAttentionModel.from_preset(shipped, load_weights=False)
         >>> fresh = old.get_weights()

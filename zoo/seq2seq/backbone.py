@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_attention.layers import AttentionDecoder, AttentionDecoderCell
-from zoo.backbone import Backbone, positive_int
+from zoo.base.backbone import Backbone, positive_int
 
 RNN_LAYERS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
 

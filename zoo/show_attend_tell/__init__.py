@@ -5,8 +5,8 @@
 `fit`, `caption`, `attention_maps`); `PRESETS` names the shipped presets.
 """
 
+from zoo.captioning.preprocessor import CaptionPreprocessor
 from zoo.show_attend_tell.backbone import ShowAttendTellBackbone
-from zoo.show_attend_tell.preprocessor import CaptionPreprocessor
 from zoo.show_attend_tell.presets import PRESETS
 from zoo.show_attend_tell.task import ShowAttendTell
 

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from zoo.backbone import MAX_IMAGE_SHAPE, Backbone, positive_int
+from zoo.base.backbone import MAX_IMAGE_SHAPE, Backbone, positive_int
 from zoo.show_attend_tell import encoder as encoders
 from zoo.show_attend_tell.decoder import (
     EXTRA_STATES,
@@ -121,7 +121,7 @@ class ShowAttendTellBackbone(Backbone):
         if not all(1 <= s <= m for s, m in zip(image_shape, MAX_IMAGE_SHAPE)):
             raise ValueError(
                 "`image_shape` must be positive and at most "
-                f"{MAX_IMAGE_SHAPE} (zoo.backbone.MAX_IMAGE_SHAPE). Received: "
+                f"{MAX_IMAGE_SHAPE} (zoo.base.backbone.MAX_IMAGE_SHAPE). Received: "
                 f"image_shape={image_shape}"
             )
         if isinstance(score, keras.layers.Layer):

@@ -3,16 +3,16 @@
 import keras
 from keras import ops
 
-from zoo.backbone_arguments import ArgumentsOf
-from zoo.distributed_loss import global_batch_mean
-from zoo.generation import GenerativeTask, decoding_options
+from zoo.base.constructor_arguments import ArgumentsOf
+from zoo.base.distributed_loss import global_batch_mean
+from zoo.base.generation import GenerativeTask, decoding_options
+from zoo.captioning.preprocessor import image_batch
 from zoo.show_attend_tell.backbone import ShowAttendTellBackbone
 from zoo.show_attend_tell.losses import (
     ReinforceBaseline,
     caption_log_likelihood,
     doubly_stochastic_terms,
 )
-from zoo.show_attend_tell.preprocessor import image_batch
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -30,7 +30,7 @@ class ShowAttendTell(GenerativeTask):
     Trains with `compile` / `fit` on raw `(images, captions)` (teacher
     forcing; the preprocessor converts images and tokenizes captions inside
     `tf.data`). `caption(images)` converts raw images of any size and
-    channel count, decodes with `generate` (`zoo.generation`: greedy or
+    channel count, decodes with `generate` (`zoo.base.generation`: greedy or
     beam search, length and coverage penalties) and detokenizes. Called on
     prepared inputs, the model returns a dict: `logits`
     `(B, T, vocabulary)`, `coverage` `(B, L)` and, for hard attention, the
@@ -354,7 +354,7 @@ class ShowAttendTell(GenerativeTask):
                 `preprocessor.image_batch`), integers in `[0, 255]`, floats in
                 `[0, 1]`, or floats in `[0, 255]` as
                 `keras.utils.img_to_array` gives (read so when their maximum
-                exceeds 1: `zoo.inputs.checked_images`). Converted by the
+                exceeds 1: `zoo.base.raw_inputs.checked_images`). Converted by the
                 preprocessor (resize included).
             beam_width: int. `1` decodes greedily. Defaults to `3`.
             return_attention: bool. Also return, per image, a dict with the

@@ -10,7 +10,7 @@ from keras_attention.layers import (
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
-from zoo.backbone import Backbone, positive_int
+from zoo.base.backbone import Backbone, positive_int
 
 PAD_ID = 0
 

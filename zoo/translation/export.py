@@ -37,7 +37,7 @@ by: GNMT's `log P(Y) / lp(Y) + cp(Y)` for a beam, the log-probability
 `log P(Y)` for the greedy search (`keras_attention.decoding`'s scores).
 
 The export also writes `assets.extra/zoo_export.json` (the settings baked in
-and the signatures), read by `zoo.export.load`.
+and the signatures), read by `zoo.serving.export.load`.
 
 Reference:
     OpenNMT-tf's `SavedModelExporter` / `serve_function` (a translation
@@ -51,8 +51,8 @@ import keras
 import tensorflow as tf
 
 from keras_attention.decoding import BeamSearch, GreedySearch
-from zoo.export import write_metadata
-from zoo.generation import decoding_options
+from zoo.base.generation import decoding_options
+from zoo.serving.export import write_metadata
 from zoo.translation.preprocessor import RESERVED_TOKENS
 from zoo.translation.task import TranslationTask
 
@@ -237,7 +237,7 @@ def export_translator(
         verbose: bool. Print the endpoints written. Defaults to `False`.
         beam_width_limit: int. The largest `beam_width` the `translate`
             signature accepts (a larger one fails with an error naming the
-            limit; `zoo.serve` refuses it with a 400). Bounds the memory
+            limit; `zoo.serving.server` refuses it with a 400). Bounds the memory
             of one call with `max_length_limit`. Defaults to `16`.
         max_length_limit: int. The largest `max_length` of `translate`.
             Defaults to `max(256, max_length)`.

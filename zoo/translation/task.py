@@ -3,7 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
-from zoo.generation import GenerativeTask, as_texts, decoding_options
+from zoo.base.generation import GenerativeTask, as_texts, decoding_options
 
 
 class TranslationTask(GenerativeTask):
@@ -11,7 +11,7 @@ class TranslationTask(GenerativeTask):
 
     Subclasses (`zoo.Seq2Seq`, `zoo.Transformer`) supply the network,
     `encode(encoder_token_ids, max_length)` and `next(prompt, cache, index)`
-    (see `zoo.generation.GenerativeTask`) and a
+    (see `zoo.base.generation.GenerativeTask`) and a
     `zoo.translation.TranslationPreprocessor`; this class turns sentences
     into source ids, decodes them with `generate` in batches of similar
     length, and turns the ids back into sentences, with the attention

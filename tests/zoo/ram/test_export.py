@@ -22,9 +22,9 @@ import tensorflow as tf
 
 from zoo import cli
 from zoo.data import fashion_mnist
-from zoo.export import METADATA_FILE, read_metadata
 from zoo.ram import RecurrentAttentionModel
 from zoo.ram.export import export_classifier
+from zoo.serving.export import METADATA_FILE, read_metadata
 
 pytestmark = pytest.mark.tensorflow_only
 

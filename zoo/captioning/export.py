@@ -3,7 +3,7 @@
 The SavedModel needs TensorFlow only (no zoo, Keras, keras-hub or
 tensorflow-text) and holds the whole way from raw images to text: the
 preprocessor's conversion and resize, the encoder, the greedy or beam
-search (`zoo.generation`'s search, a `tf.while_loop`) and the
+search (`zoo.base.generation`'s search, a `tf.while_loop`) and the
 detokenization. Its signatures:
 
 - `serve` (also `serving_default`): `image`, uint8
@@ -41,9 +41,9 @@ True
 
 import tensorflow as tf
 
-from zoo import image_export
-from zoo.generation import decoding_options, make_search
-from zoo.show_attend_tell.preprocessor import CHANNELS, RESERVED_TOKENS
+from zoo.base.generation import decoding_options, make_search
+from zoo.captioning.preprocessor import CHANNELS, RESERVED_TOKENS
+from zoo.serving import image_export
 
 SUFFIX = "##"
 

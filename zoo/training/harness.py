@@ -1,7 +1,7 @@
 """The training harness: what every `zoo train` script shares.
 
 A script parses its arguments (the shared ones from
-`zoo.arguments.add_training_arguments`, plus its own), opens a
+`zoo.training.flags.add_training_arguments`, plus its own), opens a
 `TrainingRun`, builds its data and model, and hands `fit` to the run:
 
 ```
@@ -19,7 +19,7 @@ The run owns: the command line (recorded exactly), output checks before any
 data is loaded (a bad path exits 2 with one `error:` line), the random seed,
 the `tf.distribute` strategy, static shapes, the time and step budgets
 (`--max-minutes`, `--max-steps`), the run directory that resumes a killed
-run (`zoo.run_directory`), history rounding, and the metadata every preset
+run (`zoo.training.run_directory`), history rounding, and the metadata every preset
 records as data: the command, options, seed, library versions and the
 hardware detected (devices, CPU model, usable cores).
 """
@@ -33,9 +33,9 @@ import sys
 
 import keras
 
-from zoo.arguments import check_file, check_folder
-from zoo.callbacks import StepBudget, TimeBudget
-from zoo.run_directory import RunDirectory, Stage, default_run_dir
+from zoo.training.callbacks import StepBudget, TimeBudget
+from zoo.training.flags import check_file, check_folder
+from zoo.training.run_directory import RunDirectory, Stage, default_run_dir
 
 __all__ = [
     "Fit",
@@ -244,7 +244,7 @@ class TrainingRun:
         module: str. The script's module (`"zoo.seq2seq.train"`), for the
             recorded command.
         args: `argparse.Namespace` with the options of
-            `zoo.arguments.add_training_arguments`.
+            `zoo.training.flags.add_training_arguments`.
         argv: list of str, or `None` for `sys.argv[1:]`: the command line.
         folders: `(option, path)` pairs of other folders the script writes.
         files: `(option, path)` pairs of other files the script writes.
@@ -252,7 +252,7 @@ class TrainingRun:
     Example:
     >>> import argparse
     >>> import numpy as np
-    >>> from zoo.arguments import add_training_arguments
+    >>> from zoo.training.flags import add_training_arguments
     >>> parser = argparse.ArgumentParser()
     >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
     >>> argv = ["--max-steps", "2"]
@@ -297,7 +297,7 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> run = TrainingRun("my.train", parser.parse_args([]), [])
@@ -311,7 +311,7 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> run = TrainingRun("my.train", parser.parse_args([]), [])
@@ -334,10 +334,10 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
-        >>> from zoo.task import Task
+        >>> from zoo.base.task import Task
         >>> argv = ["--static-shapes"]
         >>> run = TrainingRun("my.train", parser.parse_args(argv), argv)
         >>> ids = keras.Input((), dtype="int64", name="ids")
@@ -363,7 +363,7 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> import os, tempfile
@@ -386,7 +386,7 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> argv = ["--max-minutes", "30", "--max-steps", "1000"]
@@ -432,7 +432,7 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> import numpy as np
@@ -483,7 +483,7 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> argv = ["--seed", "7"]
@@ -524,11 +524,11 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> import json, os, tempfile
-        >>> from zoo.task import Task
+        >>> from zoo.base.task import Task
         >>> ids = keras.Input((), dtype="int64", name="ids")
         >>> model = Task(ids, keras.layers.Embedding(4, 2)(ids))
         >>> folder = tempfile.TemporaryDirectory()
@@ -555,11 +555,11 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> import json, os, tempfile
-        >>> from zoo.task import Task
+        >>> from zoo.base.task import Task
         >>> ids = keras.Input((), dtype="int64", name="ids")
         >>> model = Task(ids, keras.layers.Embedding(4, 2)(ids))
         >>> folder = tempfile.TemporaryDirectory()
@@ -587,7 +587,7 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> import json, os, tempfile
@@ -615,7 +615,7 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> import os, tempfile

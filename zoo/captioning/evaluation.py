@@ -2,7 +2,7 @@
 
 Run on a preset (prints the table of the model card):
 
-    python -m zoo.show_attend_tell.evaluation show_attend_tell_fashion_scenes
+    python -m zoo.captioning.evaluation show_attend_tell_fashion_scenes
 """
 
 import argparse

@@ -3,9 +3,9 @@
 A `Task` is a functional `keras.Model` with a `preprocessor` (a layer that
 turns raw samples, e.g. strings, into model inputs inside `tf.data`), so
 `fit`, `evaluate` and `predict` take raw data in every form of
-`zoo.inputs.FORMS` as well as prepared inputs; and it saves to / loads from
+`zoo.base.raw_inputs.FORMS` as well as prepared inputs; and it saves to / loads from
 preset directories (`keras_attention.presets`). The loss corrections for
-`tf.distribute` live in `zoo.distributed_loss`.
+`tf.distribute` live in `zoo.base.distributed_loss`.
 """
 
 import os
@@ -15,16 +15,18 @@ import keras
 import tensorflow as tf
 
 from keras_attention import presets
-from zoo import distributed_loss, inputs
-from zoo.backbone import base_config, set_dtype_policy, with_dtype_policy
-from zoo.backbone_arguments import ArgumentsOf
-from zoo.data import pipeline
+from zoo.base import distributed_loss
+from zoo.base import raw_inputs as inputs
+from zoo.base.backbone import base_config, set_dtype_policy, with_dtype_policy
+from zoo.base.constructor_arguments import ArgumentsOf
 
 # Re-exported: the family models import these from here.
-from zoo.distributed_loss import global_batch_mean, logged_as_share  # noqa: F401
-from zoo.inputs import given_dataset, sliced  # noqa: F401
+from zoo.base.distributed_loss import global_batch_mean, logged_as_share  # noqa: F401
+from zoo.base.raw_inputs import given_dataset, sliced  # noqa: F401
+from zoo.data import pipeline
 
-PRESETS_DIR = os.path.join(os.path.dirname(__file__), "presets")
+#: The `zoo` package folder, whose family folders hold the shipped presets.
+ZOO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The model config entry that receives the preset's preprocessor.
 PREPROCESSOR_KEY = "preprocessor"
@@ -36,7 +38,7 @@ class Task(keras.Model):
 
     Subclasses build a functional graph in `__init__` and pass their
     `preprocessor` (or leave it `None`). The preprocessor says which raw
-    data it takes (`zoo.inputs.input_form`); raw samples are batched
+    data it takes (`zoo.base.raw_inputs.input_form`); raw samples are batched
     (`batch_size`, default 32) and mapped through it inside `tf.data`;
     prepared inputs pass through untouched.
 
@@ -53,7 +55,7 @@ class Task(keras.Model):
             `backbone_arguments.cls`); its arguments become the task's
             attributes. Defaults to `None`.
         preprocessor: optional layer turning raw data into model inputs
-            (see `zoo.inputs.input_form`). Defaults to `None`.
+            (see `zoo.base.raw_inputs.input_form`). Defaults to `None`.
         dtype: optional dtype policy (e.g. `"mixed_bfloat16"`). Defaults to
             the backbone's, or to the global policy.
         **kwargs: `keras.Model` arguments (`name`, `trainable`).
@@ -70,7 +72,7 @@ class Task(keras.Model):
     static_shapes = False
 
     #: The backbone's arguments as the task takes them
-    #: (`zoo.backbone_arguments.ArgumentsOf(TheBackbone)`); `None` for a task
+    #: (`zoo.base.constructor_arguments.ArgumentsOf(TheBackbone)`); `None` for a task
     #: built from inputs and outputs.
     backbone_arguments = None
 
@@ -179,11 +181,11 @@ class Task(keras.Model):
     def input_form(self, spec):
         """How this task takes data whose elements have the type spec `spec`.
 
-        The hook `fit`, `evaluate` and `predict` ask: `zoo.inputs.SAMPLES`
-        (one raw sample: batch, then preprocess), `zoo.inputs.BATCHES` (a
+        The hook `fit`, `evaluate` and `predict` ask: `zoo.base.raw_inputs.SAMPLES`
+        (one raw sample: batch, then preprocess), `zoo.base.raw_inputs.BATCHES` (a
         raw batch: preprocess) or `None` (prepared inputs, fed as they are).
         By default the preprocessor's declared `input_form` answers
-        (`zoo.inputs.input_form`); a subclass may override this.
+        (`zoo.base.raw_inputs.input_form`); a subclass may override this.
 
         Args:
             spec: the element spec as `(x,)`, `(x, y)` or `(x, y, w)`.
@@ -326,7 +328,7 @@ class Task(keras.Model):
         self.predict_function = None
 
     def fit(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        """Trains on raw or prepared data in any form of `zoo.inputs.FORMS`.
+        """Trains on raw or prepared data in any form of `zoo.base.raw_inputs.FORMS`.
 
         Raw data goes through the preprocessor inside `tf.data`: lists and
         arrays are shuffled each epoch (unless `shuffle=False`) and batched
@@ -395,7 +397,7 @@ class Task(keras.Model):
             raise
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        """Evaluates on raw or prepared data in any form of `zoo.inputs.FORMS`.
+        """Evaluates on raw or prepared data in any form of `zoo.base.raw_inputs.FORMS`.
 
         The forms and batching are those of `fit` (without shuffling).
 
@@ -477,11 +479,11 @@ class Task(keras.Model):
         (unmasked) outputs, e.g. target tokens, and then averages the
         replicas, so a token in a short slice of the batch would weigh more
         than one in a long slice. The sample weights of each replica are
-        scaled instead (`zoo.distributed_loss.global_average_weights`), which
+        scaled instead (`zoo.base.distributed_loss.global_average_weights`), which
         makes the summed gradients those of the mean over every output of
         the global batch, as on one device; the value returned is adjusted
         (without touching its gradient) so that the loss Keras logs is that
-        mean too (`zoo.distributed_loss.logged_as_share`). On one device
+        mean too (`zoo.base.distributed_loss.logged_as_share`). On one device
         this is Keras's loss.
 
         Example:
@@ -606,7 +608,7 @@ class Task(keras.Model):
         """Writes a serving SavedModel: raw inputs in, finished outputs out.
 
         For the translation, captioning and glimpse-classification tasks the
-        `"tf_saved_model"` format is the zoo's export (`zoo.export.export`):
+        `"tf_saved_model"` format is the zoo's export (`zoo.serving.export.export`):
         tokenization, the beam search and detokenization (or the image
         handling) run inside the graph, so the artefact loads with
         `tf.saved_model.load` where neither the zoo, `keras_attention` nor
@@ -643,7 +645,7 @@ class Task(keras.Model):
         >>> outputs["class_name"].shape, outputs["probabilities"].shape
         ((2,), (2, 3))
         """
-        from zoo import export
+        from zoo.serving import export
 
         try:
             write = export.exporter(self)
@@ -763,7 +765,7 @@ def list_presets():
     True
     """
     found = {}
-    root = os.path.dirname(__file__)
+    root = ZOO_DIR
     for model_dir in sorted(os.listdir(root)):
         shipped = os.path.join(root, model_dir, "presets")
         if not os.path.isdir(shipped):

@@ -2,14 +2,14 @@
 
 `export(task, path)` writes a task as a TensorFlow SavedModel whose serving
 signatures take raw inputs and return finished outputs, with each family's
-exporter (`zoo.translation.export`, `zoo.show_attend_tell.export`,
+exporter (`zoo.translation.export`, `zoo.captioning.export`,
 `zoo.ram.export`); `export_preset(preset, directory)` does it for a preset
 (`python -m zoo export PRESET DIR`). The artefact needs only `tensorflow`
 (and `tensorflow_text` for a translator's tokenizers).
 
 A SavedModel written to `BASE/1` (a numbered version folder) is what
 `tensorflow_model_server --model_base_path=BASE` serves, and `python -m zoo
-serve BASE` serves the same folder (`zoo.serve`: TF Serving's REST API).
+serve BASE` serves the same folder (`zoo.serving.server`: TF Serving's REST API).
 
 `load(path)` reads an export back as an `Exported` callable (strings or
 arrays in, NumPy out), and `run_without_zoo(code)` runs Python in a
@@ -51,7 +51,7 @@ def exporter(task):
 
         return export_translator
     if isinstance(task, ShowAttendTell):
-        from zoo.show_attend_tell.export import export_captioner
+        from zoo.captioning.export import export_captioner
 
         return export_captioner
     if isinstance(task, RecurrentAttentionModel):
@@ -98,8 +98,8 @@ def export_preset(preset, directory, beam_width=None, dtype=None, **options):
     Returns:
         The export's description, with the `preset` added.
     """
+    from zoo.base.task import Task
     from zoo.ram import RecurrentAttentionModel
-    from zoo.task import Task
 
     task = Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
     if beam_width is not None:
@@ -257,7 +257,7 @@ _BLOCKER = textwrap.dedent(
     class _Refused(importlib.abc.Loader):
         def create_module(self, spec):
             raise ModuleNotFoundError(
-                f"No module named {{spec.name!r}} (hidden by zoo.export)",
+                f"No module named {{spec.name!r}} (hidden by zoo.serving.export)",
                 name=spec.name,
             )
 
