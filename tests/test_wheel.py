@@ -22,13 +22,11 @@ import zipfile
 import pytest
 
 import zoo
+from zoo import registry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCES = ["setup.py", "pyproject.toml", "README.md", "keras_attention", "zoo"]
-FAMILIES = {
-    family: getattr(zoo, family).PRESETS
-    for family in ("seq2seq", "transformer", "show_attend_tell", "ram")
-}
+FAMILIES = {family.name: family.presets for family in registry.families()}
 
 pytestmark = [pytest.mark.slow, pytest.mark.tensorflow_only]
 
@@ -49,8 +47,9 @@ for module in (keras_attention, zoo, cli):
 shipped = zoo.list_presets()
 for directory in shipped.values():
     assert os.path.realpath(directory).startswith(venv + os.sep), directory
-translators = [*zoo.seq2seq.PRESETS, *zoo.transformer.PRESETS]
-others = [*zoo.show_attend_tell.PRESETS, *zoo.ram.PRESETS]
+kinds = {name: family.kind for name, family in zoo.registry.presets().items()}
+translators = [name for name, kind in kinds.items() if kind == "translation"]
+others = [name for name, kind in kinds.items() if kind != "translation"]
 assert sorted(translators + others) == sorted(shipped), sorted(shipped)
 sample = fashion_mnist.sample_path()
 for name in translators:

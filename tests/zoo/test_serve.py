@@ -98,7 +98,7 @@ def test_page_and_metadata(server):
     with urllib.request.urlopen(url + "/", timeout=60) as response:
         page = response.read().decode()
         assert response.headers["Content-Type"].startswith("text/html")
-    assert ":predict" in page and "zoo classifier" in page
+    assert ":predict" in page and "zoo classification" in page
     with urllib.request.urlopen(url + "/v1/metadata", timeout=60) as response:
         metadata = json.loads(response.read())
     assert metadata["metadata"]["class_names"] == NAMES

@@ -251,7 +251,7 @@ def test_classifier_page_draws_the_glimpse_path_over_the_image(
     path = write_png(tmp_path, image)
     wanted = answer(signatures, path)
     browser.open(url + "/")
-    assert browser.script("return document.title").startswith("zoo classifier: ")
+    assert browser.script("return document.title").startswith("zoo classification: ")
     browser.type("#file", str(path))
     assert browser.run() == "done", text(browser, "#status")
 
@@ -343,7 +343,7 @@ def test_translator_page_shows_the_translation_and_where_the_heatmap_is(
 
     loaded = tf.saved_model.load(str(tmp_path))
     exported = types.SimpleNamespace(
-        metadata={"kind": "translator"}, signatures=loaded.signatures
+        metadata={"kind": "translation"}, signatures=loaded.signatures
     )
     limits = Limits(max_request_bytes=2**16, batch_delay=0.0, max_batch=8)
     server = ModelServer(

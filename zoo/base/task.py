@@ -71,6 +71,18 @@ class Task(keras.Model):
 
     static_shapes = False
 
+    #: What the task does, in the zoo's one vocabulary of kinds:
+    #: `"translation"`, `"captioning"` or `"classification"`, set by the kind
+    #: class a family's task subclasses (`zoo.translation.TranslationTask`,
+    #: `zoo.captioning.CaptioningTask`,
+    #: `zoo.classification.ClassificationTask`). `None`: a task of no kind,
+    #: which has no serving export, CLI verb or held-out evaluation.
+    kind = None
+
+    #: The `python -m zoo` commands that run this kind's user verbs (e.g.
+    #: `("translate",)`).
+    verbs = ()
+
     #: The backbone's arguments as the task takes them
     #: (`zoo.base.constructor_arguments.ArgumentsOf(TheBackbone)`); `None` for a task
     #: built from inputs and outputs.
@@ -607,30 +619,33 @@ class Task(keras.Model):
     def export(self, filepath, format="tf_saved_model", verbose=None, **options):
         """Writes a serving SavedModel: raw inputs in, finished outputs out.
 
-        For the translation, captioning and glimpse-classification tasks the
-        `"tf_saved_model"` format is the zoo's export (`zoo.serving.export.export`):
-        tokenization, the beam search and detokenization (or the image
-        handling) run inside the graph, so the artefact loads with
-        `tf.saved_model.load` where neither the zoo, `keras_attention` nor
-        Keras can be imported, and `python -m zoo serve` serves it. Any
-        other `format` (or a task without such an exporter) is
+        The `"tf_saved_model"` format is the export of the task's kind
+        (`export_serving`): tokenization, the beam search and
+        detokenization (or the image handling) run inside the graph, so
+        the artefact loads with `tf.saved_model.load` where neither the zoo,
+        `keras_attention` nor Keras can be imported, and `python -m zoo
+        serve` serves it. `python -m zoo export` writes the same. A task of
+        no kind refuses it (as the CLI does); any other `format` is
         `keras.Model.export`'s, of the tensors-in, tensors-out model.
 
         Args:
             filepath: str or path-like. The directory to write.
             format: str. Defaults to `"tf_saved_model"`.
             verbose: optional bool, passed on to `keras.Model.export`.
-            **options: the family exporter's settings (e.g. `beam_width`
-                for the generative tasks), else `keras.Model.export`'s.
+            **options: the kind's export settings (e.g. `beam_width` for the
+                generative tasks), else `keras.Model.export`'s.
 
         Returns:
             The export's description (a dict) for the zoo's exports, else
             what `keras.Model.export` returns.
 
+        Raises:
+            ValueError: a task of no kind, with `format="tf_saved_model"`.
+
         Example:
         >>> import tempfile
         >>> import numpy as np
-        >>> from zoo import export
+        >>> from zoo.serving import export
         >>> from zoo.ram import RecurrentAttentionModel
         >>> model = RecurrentAttentionModel(
         ...     num_classes=3, num_glimpses=2, patch_size=4, glimpse_units=4,
@@ -640,21 +655,70 @@ class Task(keras.Model):
         ...     description = model.export(directory)
         ...     exported = export.load(directory)  # TensorFlow alone runs it
         >>> description["kind"], description["signatures"]
-        ('classifier', ['serve', 'serve_bytes'])
+        ('classification', ['serve', 'serve_bytes'])
         >>> outputs = exported(image=np.zeros((2, 28, 28, 1), "uint8"))
         >>> outputs["class_name"].shape, outputs["probabilities"].shape
         ((2,), (2, 3))
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> Task(ids, ids).export("unused")
+        Traceback (most recent call last):
+        ...
+        ValueError: Task has no kind (translation, captioning or classification), so it has no serving export: subclass a kind of zoo, or call keras.Model.export(model, path) for the tensors-in, tensors-out model.
         """
-        from zoo.serving import export
-
-        try:
-            write = export.exporter(self)
-        except ValueError:
-            write = None
-        if format != "tf_saved_model" or write is None:
+        if format != "tf_saved_model":
             return super().export(filepath, format=format, verbose=verbose, **options)
-        write(self, filepath, **options)
-        return export.read_metadata(filepath)
+        return self.export_serving(filepath, **options)
+
+    def export_serving(self, filepath, **options):
+        """The kind's SavedModel (see `export`); its description as a dict.
+
+        A kind overrides it with its exporter; here, a task of no kind
+        refuses with a `ValueError`.
+        """
+        raise ValueError(
+            _no_kind(self, "serving export") + ": subclass a kind of zoo, or "
+            "call keras.Model.export(model, path) for the tensors-in, "
+            "tensors-out model."
+        )
+
+    def evaluate_split(
+        self, split="test", limit=None, beam_width=None, sword_path=None, data_path=None
+    ):
+        """Scores the task on a held-out split (`python -m zoo evaluate`).
+
+        A kind overrides it with its metrics, printed and returned; a task
+        of no kind refuses with a `ValueError`.
+
+        Args:
+            split: str. The split to score. Defaults to `"test"`.
+            limit: optional int. Score the first `limit` samples.
+            beam_width: optional int. The beam of a generative task.
+            sword_path: optional str. The SWORD folder of the Bible texts.
+            data_path: optional str. The Fashion-MNIST IDX folder.
+        """
+        raise ValueError(_no_kind(self, "held-out evaluation") + ".")
+
+    @classmethod
+    def metrics_summary(cls, metrics):
+        """One line of the quality a preset of this task records (`metrics`).
+
+        Each kind reads the metrics its evaluation writes; a task of no
+        kind reports none.
+
+        Example:
+        >>> Task.metrics_summary({"loss": 1.0})
+        '(no metrics recorded)'
+        """
+        return "(no metrics recorded)"
+
+    @classmethod
+    def preset_note(cls, metadata):
+        """A line on what a preset of this task is good for, or `None`.
+
+        `python -m zoo presets` prints it under the preset (a glimpse
+        classifier: the image sizes of its training canvas).
+        """
+        return None
 
     @classmethod
     def from_preset(cls, preset, load_weights=True, **overrides):
@@ -707,6 +771,14 @@ class Task(keras.Model):
         _check_consistent(model, directory)
         model.preset_metadata = meta
         return model
+
+
+def _no_kind(task, what):
+    """Why a task of no kind has no `what`."""
+    return (
+        f"{type(task).__name__} has no kind (translation, captioning or "
+        f"classification), so it has no {what}"
+    )
 
 
 # The longest sequence length a preset may ask for (an edited 10**12 would

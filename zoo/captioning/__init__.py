@@ -1,5 +1,8 @@
 """The captioning kind: what every image captioner of the zoo shares.
 
+- `zoo.captioning.task`: `CaptioningTask`, the kind a captioner's task
+  subclasses (`caption`, `attention_maps`, its export, evaluation and
+  metrics; its docstring says what a subclass supplies).
 - `zoo.captioning.preprocessor`: `CaptionPreprocessor` (images and
   captions <-> tensors).
 - `zoo.captioning.export`: the SavedModel of a captioner.
@@ -9,5 +12,6 @@
 """
 
 from zoo.captioning.preprocessor import CaptionPreprocessor
+from zoo.captioning.task import CaptioningTask
 
-__all__ = ["CaptionPreprocessor"]
+__all__ = ["CaptionPreprocessor", "CaptioningTask"]

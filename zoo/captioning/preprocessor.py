@@ -1,4 +1,4 @@
-"""Raw images and captions <-> `ShowAttendTell` inputs (inside `tf.data` too)."""
+"""Raw images and captions <-> a captioner's inputs (inside `tf.data` too)."""
 
 import keras
 import keras_hub
@@ -43,7 +43,7 @@ def image_batch(images, name="images"):
 
 @keras.saving.register_keras_serializable(package="zoo")
 class CaptionPreprocessor(keras.layers.Layer):
-    """Converts images and WordPiece-tokenizes captions for `ShowAttendTell`.
+    """Converts images and WordPiece-tokenizes captions for a captioner.
 
     Images of any size and channel count (`(batch, H, W)` gray, or
     `(batch, H, W, C)` with 1, 3 or 4 channels; uint8 in `[0, 255]` or

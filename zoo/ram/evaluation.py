@@ -33,6 +33,7 @@ import argparse
 
 import numpy as np
 
+from zoo.base.task import Task
 from zoo.data import fashion_mnist
 from zoo.training.flags import positive_int
 
@@ -233,8 +234,6 @@ def evaluate_classifier(model, split="test", limit=None, path=None):
 
 
 def main(argv=None):
-    from zoo.base.task import Task
-
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("preset", help="shipped preset name or ./path")
     p.add_argument("--limit", type=positive_int, default=2000, help="test canvases")

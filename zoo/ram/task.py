@@ -15,10 +15,12 @@ from keras import ops
 from zoo.base.constructor_arguments import ArgumentsOf
 from zoo.base.distributed_loss import global_batch_mean
 from zoo.base.raw_inputs import checked_images
-from zoo.base.task import Task
+from zoo.classification.task import ClassificationTask
 from zoo.data import fashion_mnist
 from zoo.ram import canvas
 from zoo.ram.backbone import RecurrentAttentionBackbone
+from zoo.ram.evaluation import evaluate_classifier
+from zoo.ram.export import export_classifier
 from zoo.ram.preprocessor import ImagePreprocessor
 
 # The weights of presets saved before the backbone existed sit at the top
@@ -28,7 +30,7 @@ _BACKBONE = "layers/recurrent_attention_backbone"
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class RecurrentAttentionModel(Task):
+class RecurrentAttentionModel(ClassificationTask):
     """Recurrent Attention Model (RAM): classify an image from a few glimpses.
 
     A functional `Task` around a `RecurrentAttentionBackbone`. Its outputs
@@ -381,6 +383,25 @@ class RecurrentAttentionModel(Task):
         best = np.argsort(-probabilities, axis=-1, kind="stable")[:, :top_k]
         names = np.asarray(names)[best]
         return names, np.take_along_axis(probabilities, best, axis=-1)
+
+    @classmethod
+    def preset_note(cls, metadata):
+        """The image sides a preset is good for, from its training canvas."""
+        side = canvas.training_canvas(metadata)
+        low, high = canvas.good_sides(side)
+        return (
+            f"trained on {side}x{side} canvases: good for image sides {low} to {high}"
+        )
+
+    def write_export(self, filepath):
+        """Writes the glimpse classifier's SavedModel (`export_classifier`)."""
+        return export_classifier(self, filepath)
+
+    def evaluate_split(
+        self, split="test", limit=None, beam_width=None, sword_path=None, data_path=None
+    ):
+        """The error (%) on the preset's images (`evaluate_classifier`)."""
+        return evaluate_classifier(self, split, limit, data_path)
 
     def glimpses(self, images, batch_size=256):
         """Returns where the agent looks: `(batch, num_glimpses, 2)` `(y, x)`.

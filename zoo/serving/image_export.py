@@ -18,6 +18,8 @@ import os
 import keras
 import tensorflow as tf
 
+from zoo.serving.export import write_metadata
+
 #: The uint8 batch that `serve` takes: any batch, size and channel count.
 IMAGE_SPEC = tf.TensorSpec([None, None, None, None], tf.uint8, name="image")
 #: The encoded files that `serve_bytes` takes.
@@ -166,8 +168,6 @@ def write_archive(path, serve, serve_bytes, description):
     Returns:
         The path, as a str.
     """
-    from zoo.serving.export import write_metadata
-
     path = os.fspath(path)
 
     # A loaded signature does not check its inputs' shapes: without these,

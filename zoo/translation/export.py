@@ -54,7 +54,6 @@ from keras_attention.decoding import BeamSearch, GreedySearch
 from zoo.base.generation import decoding_options
 from zoo.serving.export import write_metadata
 from zoo.translation.preprocessor import RESERVED_TOKENS
-from zoo.translation.task import TranslationTask
 
 # `glue_punctuation` in RE2, the regex engine of `tf.strings.regex_replace`:
 # Python's Unicode `\w` becomes `[\pL\pN_]` (RE2's `\w` is ASCII only) and
@@ -244,7 +243,7 @@ def export_translator(
 
     Returns:
         The path, as a str. `assets.extra/zoo_export.json` there describes
-        the export (`kind: "translator"`, the model class, the
+        the export (`kind: "translation"`, the model class, the
         `serving_default` settings, the signatures).
 
     Raises:
@@ -252,7 +251,7 @@ def export_translator(
         ValueError: the backend is not TensorFlow, the task has no
             preprocessor, or a setting is out of range.
     """
-    if not isinstance(task, TranslationTask):
+    if getattr(task, "kind", None) != "translation":
         raise TypeError(
             "`task` must be a zoo.TranslationTask (zoo.Seq2Seq, zoo.Transformer). "
             f"Received: task={task!r}"
@@ -313,7 +312,7 @@ def export_translator(
     write_metadata(
         path,
         {
-            "kind": "translator",
+            "kind": "translation",
             "model": type(task).__name__,
             "beam_width": beam_width,
             "max_length": max_length,

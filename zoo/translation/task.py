@@ -4,10 +4,18 @@ import numpy as np
 import tensorflow as tf
 
 from zoo.base.generation import GenerativeTask, as_texts, decoding_options
+from zoo.data import bible
+from zoo.serving.export import read_metadata
+from zoo.translation.data import evaluate_translations
+from zoo.translation.export import export_translator
 
 
 class TranslationTask(GenerativeTask):
-    """A generative task that reads and writes text: `translate()`.
+    """The translation kind: a generative task that reads and writes text.
+
+    Its user verb is `translate()` (`python -m zoo translate`); its export
+    is `zoo.translation.export.export_translator`; `evaluate_split` scores
+    sacreBLEU BLEU and chrF on the Bible verses.
 
     Subclasses (`zoo.Seq2Seq`, `zoo.Transformer`) supply the network,
     `encode(encoder_token_ids, max_length)` and `next(prompt, cache, index)`
@@ -37,6 +45,39 @@ class TranslationTask(GenerativeTask):
     ...
     ValueError: predict() gives the next-token logits of prepared inputs (the preprocessor's output); to translate source sentences call `model.translate(texts)`. Received: x=['light']
     """
+
+    kind = "translation"
+    verbs = ("translate",)
+
+    def export_serving(self, filepath, **options):
+        """Writes the translator export (`export_translator`); its description."""
+        export_translator(self, filepath, **options)
+        return read_metadata(filepath)
+
+    def evaluate_split(
+        self, split="test", limit=None, beam_width=4, sword_path=None, data_path=None
+    ):
+        """Greedy and beam BLEU/chrF on a Bible split (`evaluate_translations`)."""
+        options = {} if sword_path is None else {"sword_path": sword_path}
+        pairs = [(en, es) for en, es, _ in bible.load_pairs(split, **options)]
+        return evaluate_translations(self, pairs, beam_width, limit)
+
+    @classmethod
+    def metrics_summary(cls, metrics):
+        """BLEU and chrF of each decoding in a preset's test metrics.
+
+        Example:
+        >>> TranslationTask.metrics_summary(
+        ...     {"test": {"beam4": {"bleu": 20.5, "chrf": 44.25}}})
+        'beam4: BLEU 20.50 chrF 44.25'
+        """
+        test = metrics.get("test", {})
+        parts = [
+            f"{name}: BLEU {values['bleu']:.2f} chrF {values['chrf']:.2f}"
+            for name, values in test.items()
+            if isinstance(values, dict) and "bleu" in values
+        ]
+        return ", ".join(parts) or super().metrics_summary(metrics)
 
     def translate(
         self,

@@ -197,7 +197,7 @@ def test_shipped_preset_export_answers_as_the_preset(exports):
     assert set(wanted["class_name"]) <= set(fashion_mnist.CLASS_NAMES)
     description = os.path.join(paths["preset"], METADATA_FILE)
     with open(description) as f:
-        assert '"kind": "classifier"' in f.read()
+        assert '"kind": "classification"' in f.read()
     assert read_metadata(paths["preset"])["preset"] == PRESET
 
 

@@ -220,7 +220,7 @@ def test_serving_default_is_the_exported_beam(tiny_exports, name):
     assert answer["serving_default"] == answer["beam3"]
     assert answer["empty"] == {"translation": [], "score": []}
     description = zoo_export.read_metadata(paths[name])
-    assert description["kind"] == "translator"
+    assert description["kind"] == "translation"
     assert description["model"] == type(tasks[name]).__name__
     assert (description["beam_width"], description["max_length"]) == (3, MAX_LENGTH)
 
