@@ -39,6 +39,12 @@ class Family:
             it ships, in `zoo/<name>/presets/`.
         summary: str. One line for `train --help`.
         folder: str. The family's folder.
+
+    Example:
+    >>> import zoo
+    >>> family = get("ram")
+    >>> family.name, family.module, family.task.__name__
+    ('ram', 'zoo.ram', 'RecurrentAttentionModel')
     """
 
     name: str
@@ -50,21 +56,46 @@ class Family:
 
     @property
     def kind(self):
-        """The kind of the family's task (`"translation"`, ...)."""
+        """The kind of the family's task (`"translation"`, ...).
+
+        Example:
+        >>> import zoo
+        >>> get("show_attend_tell").kind
+        'captioning'
+        """
         return self.task.kind
 
     @property
     def card(self):
-        """The path of the family's model card (`README.md`)."""
+        """The path of the family's model card (`README.md`).
+
+        Example:
+        >>> import zoo
+        >>> os.path.isfile(get("ram").card)
+        True
+        """
         return os.path.join(self.folder, "README.md")
 
     @property
     def train_module(self):
-        """The module `python -m zoo train NAME` runs (`<module>.train`)."""
+        """The module `python -m zoo train NAME` runs (`<module>.train`).
+
+        Example:
+        >>> import zoo
+        >>> get("transformer").train_module
+        'zoo.transformer.train'
+        """
         return f"{self.module}.train"
 
     def preset_folder(self, preset):
-        """The folder of one of its presets."""
+        """The folder of one of its presets.
+
+        Example:
+        >>> import zoo
+        >>> family = get("seq2seq")
+        >>> os.path.isdir(family.preset_folder("seq2seq_bahdanau_bible_en_es"))
+        True
+        """
         return os.path.join(self.folder, "presets", preset)
 
 

@@ -674,6 +674,13 @@ class Task(keras.Model):
 
         A kind overrides it with its exporter; here, a task of no kind
         refuses with a `ValueError`.
+
+        Example:
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> Task(ids, ids).export_serving("unused")
+        Traceback (most recent call last):
+        ...
+        ValueError: Task has no kind (translation, captioning or classification), so it has no serving export: subclass a kind of zoo, or call keras.Model.export(model, path) for the tensors-in, tensors-out model.
         """
         raise ValueError(
             _no_kind(self, "serving export") + ": subclass a kind of zoo, or "
@@ -695,6 +702,16 @@ class Task(keras.Model):
             beam_width: optional int. The beam of a generative task.
             sword_path: optional str. The SWORD folder of the Bible texts.
             data_path: optional str. The Fashion-MNIST IDX folder.
+
+        Returns:
+            The kind's scores (a dict, or the error for a classifier).
+
+        Example:
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> Task(ids, ids).evaluate_split()
+        Traceback (most recent call last):
+        ...
+        ValueError: Task has no kind (translation, captioning or classification), so it has no held-out evaluation.
         """
         raise ValueError(_no_kind(self, "held-out evaluation") + ".")
 
@@ -717,6 +734,10 @@ class Task(keras.Model):
 
         `python -m zoo presets` prints it under the preset (a glimpse
         classifier: the image sizes of its training canvas).
+
+        Example:
+        >>> Task.preset_note({"class_name": "Task"}) is None
+        True
         """
         return None
 

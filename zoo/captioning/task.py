@@ -38,6 +38,13 @@ class CaptioningTask(GenerativeTask):
     box, `zoo.captioning.evaluation.evaluate_scenes`) and `metrics_summary`.
     A subclass registers itself with `keras.saving` under its own name; this
     class is not serialized.
+
+    Example:
+    >>> import zoo
+    >>> CaptioningTask.kind, CaptioningTask.verbs
+    ('captioning', ('caption',))
+    >>> issubclass(zoo.ShowAttendTell, CaptioningTask)
+    True
     """
 
     kind = "captioning"
@@ -163,7 +170,22 @@ class CaptioningTask(GenerativeTask):
     # The kind's export, evaluation and metrics -----------------------------
 
     def export_serving(self, filepath, **options):
-        """Writes the captioner export (`export_captioner`); its description."""
+        """Writes the captioner export (`export_captioner`); its description.
+
+        `model.export(path)` calls it; the options are `export_captioner`'s.
+
+        Example:
+        >>> import tempfile
+        >>> import zoo
+        >>> vocabulary = ["[PAD]", "[UNK]", "[START]", "[END]", "a", "bag"]
+        >>> model = zoo.ShowAttendTell(
+        ...     len(vocabulary), annotation_dim=8, embedding_dim=4, units=8,
+        ...     preprocessor=zoo.CaptionPreprocessor(vocabulary, sequence_length=4))
+        >>> model.export_serving(tempfile.mkdtemp(), beam_width=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: `beam_width` must be an int >= 1. Received: beam_width=0
+        """
         export_captioner(self, filepath, **options)
         return read_metadata(filepath)
 
@@ -175,8 +197,25 @@ class CaptioningTask(GenerativeTask):
         The scenes are generated from the Fashion-MNIST split (test images
         for the test split), seeded, as the training scripts do; a split is
         its default number of scenes, which `limit` can only lower. Greedy
-        decoding and `beam_width` are scored.
+        decoding and `beam_width` are scored. See `Task.evaluate_split` for
+        the arguments.
+
+        Example:
+        >>> import zoo
+        >>> vocabulary = ["[PAD]", "[UNK]", "[START]", "[END]", "a", "bag"]
+        >>> model = zoo.ShowAttendTell(
+        ...     len(vocabulary), annotation_dim=8, embedding_dim=4, units=8,
+        ...     preprocessor=zoo.CaptionPreprocessor(vocabulary, sequence_length=4))
+        >>> model.evaluate_split("dev")
+        Traceback (most recent call last):
+        ...
+        ValueError: `split` must be one of ['train', 'validation', 'test']. Received: split='dev'
         """
+        if split not in scenes.DEFAULT_SIZES:
+            raise ValueError(
+                f"`split` must be one of {list(scenes.DEFAULT_SIZES)}. "
+                f"Received: split={split!r}"
+            )
         count = scenes.DEFAULT_SIZES[split]
         if limit is not None:
             count = min(limit, count)

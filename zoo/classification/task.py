@@ -18,8 +18,11 @@ class ClassificationTask(Task):
       stored in a preset's metrics as `test_error_percent`.
 
     Example:
-    >>> ClassificationTask.metrics_summary({"test_error_percent": 12.284})
-    'test error 12.28%'
+    >>> import zoo
+    >>> ClassificationTask.kind, ClassificationTask.verbs
+    ('classification', ('classify',))
+    >>> issubclass(zoo.RecurrentAttentionModel, ClassificationTask)
+    True
     """
 
     kind = "classification"
@@ -30,6 +33,14 @@ class ClassificationTask(Task):
 
         Raises:
             ValueError: a `beam_width` (a classifier has no beam search).
+
+        Example:
+        >>> import zoo
+        >>> model = zoo.RecurrentAttentionModel(num_classes=3, num_glimpses=2)
+        >>> model.export_serving("unused", beam_width=3)
+        Traceback (most recent call last):
+        ...
+        ValueError: A classifier has no beam search: leave `beam_width` out. Received: beam_width=3
         """
         if beam_width is not None:
             raise ValueError(
@@ -40,14 +51,30 @@ class ClassificationTask(Task):
         return read_metadata(filepath)
 
     def write_export(self, filepath):
-        """Writes the SavedModel (the family's own signatures)."""
+        """Writes the SavedModel (the family's own signatures).
+
+        Example:
+        >>> class Plain(ClassificationTask):
+        ...     pass
+        >>> Plain.__new__(Plain).write_export("unused")
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: Plain must define write_export(filepath).
+        """
         raise NotImplementedError(
             f"{type(self).__name__} must define write_export(filepath)."
         )
 
     @classmethod
     def metrics_summary(cls, metrics):
-        """The test error a classifier's preset records."""
+        """The test error a classifier's preset records.
+
+        Example:
+        >>> ClassificationTask.metrics_summary({"test_error_percent": 14.98})
+        'test error 14.98%'
+        >>> ClassificationTask.metrics_summary({})
+        '(no metrics recorded)'
+        """
         if "test_error_percent" in metrics:
             return f"test error {metrics['test_error_percent']:.2f}%"
         return super().metrics_summary(metrics)

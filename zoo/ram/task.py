@@ -386,7 +386,13 @@ class RecurrentAttentionModel(ClassificationTask):
 
     @classmethod
     def preset_note(cls, metadata):
-        """The image sides a preset is good for, from its training canvas."""
+        """The image sides a preset is good for, from its training canvas.
+
+        Example:
+        >>> RecurrentAttentionModel.preset_note(
+        ...     {"data": {"variant": "cluttered", "canvas_size": 100}})
+        'trained on 100x100 canvases: good for image sides 50 to 125'
+        """
         side = canvas.training_canvas(metadata)
         low, high = canvas.good_sides(side)
         return (
@@ -394,13 +400,36 @@ class RecurrentAttentionModel(ClassificationTask):
         )
 
     def write_export(self, filepath):
-        """Writes the glimpse classifier's SavedModel (`export_classifier`)."""
+        """Writes the glimpse classifier's SavedModel (`export_classifier`).
+
+        `model.export(path)` calls it (see `Task.export` for a run).
+
+        Example:
+        >>> import os
+        >>> import tempfile
+        >>> model = RecurrentAttentionModel(
+        ...     num_classes=3, num_glimpses=2, patch_size=4, glimpse_units=4,
+        ...     location_units=4, glimpse_output_units=8, units=8, seed=0)
+        >>> path = model.write_export(tempfile.mkdtemp())
+        >>> os.path.isfile(os.path.join(path, "saved_model.pb"))
+        True
+        """
         return export_classifier(self, filepath)
 
     def evaluate_split(
         self, split="test", limit=None, beam_width=None, sword_path=None, data_path=None
     ):
-        """The error (%) on the preset's images (`evaluate_classifier`)."""
+        """The error (%) on the preset's images (`evaluate_classifier`).
+
+        See `Task.evaluate_split` for the arguments.
+
+        Example:
+        >>> model = RecurrentAttentionModel(num_classes=3, num_glimpses=2)
+        >>> model.evaluate_split("validation")
+        Traceback (most recent call last):
+        ...
+        ValueError: `split` must be 'train' or 'test' (Fashion-MNIST has no validation split). Received: split='validation'
+        """
         return evaluate_classifier(self, split, limit, data_path)
 
     def glimpses(self, images, batch_size=256):

@@ -50,14 +50,42 @@ class TranslationTask(GenerativeTask):
     verbs = ("translate",)
 
     def export_serving(self, filepath, **options):
-        """Writes the translator export (`export_translator`); its description."""
+        """Writes the translator export (`export_translator`); its description.
+
+        `model.export(path)` calls it; the options are `export_translator`'s.
+
+        Example:
+        >>> import tempfile
+        >>> import zoo
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+        >>> model.export_serving(tempfile.mkdtemp(), beam_width=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: `beam_width` must be an int >= 1. Received: beam_width=0
+        """
         export_translator(self, filepath, **options)
         return read_metadata(filepath)
 
     def evaluate_split(
         self, split="test", limit=None, beam_width=4, sword_path=None, data_path=None
     ):
-        """Greedy and beam BLEU/chrF on a Bible split (`evaluate_translations`)."""
+        """Greedy and beam BLEU/chrF on a Bible split (`evaluate_translations`).
+
+        The verses are read from the SWORD modules at `sword_path` (default:
+        the Debian folder); see `Task.evaluate_split` for the arguments.
+
+        Example:
+        >>> import zoo
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+        >>> model.evaluate_split("nope")
+        Traceback (most recent call last):
+        ...
+        ValueError: split must be one of ['train', 'validation', 'test', 'all']. Received: split='nope'
+        """
         options = {} if sword_path is None else {"sword_path": sword_path}
         pairs = [(en, es) for en, es, _ in bible.load_pairs(split, **options)]
         return evaluate_translations(self, pairs, beam_width, limit)
