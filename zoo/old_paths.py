@@ -4,7 +4,8 @@ The zoo's modules were sorted into folders by role (`zoo.base`,
 `zoo.training`, `zoo.serving`, `zoo.captioning`, issue #41). Code written
 against the old paths keeps working: `import zoo.task` gives the module
 `zoo.base.task` itself (the same object, so its functions, classes and
-patched attributes are shared). New code imports the new paths.
+patched attributes are shared), and `python -m zoo.show_attend_tell.evaluation`
+runs `zoo.captioning.evaluation`. New code imports the new paths.
 
 Example:
 >>> import zoo.task
@@ -19,6 +20,7 @@ True
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import sys
 
 #: Old module path -> the module that holds its code now.
@@ -57,6 +59,11 @@ class _Moved(importlib.abc.Loader):
     def exec_module(self, module):
         pass  # Already run under its new name.
 
+    def get_code(self, fullname):
+        """The new module's code, so `python -m <old path>` runs it."""
+        new = MOVED[fullname]
+        return importlib.util.find_spec(new).loader.get_code(new)
+
 
 class _OldPaths(importlib.abc.MetaPathFinder):
     """Finds the old paths of `MOVED` (and nothing else)."""
@@ -64,7 +71,9 @@ class _OldPaths(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name not in MOVED:
             return None
-        return importlib.machinery.ModuleSpec(name, _Moved())
+        # The new module's file as origin: `python -m` puts it in argv[0].
+        origin = importlib.util.find_spec(MOVED[name]).origin
+        return importlib.machinery.ModuleSpec(name, _Moved(), origin=origin)
 
 
 def install():

@@ -19,12 +19,13 @@ the CLI test no family's or kind's class (`isinstance`): they ask the object.
 """
 
 import ast
+import importlib
 import os
 import sys
 
 import pytest
 
-from zoo import registry
+from zoo import old_paths, registry
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -238,3 +239,24 @@ def test_the_tiny_models_of_the_distribution_tests_cover_every_family():
     # `tiny_models.CASES` (distribution, multi-worker and fault-tolerance
     # tests) lists its factories by family: one per registered family.
     assert sorted(tiny_models.CASES) == registry.names()
+
+
+@pytest.mark.parametrize("old, new", sorted(old_paths.MOVED.items()))
+def test_an_old_import_path_is_the_module_at_its_new_path(old, new):
+    assert old not in MODULES and new in MODULES  # No file shadows it.
+    assert importlib.import_module(old) is importlib.import_module(new)
+
+
+def test_the_names_users_wrote_before_the_folders_still_import():
+    import zoo
+    from zoo.export import export_preset
+    from zoo.show_attend_tell.preprocessor import CaptionPreprocessor
+    from zoo.task import Task, list_presets
+    from zoo.training import TrainingRun
+
+    assert zoo.CaptionPreprocessor is CaptionPreprocessor
+    assert zoo.Task is Task and zoo.list_presets is list_presets
+    assert export_preset.__module__ == "zoo.serving.export"
+    assert TrainingRun.__module__ == "zoo.training.harness"
+    for name in ("Transformer", "ShowAttendTell", "Seq2Seq", "translation"):
+        assert hasattr(zoo, name), name
