@@ -22,16 +22,14 @@ import zipfile
 import pytest
 
 import zoo
+from zoo import registry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What the build sees: the packages, and beside them what must stay out of
 # the wheel (run history, docs, tests), as in a checkout.
 SOURCES = ["setup.py", "pyproject.toml", "README.md", "keras_attention", "zoo"]
 LEFT_OUT = ["experiments", "docs", "tests"]
-FAMILIES = {
-    family: getattr(zoo, family).PRESETS
-    for family in ("seq2seq", "transformer", "show_attend_tell", "ram")
-}
+FAMILIES = {family.name: family.presets for family in registry.families()}
 
 pytestmark = [pytest.mark.slow, pytest.mark.tensorflow_only]
 
@@ -52,8 +50,9 @@ for module in (keras_attention, zoo, cli):
 shipped = zoo.list_presets()
 for directory in shipped.values():
     assert os.path.realpath(directory).startswith(venv + os.sep), directory
-translators = [*zoo.seq2seq.PRESETS, *zoo.transformer.PRESETS]
-others = [*zoo.show_attend_tell.PRESETS, *zoo.ram.PRESETS]
+kinds = {name: family.kind for name, family in zoo.registry.presets().items()}
+translators = [name for name, kind in kinds.items() if kind == "translation"]
+others = [name for name, kind in kinds.items() if kind != "translation"]
 assert sorted(translators + others) == sorted(shipped), sorted(shipped)
 sample = fashion_mnist.sample_path()
 for name in translators:
@@ -99,7 +98,7 @@ def test_the_wheel_holds_the_packages_shipped_presets_and_samples_only(wheel):
         if name.endswith(".py"):
             continue
         # Data: the samples, and the files of the presets each family lists.
-        if rest[:2] == ["data", "samples"] or rest == ["serving_page.html"]:
+        if rest[:2] == ["data", "samples"] or rest == ["serving", "page.html"]:
             continue
         family, folder, preset = rest[:3]
         assert folder == "presets" and preset in FAMILIES[family], name

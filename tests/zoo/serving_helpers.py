@@ -26,7 +26,7 @@ def free_port():
 
 @contextlib.contextmanager
 def serving(server, poll_interval=0.05):
-    """Serves `server` (`zoo.serve.make_server`) in a thread: `(host, port)`.
+    """Serves `server` (`zoo.serving.server.make_server`) in a thread: `(host, port)`.
 
     On leaving the block the server is shut down and closed, and its thread
     must have ended.

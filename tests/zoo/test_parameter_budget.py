@@ -16,7 +16,7 @@ import keras
 import pytest
 
 from keras_attention import scores
-from zoo import parameter_budget
+from zoo.base import parameter_budget
 from zoo.ram import RecurrentAttentionModel
 from zoo.seq2seq import Seq2Seq
 from zoo.show_attend_tell import ShowAttendTell
@@ -152,7 +152,7 @@ def test_the_budget_refuses_a_config_before_building_and_is_settable(monkeypatch
         RecurrentAttentionModel.from_config(config)
     assert str(info.value).startswith(
         f"RecurrentAttentionModel: the config asks for {count:,} parameters, "
-        f"over the budget of {count - 1:,} (zoo.parameter_budget.MAX_PARAMETERS)"
+        f"over the budget of {count - 1:,} (zoo.base.parameter_budget.MAX_PARAMETERS)"
     )
     monkeypatch.setattr(parameter_budget, "MAX_PARAMETERS", count)
     assert RecurrentAttentionModel.from_config(config).count_params() == count

@@ -1,4 +1,4 @@
-"""`zoo.serve`: the HTTP endpoint over a tiny RAM export, with real requests.
+"""`zoo.serving.server`: the HTTP endpoint over a tiny RAM export, with real requests.
 
 The server runs on 127.0.0.1 on a free port in a thread of this process;
 requests go through `http.client` / `urllib` as any client's would. The
@@ -21,7 +21,7 @@ import pytest
 import tensorflow as tf
 
 from zoo.ram.export import export_classifier
-from zoo.serve import make_server
+from zoo.serving.server import make_server
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -72,7 +72,7 @@ def test_page_and_metadata(server):
     with urllib.request.urlopen(base_url(address) + "/", timeout=TIMEOUT) as response:
         page = response.read().decode()
         assert response.headers["Content-Type"].startswith("text/html")
-    assert ":predict" in page and "zoo classifier" in page
+    assert ":predict" in page and "zoo classification" in page
     status, metadata = call(address, "GET", "/v1/metadata")
     assert status == 200
     assert metadata["metadata"]["class_names"] == NAMES

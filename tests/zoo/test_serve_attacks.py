@@ -1,4 +1,4 @@
-"""`zoo.serve` under the attacks of issue #40: each gets a JSON 4xx (or 503), and the server lives on.
+"""`zoo.serving.server` under the attacks of issue #40: each gets a JSON 4xx (or 503), and the server lives on.
 
 Tiny exports (a GRU translator, a RAM classifier) are served on 127.0.0.1
 in this process with small limits, so that every attack is cheap and
@@ -25,8 +25,8 @@ import pytest
 import tensorflow as tf
 
 from zoo.ram.export import export_classifier
-from zoo.serve import Batcher, RequestError, make_server
-from zoo.serving_inputs import image_size
+from zoo.serving.requests import image_size
+from zoo.serving.server import Batcher, RequestError, make_server
 from zoo.translation.export import export_translator
 
 pytestmark = pytest.mark.tensorflow_only
@@ -247,7 +247,7 @@ def test_allow_host_admits_a_name(tmp_path):
         input_signature=[tf.TensorSpec([None], tf.string, name="text")],
     )
     tf.saved_model.save(model, str(tmp_path), signatures={"serve": model.serve})
-    from zoo.export import write_metadata
+    from zoo.serving.export import write_metadata
 
     write_metadata(str(tmp_path), {"kind": "demo"})
     server = make_server(str(tmp_path), "127.0.0.1", 0, allow_hosts=["model.lan"])
@@ -361,7 +361,7 @@ def test_every_limit_is_a_serve_flag(capsys):
     import dataclasses
 
     from zoo.cli import SERVE_LIMITS, build_parser
-    from zoo.serve import Limits
+    from zoo.serving.server import Limits
 
     flags = {flag[2:].replace("-", "_") for flag, _, _ in SERVE_LIMITS}
     assert flags | {"batch_delay"} == {f.name for f in dataclasses.fields(Limits)}

@@ -1,4 +1,4 @@
-"""`zoo.serve`'s page in a real headless browser: load, upload, run, look.
+"""`zoo.serving.server`'s page in a real headless browser: load, upload, run, look.
 
 Chromium is driven by chromedriver through the W3C WebDriver HTTP protocol,
 spoken with `urllib` (no browser package to install): the test loads `GET /`
@@ -27,10 +27,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from zoo.captioning.export import export_captioner
 from zoo.ram.export import export_classifier
-from zoo.serve import Limits, ModelServer, Signatures, make_server
+from zoo.serving.server import Limits, ModelServer, Signatures, make_server
 from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
-from zoo.show_attend_tell.export import export_captioner
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -229,7 +229,7 @@ def test_classifier_page_draws_the_glimpse_path_over_the_image(
     path = write_png(tmp_path, image)
     wanted = answer(signatures, path)
     browser.open(url + "/")
-    assert browser.script("return document.title").startswith("zoo classifier: ")
+    assert browser.script("return document.title").startswith("zoo classification: ")
     browser.type("#file", str(path))
     assert browser.run() == "done", text(browser, "#status")
 
@@ -321,7 +321,7 @@ def test_translator_page_shows_the_translation_and_where_the_heatmap_is(
 
     loaded = tf.saved_model.load(str(tmp_path))
     exported = types.SimpleNamespace(
-        metadata={"kind": "translator"}, signatures=loaded.signatures
+        metadata={"kind": "translation"}, signatures=loaded.signatures
     )
     limits = Limits(max_request_bytes=2**16, batch_delay=0.0, max_batch=8)
     server = ModelServer(

@@ -2,9 +2,9 @@
 
 import keras
 
-from zoo import parameter_budget as budget
-from zoo.backbone import Backbone, positive_int
-from zoo.backbone_arguments import ArgumentsOf
+from zoo.base import parameter_budget as budget
+from zoo.base.backbone import Backbone, positive_int
+from zoo.base.constructor_arguments import ArgumentsOf
 from zoo.ram.layers import RecurrentAttention
 
 

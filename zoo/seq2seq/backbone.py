@@ -4,8 +4,8 @@ import keras
 from keras import ops
 
 from keras_attention.layers import AttentionDecoder, AttentionDecoderCell
-from zoo import parameter_budget as budget
-from zoo.backbone import Backbone, positive_int
+from zoo.base import parameter_budget as budget
+from zoo.base.backbone import Backbone, positive_int
 
 RNN_LAYERS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
 
@@ -276,7 +276,7 @@ class Seq2SeqBackbone(Backbone):
         """The parameters `Seq2SeqBackbone(...)` would create, counted unbuilt.
 
         Exact but for the alignment function, bounded by
-        `zoo.parameter_budget.score_parameters`; see `Backbone.parameter_count`.
+        `zoo.base.parameter_budget.score_parameters`; see `Backbone.parameter_count`.
 
         Example:
         >>> from zoo.backbone_arguments import ArgumentsOf

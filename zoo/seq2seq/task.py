@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from zoo import parameter_budget as budget
-from zoo.backbone_arguments import ArgumentsOf
+from zoo.base import parameter_budget as budget
+from zoo.base.constructor_arguments import ArgumentsOf
 from zoo.seq2seq import legacy
 from zoo.seq2seq.backbone import Seq2SeqBackbone
 from zoo.translation import TranslationTask
@@ -187,7 +187,7 @@ class Seq2Seq(TranslationTask):
         >>> all(np.array_equal(a, b)
         ...     for a, b in zip(model.get_weights(), copy.get_weights()))
         True
-        >>> from zoo.task import list_presets
+        >>> from zoo.base.task import list_presets
         >>> shipped = list_presets()["seq2seq_bahdanau_bible_en_es"]
         >>> legacy.is_legacy_weights(os.path.join(shipped, "model.weights.h5"))
         True

@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from zoo import parameter_budget as budget
-from zoo.backbone import MAX_IMAGE_SHAPE, Backbone, positive_int
+from zoo.base import parameter_budget as budget
+from zoo.base.backbone import MAX_IMAGE_SHAPE, Backbone, positive_int
 from zoo.show_attend_tell import encoder as encoders
 from zoo.show_attend_tell.decoder import (
     EXTRA_STATES,
@@ -220,7 +220,7 @@ class ShowAttendTellBackbone(Backbone):
         """The parameters `ShowAttendTellBackbone(...)` would create, unbuilt.
 
         Exact for the small encoder but for the alignment function, bounded
-        by `zoo.parameter_budget.score_parameters`. A `keras.applications`
+        by `zoo.base.parameter_budget.score_parameters`. A `keras.applications`
         encoder's own weights are not counted (its name fixes them, no size
         in the config does); its grid is bounded by a stride of 32 and its
         features by `MAX_APPLICATION_FEATURES`. See
@@ -368,7 +368,7 @@ def _checked_sizes(image_shape, **sizes):
     if not all(1 <= s <= m for s, m in zip(image_shape, MAX_IMAGE_SHAPE)):
         raise ValueError(
             "`image_shape` must be positive and at most "
-            f"{MAX_IMAGE_SHAPE} (zoo.backbone.MAX_IMAGE_SHAPE). Received: "
+            f"{MAX_IMAGE_SHAPE} (zoo.base.backbone.MAX_IMAGE_SHAPE). Received: "
             f"image_shape={image_shape}"
         )
     return image_shape

@@ -172,7 +172,7 @@ def small_cnn_size(image_shape):
     """`(grid height, grid width, features, parameters)` of `small_cnn`.
 
     Computed from the image shape alone (nothing built), for the loader's
-    parameter budget (`zoo.parameter_budget`).
+    parameter budget (`zoo.base.parameter_budget`).
 
     Example:
     >>> small_cnn_size((84, 84, 1))

@@ -10,8 +10,8 @@ from keras_attention.layers import (
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
-from zoo import parameter_budget as budget
-from zoo.backbone import Backbone, positive_int
+from zoo.base import parameter_budget as budget
+from zoo.base.backbone import Backbone, positive_int
 
 PAD_ID = 0
 
@@ -227,7 +227,7 @@ class TransformerBackbone(Backbone):
         """The parameters `TransformerBackbone(...)` would create, unbuilt.
 
         Exact but for a parametrised alignment function, bounded by
-        `zoo.parameter_budget.score_parameters`; see
+        `zoo.base.parameter_budget.score_parameters`; see
         `Backbone.parameter_count`.
 
         Example:

@@ -1,4 +1,4 @@
-"""`Batcher`: the one thread that runs `zoo.serve`'s requests on the model.
+"""`Batcher`: the one thread that runs `zoo.serving.server`'s requests on the model.
 
 Concurrent requests share model calls of at most `max_rows` rows (and
 `max_cost` pixels); a large request is split over several calls, and a
@@ -13,7 +13,7 @@ from http import HTTPStatus
 
 import numpy as np
 
-from zoo.serving_inputs import RequestError
+from zoo.serving.requests import RequestError
 
 
 class _Pending:
@@ -108,7 +108,7 @@ class Batcher:
         >>> batcher.submit("f", {"x": np.array([-1])}, 1)
         Traceback (most recent call last):
         ...
-        zoo.serving_inputs.RequestError: The model failed: ValueError
+        zoo.serving.requests.RequestError: The model failed: ValueError
         >>> batcher.close()
         """
         timeout = self.timeout if timeout is None else timeout

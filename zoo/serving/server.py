@@ -1,4 +1,4 @@
-"""An HTTP server over an exported SavedModel (`zoo.export`), bounded for a network.
+"""An HTTP server over an exported SavedModel (`zoo.serving.export`), bounded for a network.
 
 `serve(directory)` (`python -m zoo serve DIR`) answers three protocols on one
 port, with the standard library's `http.server`:
@@ -10,7 +10,7 @@ port, with the standard library's `http.server`:
   or `{"inputs": ...}` (columnar; `{"outputs": ...}`), binary strings as
   `{"b64": "..."}`; `GET /v1/models/NAME` (the model's status) and `GET
   /v1/models/NAME/metadata` (its signatures). Errors are `{"error": ...}`.
-- KServe's Open Inference Protocol v2 (`zoo.serving_v2`): `GET /v2`,
+- KServe's Open Inference Protocol v2 (`zoo.serving.v2_protocol`): `GET /v2`,
   `GET /v2/health/ready`, `GET /v2/models/NAME`, `POST
   /v2/models/NAME/infer` (with its `id` and requested `outputs`).
 - The zoo's own, older paths: `POST /v1/predict` takes the inputs of the
@@ -18,17 +18,17 @@ port, with the standard library's `http.server`:
   `{"image_bytes": [base64, ...]}`, a scalar such as `beam_width` as a
   number) and answers `{"signature", "predictions": [{output: value}, ...]}`;
   `GET /v1/metadata` gives the export's description; `GET /` a page to try
-  the model in a browser (`serving_page.html`).
+  the model in a browser (`page.html`, beside this module).
 
-Every request is bounded (`zoo.serving_inputs.Limits`, each a `python -m zoo
-serve` flag, checked by `zoo.serving_inputs.Signatures`): the
+Every request is bounded (`zoo.serving.requests.Limits`, each a `python -m zoo
+serve` flag, checked by `zoo.serving.requests.Signatures`): the
 body's size, the time a client has to send it, its rows, the pixels of each
 image (read from the PNG / JPEG / GIF / BMP header before anything decodes
 it), a translator's `beam_width` and `max_length` (the smaller of the
 export's own limits and the server's), the time a request may wait for its
 answer; a fixed pool of worker threads handles connections, and one more
 than its queue holds gets a 503. Requests are run by one
-`zoo.serving_batcher.Batcher` thread in
+`zoo.serving.batcher.Batcher` thread in
 model calls of at most `max_batch` rows, taken in turn from every waiting
 request, so that a one-sentence request is not stuck behind a
 1,000-sentence one. Bad input gets a 4xx with a JSON error naming the field;
@@ -55,9 +55,9 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from zoo import serving_v2
-from zoo.serving_batcher import Batcher
-from zoo.serving_inputs import (  # noqa: F401 - Parsed, _demo_exported: examples
+from zoo.serving import v2_protocol as serving_v2
+from zoo.serving.batcher import Batcher
+from zoo.serving.requests import (  # noqa: F401 - Parsed, _demo_exported: examples
     BYTES_SUFFIX,
     Limits,
     Parsed,
@@ -72,9 +72,7 @@ CURL_DEFAULT_TYPE = "application/x-www-form-urlencoded"
 #: Host names every server answers to.
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 #: The demo page, beside this module.
-PAGE_FILE = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "serving_page.html"
-)
+PAGE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "page.html")
 
 
 def _json_value(value, name=""):
@@ -488,7 +486,7 @@ class Handler(BaseHTTPRequestHandler):
         return {"signature": parsed.signature, "predictions": predictions}, None
 
     def _v2(self, path, match):
-        """KServe's Open Inference Protocol (`zoo.serving_v2`)."""
+        """KServe's Open Inference Protocol (`zoo.serving.v2_protocol`)."""
         server = self.server
         if self.command == "GET" and path in ("/v2/health/live", "/v2/health/ready"):
             return {path.rsplit("/", 1)[1]: True}, None
@@ -711,7 +709,7 @@ def make_server(
     `server_close()`.
 
     Args:
-        directory: str. A SavedModel written by `zoo.export`, or a folder of
+        directory: str. A SavedModel written by `zoo.serving.export`, or a folder of
             numbered versions of one (TF Serving's layout).
         host: str. Defaults to `"127.0.0.1"`.
         port: int. `0` picks a free port. Defaults to `8501`.
@@ -722,7 +720,7 @@ def make_server(
         **limits: `Limits` fields (`max_request_bytes`, `max_rows`,
             `request_timeout`, ...).
     """
-    from zoo.export import load
+    from zoo.serving.export import load
 
     folder, version = saved_model_folder(directory)
     limits = Limits(**limits)
@@ -739,7 +737,7 @@ def serve(directory, host="127.0.0.1", port=8501, **options):
     accepted are answered before this returns.
 
     Args:
-        directory: str. A SavedModel written by `zoo.export` (or a folder
+        directory: str. A SavedModel written by `zoo.serving.export` (or a folder
             of numbered versions of one).
         host: str. Defaults to `"127.0.0.1"`.
         port: int. Defaults to `8501`.

@@ -1,15 +1,17 @@
 """SavedModel exports of zoo tasks: write, load, and run without the zoo.
 
 `export(task, path)` writes a task as a TensorFlow SavedModel whose serving
-signatures take raw inputs and return finished outputs, with each family's
-exporter (`zoo.translation.export`, `zoo.show_attend_tell.export`,
-`zoo.ram.export`); `export_preset(preset, directory)` does it for a preset
+signatures take raw inputs and return finished outputs: it asks the task
+(`task.export(path)`), whose kind holds the exporter
+(`zoo.translation.export`, `zoo.captioning.export`, a classifier's own);
+this module knows the format only. `export_preset(preset, directory)` does
+it for a preset
 (`python -m zoo export PRESET DIR`). The artefact needs only `tensorflow`
 (and `tensorflow_text` for a translator's tokenizers).
 
 A SavedModel written to `BASE/1` (a numbered version folder) is what
 `tensorflow_model_server --model_base_path=BASE` serves, and `python -m zoo
-serve BASE` serves the same folder (`zoo.serve`: TF Serving's REST API).
+serve BASE` serves the same folder (`zoo.serving.server`: TF Serving's REST API).
 
 `load(path)` reads an export back as an `Exported` callable (strings or
 arrays in, NumPy out), and `run_without_zoo(code)` runs Python in a
@@ -24,101 +26,79 @@ import sys
 import tempfile
 import textwrap
 
+from zoo.base.task import Task
+
 #: Packages `run_without_zoo` hides from its subprocess.
 HIDDEN_PACKAGES = ("zoo", "keras_attention", "keras_hub", "keras", "tf_keras")
+
+#: The kinds as exports written before #41 named them -> today's names.
+KINDS_BEFORE = {
+    "translator": "translation",
+    "captioner": "captioning",
+    "classifier": "classification",
+}
 
 #: The export's description, beside the SavedModel (written by the exporters).
 METADATA_FILE = os.path.join("assets.extra", "zoo_export.json")
 
 
-def exporter(task):
-    """The export function of a task's family, or a `ValueError`.
-
-    Args:
-        task: a zoo task.
-
-    Returns:
-        `fn(task, path, **options) -> path`: `export_translator`
-        (`Seq2Seq`, `Transformer`), `export_captioner` (`ShowAttendTell`)
-        or `export_classifier` (`RecurrentAttentionModel`).
-    """
-    from zoo.ram import RecurrentAttentionModel
-    from zoo.show_attend_tell import ShowAttendTell
-    from zoo.translation import TranslationTask
-
-    if isinstance(task, TranslationTask):
-        from zoo.translation.export import export_translator
-
-        return export_translator
-    if isinstance(task, ShowAttendTell):
-        from zoo.show_attend_tell.export import export_captioner
-
-        return export_captioner
-    if isinstance(task, RecurrentAttentionModel):
-        from zoo.ram.export import export_classifier
-
-        return export_classifier
-    raise ValueError(
-        "There is no SavedModel export for this kind of task (translation, "
-        f"captioning and glimpse classification have one). Received: task={task!r}"
-    )
-
-
 def export(task, path, **options):
     """Writes `task` as a SavedModel with its preprocessing and search inside.
 
+    The same as `task.export(path, **options)`: the task's kind writes it
+    (`zoo.base.task.Task.export`), and a task of no kind refuses.
+
     Args:
-        task: a zoo task (see `exporter`).
+        task: a zoo task.
         path: str or path-like. The SavedModel directory to write.
-        **options: the family exporter's settings (e.g. `beam_width`).
+        **options: the kind's export settings (e.g. `beam_width`).
 
     Returns:
         The export's description (`read_metadata`).
     """
-    exporter(task)(task, path, **options)
-    return read_metadata(path)
+    return task.export(path, **options)
 
 
 def export_preset(preset, directory, beam_width=None, dtype=None, **options):
     """Loads a preset (name or directory) and exports it to `directory`.
 
-    This is `python -m zoo export PRESET DIR [--beam N] [--dtype D]`.
+    This is `python -m zoo export PRESET DIR [--beam N] [--dtype D]`, and
+    writes what the loaded model's `export(directory)` writes.
 
     Args:
         preset: str. A shipped preset name or a preset directory.
         directory: str. The SavedModel directory to write.
         beam_width: optional int. The beam of `serving_default` for the
-            generative tasks; defaults to their exporter's (`4` for
-            translation, as `translate`). A glimpse classifier has none.
+            generative tasks; defaults to their kind's (`4` for
+            translation, as `translate`). A classifier refuses one.
         dtype: optional dtype policy the graph computes in (e.g.
             `"mixed_bfloat16"`); defaults to the preset's. The signatures'
             inputs and outputs keep their dtypes.
-        **options: other exporter settings.
+        **options: other export settings.
 
     Returns:
         The export's description, with the `preset` added.
     """
-    from zoo.ram import RecurrentAttentionModel
-    from zoo.task import Task
-
     task = Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
     if beam_width is not None:
-        if isinstance(task, RecurrentAttentionModel):
-            raise ValueError(
-                "A glimpse classifier has no beam search: leave `beam_width` "
-                f"out. Received: beam_width={beam_width!r}"
-            )
         options["beam_width"] = beam_width
-    metadata = export(task, directory, **options)
+    metadata = task.export(directory, **options)
     metadata["preset"] = str(preset)
     write_metadata(directory, metadata)
     return metadata
 
 
 def read_metadata(path):
-    """The description an exporter wrote beside the SavedModel (a dict)."""
+    """The description an exporter wrote beside the SavedModel (a dict).
+
+    The `kind` of an export written before the kinds had one vocabulary
+    (`translator`, `captioner`, `classifier`) is read as today's.
+    """
     with open(os.path.join(path, METADATA_FILE), encoding="utf-8") as f:
-        return json.load(f)
+        metadata = json.load(f)
+    if metadata.get("kind") in KINDS_BEFORE:
+        metadata["kind"] = KINDS_BEFORE[metadata["kind"]]
+    return metadata
 
 
 def write_metadata(path, metadata):
@@ -202,7 +182,7 @@ class Exported:
 
         self.path = path
         self.metadata = read_metadata(path)
-        if self.metadata.get("kind") == "translator":
+        if self.metadata.get("kind") == "translation":
             register_text_ops()
         self.saved_model = tf.saved_model.load(path)
         self.signatures = dict(self.saved_model.signatures)
@@ -257,7 +237,7 @@ _BLOCKER = textwrap.dedent(
     class _Refused(importlib.abc.Loader):
         def create_module(self, spec):
             raise ModuleNotFoundError(
-                f"No module named {{spec.name!r}} (hidden by zoo.export)",
+                f"No module named {{spec.name!r}} (hidden by zoo.serving.export)",
                 name=spec.name,
             )
 

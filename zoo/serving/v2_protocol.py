@@ -1,6 +1,6 @@
-"""KServe's Open Inference Protocol (v2, REST) over `zoo.serve`'s signatures.
+"""KServe's Open Inference Protocol (v2, REST) over `zoo.serving.server`'s signatures.
 
-`zoo.serve` answers it beside TF Serving's API: `GET /v2` (server
+`zoo.serving.server` answers it beside TF Serving's API: `GET /v2` (server
 metadata), `GET /v2/health/live`, `/v2/health/ready`, `GET
 /v2/models/NAME[/versions/V]` (model metadata), `.../ready`, and `POST
 .../infer` with `{"id", "inputs": [{"name", "shape", "datatype", "data"},
@@ -22,7 +22,7 @@ import json
 
 import numpy as np
 
-from zoo.serving_inputs import RequestError
+from zoo.serving.requests import RequestError
 
 #: The protocol's datatype of each dtype the exports use.
 DATATYPES = {
@@ -50,7 +50,7 @@ def metadata(signatures, name, version):
     """The model metadata of `serving_default` (v2's `GET /v2/models/NAME`).
 
     Example:
-    >>> from zoo.serving_inputs import Signatures, _demo_exported
+    >>> from zoo.serving.requests import Signatures, _demo_exported
     >>> metadata(Signatures(_demo_exported()), "lengths", "1")["inputs"]
     [{'name': 'text', 'datatype': 'BYTES', 'shape': [-1]}]
     """
@@ -69,10 +69,10 @@ def metadata(signatures, name, version):
 
 
 def parse(signatures, body):
-    """A `zoo.serving_inputs.Parsed` request from an `infer` body.
+    """A `zoo.serving.requests.Parsed` request from an `infer` body.
 
     Example:
-    >>> from zoo.serving_inputs import Signatures, _demo_exported
+    >>> from zoo.serving.requests import Signatures, _demo_exported
     >>> signatures = Signatures(_demo_exported())
     >>> body = {"inputs": [{"name": "text", "shape": [2], "datatype": "BYTES",
     ...                     "data": ["ab", "c"]}]}
@@ -82,7 +82,7 @@ def parse(signatures, body):
     ...     "datatype": "BYTES", "data": ["ab"]}]})
     Traceback (most recent call last):
     ...
-    zoo.serving_inputs.RequestError: `text` holds 1 values; its shape [3] needs 3.
+    zoo.serving.requests.RequestError: `text` holds 1 values; its shape [3] needs 3.
     """
     if not isinstance(body, dict) or not isinstance(body.get("inputs"), list):
         raise RequestError("The body must be an object with a list of `inputs`.")

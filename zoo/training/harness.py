@@ -1,7 +1,7 @@
 """The training harness: what every `zoo train` script shares.
 
 A script parses its arguments (the shared ones from
-`zoo.arguments.add_training_arguments`, plus its own), opens a
+`zoo.training.flags.add_training_arguments`, plus its own), opens a
 `TrainingRun`, builds its data and model, and hands `fit` to the run:
 
 ```
@@ -19,7 +19,7 @@ The run owns: the command line (recorded exactly), output checks before any
 data is loaded (a bad path exits 2 with one `error:` line), the random seed,
 the `tf.distribute` strategy, static shapes, the time and step budgets
 (`--max-minutes`, `--max-steps`), the run directory that resumes a killed
-run (`zoo.run_directory`), history rounding, and the metadata every preset
+run (`zoo.training.run_directory`), history rounding, and the metadata every preset
 records as data: the command, options, seed, library versions and the
 hardware detected (devices, CPU model, usable cores). The per-epoch history
 goes to its own file (`--history`, see `history_file`), which the metadata
@@ -35,9 +35,9 @@ import sys
 
 import keras
 
-from zoo.arguments import check_file, check_folder, fail
-from zoo.callbacks import StepBudget, TimeBudget
-from zoo.run_directory import RunDirectory, Stage, default_run_dir
+from zoo.training.callbacks import StepBudget, TimeBudget
+from zoo.training.flags import check_file, check_folder, fail
+from zoo.training.run_directory import RunDirectory, Stage, default_run_dir
 
 __all__ = [
     "Fit",
@@ -286,7 +286,7 @@ class TrainingRun:
         module: str. The script's module (`"zoo.seq2seq.train"`), for the
             recorded command.
         args: `argparse.Namespace` with the options of
-            `zoo.arguments.add_training_arguments`.
+            `zoo.training.flags.add_training_arguments`.
         argv: list of str, or `None` for `sys.argv[1:]`: the command line.
         folders: `(option, path)` pairs of other folders the script writes.
         files: `(option, path)` pairs of other files the script writes.
@@ -294,7 +294,7 @@ class TrainingRun:
     Example:
     >>> import argparse
     >>> import numpy as np
-    >>> from zoo.arguments import add_training_arguments
+    >>> from zoo.training.flags import add_training_arguments
     >>> parser = argparse.ArgumentParser()
     >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
     >>> argv = ["--max-steps", "2"]
@@ -348,7 +348,7 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> run = TrainingRun("my.train", parser.parse_args([]), [])
@@ -362,7 +362,7 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> run = TrainingRun("my.train", parser.parse_args([]), [])
@@ -385,10 +385,10 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
-        >>> from zoo.task import Task
+        >>> from zoo.base.task import Task
         >>> argv = ["--static-shapes"]
         >>> run = TrainingRun("my.train", parser.parse_args(argv), argv)
         >>> ids = keras.Input((), dtype="int64", name="ids")
@@ -414,7 +414,7 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> import os, tempfile
@@ -437,7 +437,7 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> argv = ["--max-minutes", "30", "--max-steps", "1000"]
@@ -483,7 +483,7 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> import numpy as np
@@ -534,7 +534,7 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> argv = ["--seed", "7"]
@@ -575,11 +575,11 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> import json, os, tempfile
-        >>> from zoo.task import Task
+        >>> from zoo.base.task import Task
         >>> ids = keras.Input((), dtype="int64", name="ids")
         >>> model = Task(ids, keras.layers.Embedding(4, 2)(ids))
         >>> folder = tempfile.TemporaryDirectory()
@@ -617,11 +617,11 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> import json, os, tempfile
-        >>> from zoo.task import Task
+        >>> from zoo.base.task import Task
         >>> ids = keras.Input((), dtype="int64", name="ids")
         >>> model = Task(ids, keras.layers.Embedding(4, 2)(ids))
         >>> folder = tempfile.TemporaryDirectory()
@@ -700,7 +700,7 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> import json, os, tempfile
@@ -724,7 +724,7 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> import os, tempfile

@@ -1,7 +1,7 @@
 """Training callbacks shared by the zoo's training scripts.
 
 Both budgets keep their count in `get_state()` / `set_state()`, which
-`zoo.run_directory` saves after every epoch: a resumed run counts the time and
+`zoo.training.run_directory` saves after every epoch: a resumed run counts the time and
 steps of the epochs done before it was killed. `AnnealLearningRate` reads the
 budgets' `progress()` to lower the learning rate for the last part of them.
 """

@@ -1,6 +1,6 @@
 """Image inputs of an exported SavedModel, converted inside the graph.
 
-The image models' exports (`zoo.ram.export`, `zoo.show_attend_tell.export`)
+The image models' exports (`zoo.ram.export`, `zoo.captioning.export`)
 share two serving signatures: `serve` takes a uint8 batch
 `image (batch, height, width, channels)` of any size and channel count,
 `serve_bytes` takes `image_bytes (batch,)`, encoded PNG, JPEG, GIF or BMP
@@ -10,13 +10,15 @@ SavedModel runs where neither the zoo nor Keras can be imported:
 `decode` and `decode_batch` turn encoded files into uint8 images, and
 `write_archive` writes the endpoints (which refuse inputs of another rank
 when they run) and a small description of the export
-(`assets.extra/zoo_export.json`, which `zoo.serve` reads).
+(`assets.extra/zoo_export.json`, which `zoo.serving.server` reads).
 """
 
 import os
 
 import keras
 import tensorflow as tf
+
+from zoo.serving.export import write_metadata
 
 #: The uint8 batch that `serve` takes: any batch, size and channel count.
 IMAGE_SPEC = tf.TensorSpec([None, None, None, None], tf.uint8, name="image")
@@ -160,14 +162,12 @@ def write_archive(path, serve, serve_bytes, description):
             `serving_default`.
         serve_bytes: the tf.function on encoded files (`BYTES_SPEC`).
         description: JSON-serializable dict stored by
-            `zoo.export.write_metadata` (the kind of model, its settings),
+            `zoo.serving.export.write_metadata` (the kind of model, its settings),
             with the signature names added.
 
     Returns:
         The path, as a str.
     """
-    from zoo.export import write_metadata
-
     path = os.fspath(path)
 
     # A loaded signature does not check its inputs' shapes: without these,

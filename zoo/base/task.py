@@ -3,9 +3,9 @@
 A `Task` is a functional `keras.Model` with a `preprocessor` (a layer that
 turns raw samples, e.g. strings, into model inputs inside `tf.data`), so
 `fit`, `evaluate` and `predict` take raw data in every form of
-`zoo.inputs.FORMS` as well as prepared inputs; and it saves to / loads from
+`zoo.base.raw_inputs.FORMS` as well as prepared inputs; and it saves to / loads from
 preset directories (`keras_attention.presets`). The loss corrections for
-`tf.distribute` live in `zoo.distributed_loss`.
+`tf.distribute` live in `zoo.base.distributed_loss`.
 """
 
 import os
@@ -15,16 +15,18 @@ import keras
 import tensorflow as tf
 
 from keras_attention import presets
-from zoo import distributed_loss, inputs, parameter_budget
-from zoo.backbone import base_config, set_dtype_policy, with_dtype_policy
-from zoo.backbone_arguments import ArgumentsOf
-from zoo.data import pipeline
+from zoo.base import distributed_loss, parameter_budget
+from zoo.base import raw_inputs as inputs
+from zoo.base.backbone import base_config, set_dtype_policy, with_dtype_policy
+from zoo.base.constructor_arguments import ArgumentsOf
 
 # Re-exported: the family models import these from here.
-from zoo.distributed_loss import global_batch_mean, logged_as_share  # noqa: F401
-from zoo.inputs import given_dataset, sliced  # noqa: F401
+from zoo.base.distributed_loss import global_batch_mean, logged_as_share  # noqa: F401
+from zoo.base.raw_inputs import given_dataset, sliced  # noqa: F401
+from zoo.data import pipeline
 
-PRESETS_DIR = os.path.join(os.path.dirname(__file__), "presets")
+#: The `zoo` package folder, whose family folders hold the shipped presets.
+ZOO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The model config entry that receives the preset's preprocessor.
 PREPROCESSOR_KEY = "preprocessor"
@@ -36,7 +38,7 @@ class Task(keras.Model):
 
     Subclasses build a functional graph in `__init__` and pass their
     `preprocessor` (or leave it `None`). The preprocessor says which raw
-    data it takes (`zoo.inputs.input_form`); raw samples are batched
+    data it takes (`zoo.base.raw_inputs.input_form`); raw samples are batched
     (`batch_size`, default 32) and mapped through it inside `tf.data`;
     prepared inputs pass through untouched.
 
@@ -53,7 +55,7 @@ class Task(keras.Model):
             `backbone_arguments.cls`); its arguments become the task's
             attributes. Defaults to `None`.
         preprocessor: optional layer turning raw data into model inputs
-            (see `zoo.inputs.input_form`). Defaults to `None`.
+            (see `zoo.base.raw_inputs.input_form`). Defaults to `None`.
         dtype: optional dtype policy (e.g. `"mixed_bfloat16"`). Defaults to
             the backbone's, or to the global policy.
         **kwargs: `keras.Model` arguments (`name`, `trainable`).
@@ -69,8 +71,20 @@ class Task(keras.Model):
 
     static_shapes = False
 
+    #: What the task does, in the zoo's one vocabulary of kinds:
+    #: `"translation"`, `"captioning"` or `"classification"`, set by the kind
+    #: class a family's task subclasses (`zoo.translation.TranslationTask`,
+    #: `zoo.captioning.CaptioningTask`,
+    #: `zoo.classification.ClassificationTask`). `None`: a task of no kind,
+    #: which has no serving export, CLI verb or held-out evaluation.
+    kind = None
+
+    #: The `python -m zoo` commands that run this kind's user verbs (e.g.
+    #: `("translate",)`).
+    verbs = ()
+
     #: The backbone's arguments as the task takes them
-    #: (`zoo.backbone_arguments.ArgumentsOf(TheBackbone)`); `None` for a task
+    #: (`zoo.base.constructor_arguments.ArgumentsOf(TheBackbone)`); `None` for a task
     #: built from inputs and outputs.
     backbone_arguments = None
 
@@ -179,11 +193,11 @@ class Task(keras.Model):
     def input_form(self, spec):
         """How this task takes data whose elements have the type spec `spec`.
 
-        The hook `fit`, `evaluate` and `predict` ask: `zoo.inputs.SAMPLES`
-        (one raw sample: batch, then preprocess), `zoo.inputs.BATCHES` (a
+        The hook `fit`, `evaluate` and `predict` ask: `zoo.base.raw_inputs.SAMPLES`
+        (one raw sample: batch, then preprocess), `zoo.base.raw_inputs.BATCHES` (a
         raw batch: preprocess) or `None` (prepared inputs, fed as they are).
         By default the preprocessor's declared `input_form` answers
-        (`zoo.inputs.input_form`); a subclass may override this.
+        (`zoo.base.raw_inputs.input_form`); a subclass may override this.
 
         Args:
             spec: the element spec as `(x,)`, `(x, y)` or `(x, y, w)`.
@@ -326,7 +340,7 @@ class Task(keras.Model):
         self.predict_function = None
 
     def fit(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        """Trains on raw or prepared data in any form of `zoo.inputs.FORMS`.
+        """Trains on raw or prepared data in any form of `zoo.base.raw_inputs.FORMS`.
 
         Raw data goes through the preprocessor inside `tf.data`: lists and
         arrays are shuffled each epoch (unless `shuffle=False`) and batched
@@ -395,7 +409,7 @@ class Task(keras.Model):
             raise
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        """Evaluates on raw or prepared data in any form of `zoo.inputs.FORMS`.
+        """Evaluates on raw or prepared data in any form of `zoo.base.raw_inputs.FORMS`.
 
         The forms and batching are those of `fit` (without shuffling).
 
@@ -477,11 +491,11 @@ class Task(keras.Model):
         (unmasked) outputs, e.g. target tokens, and then averages the
         replicas, so a token in a short slice of the batch would weigh more
         than one in a long slice. The sample weights of each replica are
-        scaled instead (`zoo.distributed_loss.global_average_weights`), which
+        scaled instead (`zoo.base.distributed_loss.global_average_weights`), which
         makes the summed gradients those of the mean over every output of
         the global batch, as on one device; the value returned is adjusted
         (without touching its gradient) so that the loss Keras logs is that
-        mean too (`zoo.distributed_loss.logged_as_share`). On one device
+        mean too (`zoo.base.distributed_loss.logged_as_share`). On one device
         this is Keras's loss.
 
         Example:
@@ -555,7 +569,7 @@ class Task(keras.Model):
         """The parameters `cls.from_config(config)` would create, unbuilt.
 
         Asked by `from_config` before anything is built: a config above
-        `zoo.parameter_budget.MAX_PARAMETERS` is refused there. The
+        `zoo.base.parameter_budget.MAX_PARAMETERS` is refused there. The
         backbone counts its part (`Backbone.parameter_count`); a task with
         layers of its own on top adds theirs.
 
@@ -564,7 +578,7 @@ class Task(keras.Model):
 
         Returns:
             int, exact but for the bound of the alignment function
-            (`zoo.parameter_budget.score_parameters`); `None` for a task
+            (`zoo.base.parameter_budget.score_parameters`); `None` for a task
             built from inputs and outputs (no backbone to ask).
 
         Raises:
@@ -640,30 +654,33 @@ class Task(keras.Model):
     def export(self, filepath, format="tf_saved_model", verbose=None, **options):
         """Writes a serving SavedModel: raw inputs in, finished outputs out.
 
-        For the translation, captioning and glimpse-classification tasks the
-        `"tf_saved_model"` format is the zoo's export (`zoo.export.export`):
-        tokenization, the beam search and detokenization (or the image
-        handling) run inside the graph, so the artefact loads with
-        `tf.saved_model.load` where neither the zoo, `keras_attention` nor
-        Keras can be imported, and `python -m zoo serve` serves it. Any
-        other `format` (or a task without such an exporter) is
+        The `"tf_saved_model"` format is the export of the task's kind
+        (`export_serving`): tokenization, the beam search and
+        detokenization (or the image handling) run inside the graph, so
+        the artefact loads with `tf.saved_model.load` where neither the zoo,
+        `keras_attention` nor Keras can be imported, and `python -m zoo
+        serve` serves it. `python -m zoo export` writes the same. A task of
+        no kind refuses it (as the CLI does); any other `format` is
         `keras.Model.export`'s, of the tensors-in, tensors-out model.
 
         Args:
             filepath: str or path-like. The directory to write.
             format: str. Defaults to `"tf_saved_model"`.
             verbose: optional bool, passed on to `keras.Model.export`.
-            **options: the family exporter's settings (e.g. `beam_width`
-                for the generative tasks), else `keras.Model.export`'s.
+            **options: the kind's export settings (e.g. `beam_width` for the
+                generative tasks), else `keras.Model.export`'s.
 
         Returns:
             The export's description (a dict) for the zoo's exports, else
             what `keras.Model.export` returns.
 
+        Raises:
+            ValueError: a task of no kind, with `format="tf_saved_model"`.
+
         Example:
         >>> import tempfile
         >>> import numpy as np
-        >>> from zoo import export
+        >>> from zoo.serving import export
         >>> from zoo.ram import RecurrentAttentionModel
         >>> model = RecurrentAttentionModel(
         ...     num_classes=3, num_glimpses=2, patch_size=4, glimpse_units=4,
@@ -673,21 +690,91 @@ class Task(keras.Model):
         ...     description = model.export(directory)
         ...     exported = export.load(directory)  # TensorFlow alone runs it
         >>> description["kind"], description["signatures"]
-        ('classifier', ['serve', 'serve_bytes'])
+        ('classification', ['serve', 'serve_bytes'])
         >>> outputs = exported(image=np.zeros((2, 28, 28, 1), "uint8"))
         >>> outputs["class_name"].shape, outputs["probabilities"].shape
         ((2,), (2, 3))
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> Task(ids, ids).export("unused")
+        Traceback (most recent call last):
+        ...
+        ValueError: Task has no kind (translation, captioning or classification), so it has no serving export: subclass a kind of zoo, or call keras.Model.export(model, path) for the tensors-in, tensors-out model.
         """
-        from zoo import export
-
-        try:
-            write = export.exporter(self)
-        except ValueError:
-            write = None
-        if format != "tf_saved_model" or write is None:
+        if format != "tf_saved_model":
             return super().export(filepath, format=format, verbose=verbose, **options)
-        write(self, filepath, **options)
-        return export.read_metadata(filepath)
+        return self.export_serving(filepath, **options)
+
+    def export_serving(self, filepath, **options):
+        """The kind's SavedModel (see `export`); its description as a dict.
+
+        A kind overrides it with its exporter; here, a task of no kind
+        refuses with a `ValueError`.
+
+        Example:
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> Task(ids, ids).export_serving("unused")
+        Traceback (most recent call last):
+        ...
+        ValueError: Task has no kind (translation, captioning or classification), so it has no serving export: subclass a kind of zoo, or call keras.Model.export(model, path) for the tensors-in, tensors-out model.
+        """
+        raise ValueError(
+            _no_kind(self, "serving export") + ": subclass a kind of zoo, or "
+            "call keras.Model.export(model, path) for the tensors-in, "
+            "tensors-out model."
+        )
+
+    def evaluate_split(
+        self, split="test", limit=None, beam_width=None, sword_path=None, data_path=None
+    ):
+        """Scores the task on a held-out split (`python -m zoo evaluate`).
+
+        A kind overrides it with its metrics, printed and returned; a task
+        of no kind refuses with a `ValueError`.
+
+        Args:
+            split: str. The split to score. Defaults to `"test"`.
+            limit: optional int. Score the first `limit` samples.
+            beam_width: optional int. The beam of a generative task.
+            sword_path: optional str. The SWORD folder of the Bible texts.
+            data_path: optional str. The Fashion-MNIST IDX folder.
+
+        Returns:
+            The kind's scores (a dict, or the error for a classifier).
+
+        Example:
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> Task(ids, ids).evaluate_split()
+        Traceback (most recent call last):
+        ...
+        ValueError: Task has no kind (translation, captioning or classification), so it has no held-out evaluation.
+        """
+        raise ValueError(_no_kind(self, "held-out evaluation") + ".")
+
+    @classmethod
+    def metrics_summary(cls, metrics):
+        """One line of the quality a preset of this task records (`metrics`).
+
+        Each kind reads the metrics its evaluation writes; a task of no
+        kind reports none.
+
+        Example:
+        >>> Task.metrics_summary({"loss": 1.0})
+        '(no metrics recorded)'
+        """
+        return "(no metrics recorded)"
+
+    @classmethod
+    def preset_note(cls, metadata):
+        """A line on what a preset of this task is good for, or `None`.
+
+        `python -m zoo presets` prints it under the preset (a glimpse
+        classifier: the image sizes of its training canvas).
+
+        Example:
+        >>> Task.preset_note({"class_name": "Task"}) is None
+        True
+        """
+        return None
 
     @classmethod
     def from_preset(cls, preset, load_weights=True, **overrides):
@@ -740,6 +827,14 @@ class Task(keras.Model):
         _check_consistent(model, directory)
         model.preset_metadata = meta
         return model
+
+
+def _no_kind(task, what):
+    """Why a task of no kind has no `what`."""
+    return (
+        f"{type(task).__name__} has no kind (translation, captioning or "
+        f"classification), so it has no {what}"
+    )
 
 
 # The longest sequence length a preset may ask for (an edited 10**12 would
@@ -798,7 +893,7 @@ def list_presets():
     True
     """
     found = {}
-    root = os.path.dirname(__file__)
+    root = ZOO_DIR
     for model_dir in sorted(os.listdir(root)):
         shipped = os.path.join(root, model_dir, "presets")
         if not os.path.isdir(shipped):

@@ -4,12 +4,12 @@ As keras-hub's `Backbone`, in small: a backbone is a functional
 `keras.Model` whose config is its constructor arguments. A functional
 model drops the `dtype` argument, and its config's `dtype` is a dict; both
 are handled here once, for the backbones and (through `set_dtype_policy`,
-`base_config` and `with_dtype_policy`) for the tasks (`zoo.task.Task`).
+`base_config` and `with_dtype_policy`) for the tasks (`zoo.base.task.Task`).
 """
 
 import keras
 
-from zoo.backbone_arguments import ArgumentsOf, check_model_arguments
+from zoo.base.constructor_arguments import ArgumentsOf, check_model_arguments
 
 
 def set_dtype_policy(model, dtype):
@@ -117,13 +117,13 @@ def positive_int(name, value, maximum=None):
     >>> positive_int("units", 12000)
     Traceback (most recent call last):
     ...
-    ValueError: `units` must be at most 8192 (zoo.backbone.MAX_SIZES). Received: units=12000
+    ValueError: `units` must be at most 8192 (zoo.base.backbone.MAX_SIZES). Received: units=12000
     """
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
     where = ""
     if maximum is None:
-        maximum, where = MAX_SIZES.get(name), " (zoo.backbone.MAX_SIZES)"
+        maximum, where = MAX_SIZES.get(name), " (zoo.base.backbone.MAX_SIZES)"
     if maximum is not None and value > maximum:
         raise ValueError(
             f"`{name}` must be at most {maximum}{where}. Received: {name}={value}"
@@ -179,8 +179,8 @@ class Backbone(keras.Model):
         Every constructor argument is given (defaults filled in, as
         `ArgumentsOf.values` does); each size is checked as the constructor
         checks it before it is multiplied. A subclass counts its own layers
-        (see `zoo.parameter_budget`); the loader refuses a config above
-        `zoo.parameter_budget.MAX_PARAMETERS` before building it.
+        (see `zoo.base.parameter_budget`); the loader refuses a config above
+        `zoo.base.parameter_budget.MAX_PARAMETERS` before building it.
 
         Raises:
             ValueError: a size the constructor would refuse.
@@ -202,7 +202,7 @@ class Backbone(keras.Model):
         """
         raise NotImplementedError(
             f"{cls.__name__} does not count its parameters: a backbone "
-            "implements `parameter_count` (see zoo.parameter_budget), which "
+            "implements `parameter_count` (see zoo.base.parameter_budget), which "
             "`Task.from_config` asks before building, so that its presets load."
         )
 

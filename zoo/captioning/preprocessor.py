@@ -1,15 +1,15 @@
-"""Raw images and captions <-> `ShowAttendTell` inputs (inside `tf.data` too)."""
+"""Raw images and captions <-> a captioner's inputs (inside `tf.data` too)."""
 
 import keras
 import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from zoo import inputs
+from zoo.base import raw_inputs as inputs
+from zoo.base.raw_inputs import checked_images
+from zoo.base.teacher_forcing import teacher_forcing
+from zoo.base.truncation import warn_truncated
 from zoo.data import vocabulary as vocabularies
-from zoo.inputs import checked_images
-from zoo.teacher_forcing import teacher_forcing
-from zoo.truncation import warn_truncated
 
 RESERVED_TOKENS = vocabularies.DEFAULT_RESERVED_TOKENS
 #: The channel counts an image may have: gray, RGB, RGBA.
@@ -43,7 +43,7 @@ def image_batch(images, name="images"):
 
 @keras.saving.register_keras_serializable(package="zoo")
 class CaptionPreprocessor(keras.layers.Layer):
-    """Converts images and WordPiece-tokenizes captions for `ShowAttendTell`.
+    """Converts images and WordPiece-tokenizes captions for a captioner.
 
     Images of any size and channel count (`(batch, H, W)` gray, or
     `(batch, H, W, C)` with 1, 3 or 4 channels; uint8 in `[0, 255]` or
@@ -59,7 +59,7 @@ class CaptionPreprocessor(keras.layers.Layer):
     that cuts captions warns (`UserWarning`) with the count and the
     `sequence_length` that would keep the longest whole, while inside
     `tf.data` (`fit`, `evaluate`) captions are cut silently
-    (`zoo.truncation`): call the preprocessor on a batch of training
+    (`zoo.base.truncation`): call the preprocessor on a batch of training
     captions to check them, and raise `sequence_length` to keep such
     captions. The vocabulary is a keras-hub `WordPieceTokenizer`, packed
     with keras-hub's `StartEndPacker`; it is saved as an asset beside the
@@ -302,7 +302,7 @@ class CaptionPreprocessor(keras.layers.Layer):
         return x
 
     def input_form(self, spec):
-        """Images, one or a batch, with optional captions: `zoo.inputs`'s contract.
+        """Images, one or a batch, with optional captions: `zoo.base.raw_inputs`'s contract.
 
         Args:
             spec: the element spec as `(x,)`, `(x, y)` or `(x, y, w)`.

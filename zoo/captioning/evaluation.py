@@ -2,7 +2,7 @@
 
 Run on a preset (prints the table of the model card):
 
-    python -m zoo.show_attend_tell.evaluation show_attend_tell_fashion_scenes
+    python -m zoo.captioning.evaluation show_attend_tell_fashion_scenes
 """
 
 import argparse
@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 
+from zoo.base.task import Task
 from zoo.data import scenes as scene_data
 
 
@@ -119,7 +120,7 @@ def attention_correctness(attention, labels, boxes, image_size, offset=0):
 
     Args:
         attention: list of dicts `{"tokens", "weights" (n, H, W)}`, one per
-            scene (`ShowAttendTell.caption(..., return_attention=True)`).
+            scene (`CaptioningTask.caption(..., return_attention=True)`).
         labels: int array `(N, max_items)` of the scenes (`-1` padded).
         boxes: int array `(N, max_items, 4)`.
         image_size: `(height, width)`.
@@ -207,7 +208,8 @@ def evaluate_scenes(model, test, beam_widths=(1, 3), limit=None, examples=3):
     """BLEU-1..4 and attention correctness on scenes, for each beam width.
 
     Args:
-        model: a `ShowAttendTell` with its preprocessor.
+        model: a captioner (`zoo.captioning.CaptioningTask`) with its
+            preprocessor.
         test: a scenes dict (`zoo.data.scenes.load("test")`).
         beam_widths: sequence of int. Defaults to `(1, 3)`.
         limit: int or None. Use the first `limit` scenes.
@@ -242,7 +244,7 @@ def evaluate_scenes(model, test, beam_widths=(1, 3), limit=None, examples=3):
         results[f"beam{width}"] = scores
         a = scores["attention"]
         print(
-            f"{model.attention} beam {width}: BLEU-1 {scores['bleu1']:.2f} "
+            f"{_label(model)} beam {width}: BLEU-1 {scores['bleu1']:.2f} "
             f"BLEU-2 {scores['bleu2']:.2f} BLEU-3 {scores['bleu3']:.2f} "
             f"BLEU-4 {scores['bleu4']:.2f} | exact {scores['exact_match']:.1f}% | "
             f"attention correctness: peak {a['peak']:.1f}%, mass>=0.5 "
@@ -266,16 +268,24 @@ def evaluate_scenes(model, test, beam_widths=(1, 3), limit=None, examples=3):
     return results
 
 
-def main(argv=None):
-    from zoo.show_attend_tell.task import ShowAttendTell
+def _label(model):
+    """How the printed scores name the model: its attention, else its class."""
+    return getattr(model, "attention", None) or type(model).__name__
 
+
+def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("preset", help="preset name or directory")
     p.add_argument("--test-scenes", type=int, default=2000)
     p.add_argument("--beam-widths", default="1,3")
     p.add_argument("--sample", action="store_true", help="shipped Fashion-MNIST sample")
     args = p.parse_args(argv)
-    model = ShowAttendTell.from_preset(args.preset)
+    model = Task.from_preset(args.preset)
+    if model.kind != "captioning":
+        raise ValueError(
+            f"`preset` must be a captioner's. Received: preset={args.preset!r} "
+            f"(a {type(model).__name__}, kind {model.kind})"
+        )
     data = model.preset_metadata.get("data", {})
     test = scene_data.load(
         "test",

@@ -104,7 +104,7 @@ def add_training_arguments(
     `--out`, `--results`, `--history`, `--run-dir`, `--epochs`, `--batch-size`,
     `--learning-rate`, `--seed`, `--strategy`, `--static-shapes`,
     `--max-minutes` (also spelled `--time-budget`), `--max-steps` and
-    `--verbose`. `zoo.training.TrainingRun` reads them.
+    `--verbose`. `zoo.training.harness.TrainingRun` reads them.
 
     Args:
         parser: `argparse.ArgumentParser`.

@@ -21,7 +21,7 @@ import numpy as np
 from keras import ops, tree
 
 from keras_attention.decoding import BeamSearch, GreedySearch
-from zoo.task import Task
+from zoo.base.task import Task
 
 
 def _int_at_least(name, value, low):

@@ -1,4 +1,4 @@
-"""What the translation training scripts share, around `zoo.training`.
+"""What the translation training scripts share, around `zoo.training.harness`.
 
 `zoo/seq2seq/train.py` and `zoo/transformer/train.py` take the same data,
 vocabulary, length and evaluation options (`add_translation_arguments`),
@@ -15,8 +15,8 @@ finish_translation_run(run, model, splits, fit.metrics())
 ```
 """
 
-from zoo.arguments import positive_int
-from zoo.training import TrainingRun
+from zoo.training.flags import positive_int
+from zoo.training.harness import TrainingRun
 from zoo.translation.data import (
     add_data_arguments,
     evaluate_translations,
@@ -71,7 +71,7 @@ def open_translation_run(module, args, argv=None):
     Args:
         module: str. The script's module (`"zoo.seq2seq.train"`).
         args: `argparse.Namespace` with the options of
-            `zoo.arguments.add_training_arguments` and
+            `zoo.training.flags.add_training_arguments` and
             `add_translation_arguments`.
         argv: list of str, or `None` for `sys.argv[1:]`.
 
@@ -81,7 +81,7 @@ def open_translation_run(module, args, argv=None):
 
     Example:
     >>> import argparse
-    >>> from zoo.arguments import training_parser
+    >>> from zoo.training.flags import training_parser
     >>> parser = training_parser("Trains.", epochs=1, out_required=False)
     >>> add_translation_arguments(parser, 100, "vocabularies")
     >>> args = parser.parse_args(["--data", "sample"])

@@ -1,9 +1,9 @@
-"""Exports a `ShowAttendTell` as a SavedModel that captions images.
+"""Exports a captioner (`CaptioningTask`) as a SavedModel that captions images.
 
 The SavedModel needs TensorFlow only (no zoo, Keras, keras-hub or
 tensorflow-text) and holds the whole way from raw images to text: the
 preprocessor's conversion and resize, the encoder, the greedy or beam
-search (`zoo.generation`'s search, a `tf.while_loop`) and the
+search (`zoo.base.generation`'s search, a `tf.while_loop`) and the
 detokenization. Its signatures:
 
 - `serve` (also `serving_default`): `image`, uint8
@@ -41,9 +41,9 @@ True
 
 import tensorflow as tf
 
-from zoo import image_export
-from zoo.generation import decoding_options, make_search
-from zoo.show_attend_tell.preprocessor import CHANNELS, RESERVED_TOKENS
+from zoo.base.generation import decoding_options, make_search
+from zoo.captioning.preprocessor import CHANNELS, RESERVED_TOKENS
+from zoo.serving import image_export
 
 SUFFIX = "##"
 
@@ -63,8 +63,8 @@ def export_captioner(
     max_length=..., length_penalty=..., coverage_penalty=...)`.
 
     Args:
-        model: a `zoo.show_attend_tell.ShowAttendTell` with its
-            preprocessor.
+        model: a captioner (`zoo.captioning.CaptioningTask`, e.g.
+            `zoo.ShowAttendTell`) with its preprocessor.
         path: str or path-like. The SavedModel directory to write.
         beam_width: int. `1` decodes greedily. Defaults to `3` (as
             `caption`).
@@ -192,7 +192,7 @@ def export_captioner(
         return captions(images)
 
     description = {
-        "kind": "captioner",
+        "kind": "captioning",
         "model": type(model).__name__,
         "beam_width": beam_width,
         "max_length": max_length,

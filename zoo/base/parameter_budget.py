@@ -1,6 +1,6 @@
 """The parameter budget: the weights a config may ask for, counted unbuilt.
 
-A preset or `.keras` file is untrusted input, and `zoo.backbone.MAX_SIZES`
+A preset or `.keras` file is untrusted input, and `zoo.base.backbone.MAX_SIZES`
 bounds each size argument, but not their product: `units=4000`, within its
 limit, asked a Seq2Seq preset for 4 GB of weights. So a zoo task rebuilt
 from a config (`Task.from_config`, which every preset and `.keras` load
@@ -126,11 +126,11 @@ def check(owner, count, maximum=None):
     >>> check("Seq2Seq", 2**30)
     Traceback (most recent call last):
     ...
-    ValueError: Seq2Seq: the config asks for 1,073,741,824 parameters, over the budget of 268,435,456 (zoo.parameter_budget.MAX_PARAMETERS). A size in the config was edited, or the model needs a larger budget.
+    ValueError: Seq2Seq: the config asks for 1,073,741,824 parameters, over the budget of 268,435,456 (zoo.base.parameter_budget.MAX_PARAMETERS). A size in the config was edited, or the model needs a larger budget.
     """
     where = ""
     if maximum is None:
-        maximum, where = MAX_PARAMETERS, " (zoo.parameter_budget.MAX_PARAMETERS)"
+        maximum, where = MAX_PARAMETERS, " (zoo.base.parameter_budget.MAX_PARAMETERS)"
     if count > maximum:
         raise ValueError(
             f"{owner}: the config asks for {count:,} parameters, over the "

@@ -49,7 +49,7 @@ import zipfile
 import keras
 import numpy as np
 
-from zoo.arguments import check_folder, fail
+from zoo.training.flags import check_folder, fail
 
 try:
     import fcntl
@@ -319,7 +319,7 @@ class Stage:
         Example:
         >>> import tempfile
         >>> import numpy as np
-        >>> from zoo.callbacks import StepBudget
+        >>> from zoo.training.callbacks import StepBudget
         >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
         >>> model.compile("sgd", "mse")
         >>> folder = tempfile.TemporaryDirectory()

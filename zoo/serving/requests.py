@@ -1,4 +1,4 @@
-"""What `zoo.serve` accepts: its bounds (`Limits`) and the reading of a request.
+"""What `zoo.serving.server` accepts: its bounds (`Limits`) and the reading of a request.
 
 `Signatures` turns a decoded JSON body, in the zoo's own form
 (`{"text": [...]}`, `parse`) or TF Serving's (`{"signature_name",
@@ -230,7 +230,7 @@ def _demo_exported():
 
     import tensorflow as tf
 
-    from zoo.export import Exported, write_metadata
+    from zoo.serving.export import Exported, write_metadata
 
     class Lengths(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
@@ -248,7 +248,7 @@ class Signatures:
     """The export's signatures: picks one for a request and checks its fields.
 
     Args:
-        exported: a `zoo.export.Exported` (its `signatures` and `metadata`;
+        exported: a `zoo.serving.export.Exported` (its `signatures` and `metadata`;
             `metadata["limits"]` holds the export's own bounds on scalar
             inputs such as `beam_width`).
         limits: a `Limits`. Defaults to `Limits()`.
@@ -261,7 +261,7 @@ class Signatures:
     >>> signatures.parse({"txt": ["ab"]})
     Traceback (most recent call last):
     ...
-    zoo.serving_inputs.RequestError: The fields ['txt'] match no signature: send {text}.
+    zoo.serving.requests.RequestError: The fields ['txt'] match no signature: send {text}.
     >>> signatures.bounds
     {'beam_width': 4, 'max_length': 256}
     """
@@ -343,11 +343,11 @@ class Signatures:
         >>> signatures.parse({"text": []})
         Traceback (most recent call last):
         ...
-        zoo.serving_inputs.RequestError: The request holds no rows (an empty list).
+        zoo.serving.requests.RequestError: The request holds no rows (an empty list).
         >>> signatures.parse({"text": ["\\ud800"]})
         Traceback (most recent call last):
         ...
-        zoo.serving_inputs.RequestError: `text[0]` is not valid Unicode text (a lone surrogate?).
+        zoo.serving.requests.RequestError: `text[0]` is not valid Unicode text (a lone surrogate?).
         """
         if not isinstance(body, dict) or not body:
             raise RequestError("The body must be a JSON object of input fields.")
@@ -371,7 +371,7 @@ class Signatures:
         >>> signatures.parse_tf_serving({"signature_name": "x", "inputs": ["a"]})
         Traceback (most recent call last):
         ...
-        zoo.serving_inputs.RequestError: Serving signature name: "x" not found in signature def (the export has ['serving_default']).
+        zoo.serving.requests.RequestError: Serving signature name: "x" not found in signature def (the export has ['serving_default']).
         """
         if not isinstance(body, dict):
             raise RequestError("The body must be a JSON object.")
@@ -445,7 +445,7 @@ class Signatures:
         >>> signatures.check("serving_default", {"text": ["a"] * 1025}, True)
         Traceback (most recent call last):
         ...
-        zoo.serving_inputs.RequestError: `text` holds 1025 rows; the limit is 1024 a request (max_rows).
+        zoo.serving.requests.RequestError: `text` holds 1025 rows; the limit is 1024 a request (max_rows).
         """
         specs = self.inputs[name]
         if set(fields) != set(specs):
@@ -644,7 +644,7 @@ def check_depth(value, limit=MAX_JSON_DEPTH):
     >>> check_depth([[[1]]], limit=2)
     Traceback (most recent call last):
     ...
-    zoo.serving_inputs.RequestError: The JSON is nested deeper than 2 levels.
+    zoo.serving.requests.RequestError: The JSON is nested deeper than 2 levels.
     """
     level, depth = [value], 0
     while level:
