@@ -239,6 +239,8 @@ class CaptioningTask(GenerativeTask):
                 text = f"{name}: BLEU-4 {values['bleu4']:.2f}"
                 attention = values.get("attention", {})
                 if "peak" in attention:  # The card's and the README's number.
-                    text += f", attention peak on the named item {attention['peak']:.1f}%"
+                    text += (
+                        f", attention peak on the named item {attention['peak']:.1f}%"
+                    )
                 parts.append(text)
         return ", ".join(parts) or super().metrics_summary(metrics)
