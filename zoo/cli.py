@@ -151,10 +151,11 @@ def task_kind(model):
     from zoo.seq2seq import Seq2Seq
     from zoo.show_attend_tell import ShowAttendTell
     from zoo.transformer import Transformer
+    from zoo.transformer_captioner import TransformerCaptioner
 
     if isinstance(model, (Seq2Seq, Transformer)):
         return "translation"
-    if isinstance(model, ShowAttendTell):
+    if isinstance(model, (ShowAttendTell, TransformerCaptioner)):
         return "captioning"
     if isinstance(model, RecurrentAttentionModel):
         return "classification"

@@ -39,18 +39,20 @@ def exporter(task):
 
     Returns:
         `fn(task, path, **options) -> path`: `export_translator`
-        (`Seq2Seq`, `Transformer`), `export_captioner` (`ShowAttendTell`)
+        (`Seq2Seq`, `Transformer`), `export_captioner` (`ShowAttendTell`,
+        `TransformerCaptioner`)
         or `export_classifier` (`RecurrentAttentionModel`).
     """
     from zoo.ram import RecurrentAttentionModel
     from zoo.show_attend_tell import ShowAttendTell
+    from zoo.transformer_captioner import TransformerCaptioner
     from zoo.translation import TranslationTask
 
     if isinstance(task, TranslationTask):
         from zoo.translation.export import export_translator
 
         return export_translator
-    if isinstance(task, ShowAttendTell):
+    if isinstance(task, (ShowAttendTell, TransformerCaptioner)):
         from zoo.show_attend_tell.export import export_captioner
 
         return export_captioner
