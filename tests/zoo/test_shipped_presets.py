@@ -10,7 +10,13 @@ import pytest
 import zoo
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FAMILIES = ("seq2seq", "transformer", "show_attend_tell", "ram")
+FAMILIES = (
+    "seq2seq",
+    "transformer",
+    "show_attend_tell",
+    "ram",
+    "transformer_captioner",
+)
 # What `metadata.json` may hold: provenance (`save_preset` writes the first
 # group, the training harness the second), never the per-epoch history.
 PROVENANCE = {"class_name", "registered_name", "format_version", "created"}
