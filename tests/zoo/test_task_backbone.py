@@ -15,12 +15,19 @@ import keras
 import numpy as np
 import pytest
 
-from zoo import RecurrentAttentionModel, Seq2Seq, ShowAttendTell, Transformer
+from zoo import (
+    RecurrentAttentionModel,
+    Seq2Seq,
+    ShowAttendTell,
+    Transformer,
+    TransformerCaptioner,
+)
 from zoo.backbone_arguments import ArgumentsOf
 from zoo.ram import RecurrentAttention, RecurrentAttentionBackbone
 from zoo.seq2seq import Seq2SeqBackbone
 from zoo.show_attend_tell import ShowAttendTellBackbone
 from zoo.transformer import TransformerBackbone
+from zoo.transformer_captioner import TransformerCaptionerBackbone
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RNG = np.random.default_rng(0)
@@ -49,6 +56,16 @@ CASES = {
         dict(vocabulary_size=10, image_shape=(32, 32, 1), units=6, seed=1),
         ShowAttendTellBackbone,
         dict(vocabulary_size=10, image_shape=(32, 32, 1), units=6, seed=1),
+        {
+            "images": RNG.uniform(size=(2, 32, 32, 1)).astype("float32"),
+            "decoder_token_ids": IDS,
+        },
+    ),
+    "transformer_captioner": (
+        TransformerCaptioner,
+        dict(vocabulary_size=10, image_shape=(32, 32, 1), hidden_dim=8, num_heads=2),
+        TransformerCaptionerBackbone,
+        dict(vocabulary_size=10, image_shape=(32, 32, 1), hidden_dim=8, num_heads=2),
         {
             "images": RNG.uniform(size=(2, 32, 32, 1)).astype("float32"),
             "decoder_token_ids": IDS,
@@ -170,7 +187,7 @@ def test_a_given_backbone_is_checked(family):
     model = task(backbone=backbone, **arguments)
     assert model.backbone is backbone
     # ... one that does not is named.
-    name = "units" if "units" in arguments else "num_layers"
+    name = next(n for n in ("units", "num_layers", "hidden_dim") if n in arguments)
     with pytest.raises(ValueError, match=f"Received: {name}=9"):
         task(backbone=backbone, **{name: 9})
     with pytest.raises(TypeError, match="backbone"):
@@ -215,7 +232,13 @@ def _shipped_configs():
 
 TASKS = {
     cls.__name__: cls
-    for cls in (RecurrentAttentionModel, Seq2Seq, ShowAttendTell, Transformer)
+    for cls in (
+        RecurrentAttentionModel,
+        Seq2Seq,
+        ShowAttendTell,
+        Transformer,
+        TransformerCaptioner,
+    )
 }
 
 
