@@ -27,7 +27,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCES = ["setup.py", "pyproject.toml", "README.md", "keras_attention", "zoo"]
 FAMILIES = {
     family: getattr(zoo, family).PRESETS
-    for family in ("seq2seq", "transformer", "show_attend_tell", "ram")
+    for family in (
+        "seq2seq",
+        "transformer",
+        "show_attend_tell",
+        "ram",
+        "transformer_captioner",
+    )
 }
 
 pytestmark = [pytest.mark.slow, pytest.mark.tensorflow_only]
@@ -50,7 +56,11 @@ shipped = zoo.list_presets()
 for directory in shipped.values():
     assert os.path.realpath(directory).startswith(venv + os.sep), directory
 translators = [*zoo.seq2seq.PRESETS, *zoo.transformer.PRESETS]
-others = [*zoo.show_attend_tell.PRESETS, *zoo.ram.PRESETS]
+others = [
+    *zoo.show_attend_tell.PRESETS,
+    *zoo.ram.PRESETS,
+    *zoo.transformer_captioner.PRESETS,
+]
 assert sorted(translators + others) == sorted(shipped), sorted(shipped)
 sample = fashion_mnist.sample_path()
 for name in translators:

@@ -224,6 +224,13 @@ class TransformerCaptionerBackbone(Backbone):
 
         Returns:
             Tensor `(B, T, hidden_dim)`.
+
+        Example:
+        >>> import numpy as np
+        >>> backbone = TransformerCaptionerBackbone(
+        ...     10, hidden_dim=8, intermediate_dim=16, num_heads=2)
+        >>> tuple(backbone.embed(np.array([[2, 5]]), start_index=3).shape)
+        (1, 2, 8)
         """
         x = self.token_embedding(token_ids)
         x = ops.multiply(x, ops.cast(math.sqrt(self.hidden_dim), x.dtype))
