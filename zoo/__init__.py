@@ -1,7 +1,7 @@
 """zoo: trained attention models built from `keras_attention` layers.
 
 Each family (`zoo.seq2seq`, `zoo.transformer`, `zoo.ram`,
-`zoo.show_attend_tell`) has a backbone (the functional network), a
+`zoo.show_attend_tell`, `zoo.transformer_captioner`) has a backbone (the functional network), a
 preprocessor (raw data <-> tensors) and a task (`fit`, `evaluate`,
 `predict` and its own verbs):
 
@@ -10,6 +10,8 @@ preprocessor (raw data <-> tensors) and a task (`fit`, `evaluate`,
 - `zoo.RecurrentAttentionModel`: the glimpse agent of Mnih et al. 2014.
 - `zoo.ShowAttendTell`: image captioner with soft/hard attention (Xu et al.
   2015).
+- `zoo.TransformerCaptioner`: image captioner, self-attention over CNN
+  features and a Transformer decoder.
 
 The folders say each module's role, and imports run one way, families ->
 kinds -> base (`tests/zoo/test_layout.py`):
@@ -48,6 +50,10 @@ from zoo.show_attend_tell import (
     ShowAttendTellBackbone,
 )
 from zoo.transformer import Transformer, TransformerBackbone
+from zoo.transformer_captioner import (
+    TransformerCaptioner,
+    TransformerCaptionerBackbone,
+)
 from zoo.translation import TranslationPreprocessor, TranslationTask
 
 __version__ = "0.1.0"
@@ -80,6 +86,8 @@ __all__ = [
     "Task",
     "Transformer",
     "TransformerBackbone",
+    "TransformerCaptioner",
+    "TransformerCaptionerBackbone",
     "TranslationPreprocessor",
     "TranslationTask",
     "data",

@@ -16,7 +16,7 @@ import keras
 import numpy as np
 import pytest
 
-from zoo import RecurrentAttentionModel, Seq2Seq, ShowAttendTell, Transformer
+from zoo import RecurrentAttentionModel, Seq2Seq, ShowAttendTell, Transformer, registry
 from zoo.base.constructor_arguments import ArgumentsOf
 from zoo.ram import RecurrentAttention, RecurrentAttentionBackbone
 from zoo.show_attend_tell import ShowAttendTellBackbone
@@ -141,7 +141,7 @@ def test_a_given_backbone_is_checked(family):
     model = task(backbone=backbone, **arguments)
     assert model.backbone is backbone
     # ... one that does not is named.
-    name = "units" if "units" in arguments else "num_layers"
+    name = next(n for n in ("units", "num_layers", "hidden_dim") if n in arguments)
     with pytest.raises(ValueError, match=f"Received: {name}=9"):
         task(backbone=backbone, **{name: 9})
     with pytest.raises(TypeError, match="backbone"):
@@ -184,10 +184,7 @@ def _shipped_configs():
     return found
 
 
-TASKS = {
-    cls.__name__: cls
-    for cls in (RecurrentAttentionModel, Seq2Seq, ShowAttendTell, Transformer)
-}
+TASKS = {family.task.__name__: family.task for family in registry.families()}
 
 
 @pytest.mark.parametrize(

@@ -258,12 +258,38 @@ def show_attend_tell(seed=0):
     )
 
 
+def transformer_captioner(seed=0):
+    """A `zoo.TransformerCaptioner` with 2 heads of 8, no dropout."""
+    import keras
+
+    from zoo.captioning import CaptionPreprocessor
+    from zoo.transformer_captioner import TransformerCaptioner
+
+    vocab = _caption_vocabulary()
+    keras.utils.set_random_seed(seed)
+    return TransformerCaptioner(
+        len(vocab),
+        encoder_layers=1,
+        decoder_layers=1,
+        hidden_dim=16,
+        intermediate_dim=32,
+        num_heads=2,
+        dropout=0.0,
+        preprocessor=CaptionPreprocessor(vocab, 20),
+    )
+
+
 # name -> (model factory(seed), global batch (x, y) of raw samples, loss)
 CASES = {
     "seq2seq": (seq2seq, seq2seq_batch, seq2seq_loss),
     "transformer": (transformer, seq2seq_batch, transformer_loss),
     "ram": (ram, fashion_mnist_batch, sparse_categorical_loss),
     "show_attend_tell": (show_attend_tell, scenes_batch, sparse_categorical_loss),
+    "transformer_captioner": (
+        transformer_captioner,
+        scenes_batch,
+        sparse_categorical_loss,
+    ),
 }
 
 

@@ -380,3 +380,14 @@ class CaptionPreprocessor(keras.layers.Layer):
             channels=self.channels,
         )
         return config
+
+
+def fitted(preprocessor, image_shape):
+    """The preprocessor, its open image size and channels set to the model's."""
+    if preprocessor is None:
+        return None
+    if getattr(preprocessor, "image_size", 0) is None:
+        preprocessor.image_size = tuple(image_shape[:2])
+    if getattr(preprocessor, "channels", 0) is None and image_shape[2] in (1, 3):
+        preprocessor.channels = image_shape[2]
+    return preprocessor

@@ -6,6 +6,7 @@ from keras import ops
 from zoo.base import parameter_budget as budget
 from zoo.base.constructor_arguments import ArgumentsOf
 from zoo.base.distributed_loss import global_batch_mean
+from zoo.captioning.preprocessor import fitted as _fitted
 from zoo.captioning.task import CaptioningTask
 from zoo.show_attend_tell.backbone import ShowAttendTellBackbone
 from zoo.show_attend_tell.losses import (
@@ -375,14 +376,3 @@ class ShowAttendTell(CaptioningTask):
                 f"backbone_weights={weights!r:.80}"
             )
         return super().from_config(config)
-
-
-def _fitted(preprocessor, image_shape):
-    """The preprocessor, its open image size and channels set to the model's."""
-    if preprocessor is None:
-        return None
-    if getattr(preprocessor, "image_size", 0) is None:
-        preprocessor.image_size = tuple(image_shape[:2])
-    if getattr(preprocessor, "channels", 0) is None and image_shape[2] in (1, 3):
-        preprocessor.channels = image_shape[2]
-    return preprocessor

@@ -28,15 +28,16 @@ every training script (`zoo.training.flags`, `zoo.training.harness`).
 import time
 
 import keras
-import numpy as np
-import tensorflow as tf
 
-from zoo.captioning.evaluation import bleu_scores, evaluate_scenes
-from zoo.data import captions as caption_data
-from zoo.data import fashion_mnist, vocabulary
-from zoo.data import scenes as scene_data
+from zoo.captioning.recipe import (
+    data_metadata,
+    dataset,
+    evaluate_test_split,
+    load_data,
+    pretrain_encoder,
+)
+from zoo.data import vocabulary
 from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
-from zoo.training.callbacks import TimeBudget
 from zoo.training.flags import pick_options, training_parser
 from zoo.training.harness import TrainingRun, compile_classifier
 
@@ -102,99 +103,6 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def load_data(args):
-    """`(train, validation, test)`: dicts with `images` and `captions`.
-
-    Scenes also carry `labels` and `boxes`; Karpathy splits carry, per image,
-    all its reference captions in `references` (training pairs one image
-    with each of its captions).
-    """
-    if args.data in ("scenes", "sample"):
-        sample = args.data == "sample"
-
-        def split(name, count):
-            return scene_data.load(
-                name, num_scenes=count, canvas_size=args.canvas_size, sample=sample
-            )
-
-        return (
-            split("train", args.train_scenes),
-            split("validation", args.validation_scenes),
-            split("test", args.test_scenes),
-        )
-    size = (args.image_size, args.image_size)
-
-    def karpathy(name):
-        records = caption_data.load_karpathy(args.data, args.images_dir, split=name)
-        images = caption_data.load_images([r.path for r in records], size)
-        return {
-            "images": images,
-            "captions": [r.captions[0] for r in records],
-            "references": [r.captions for r in records],
-        }
-
-    train = karpathy("train")
-    # One (image, caption) pair per reference caption.
-    counts = [len(r) for r in train["references"]]
-    train["images"] = np.repeat(train["images"], counts, axis=0)
-    train["captions"] = [c for r in train["references"] for c in r]
-    return train, karpathy("val"), karpathy("test")
-
-
-def dataset(data, batch_size, seed, shuffle=True, drop_remainder=False):
-    """Batches of raw `(image, caption)` pairs, shuffled each epoch."""
-    images = data["images"]
-    if images.ndim == 3:
-        images = images[..., None]
-    ds = tf.data.Dataset.from_tensor_slices((images, tf.constant(data["captions"])))
-    if shuffle:
-        ds = ds.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)
-    return ds.batch(batch_size, drop_remainder=drop_remainder)
-
-
-def pretrain_encoder(model, args, run):
-    """Trains the encoder as an item classifier on single translated items.
-
-    Xu et al. use an ImageNet-pretrained CNN; here the built-in CNN learns
-    Fashion-MNIST classes first (items pasted at random positions of the
-    scene canvas, from the same training images as the training scenes, a
-    global max pool and a softmax on top), then the captioner fine-tunes it.
-    Without this, the captioner learned which items a scene holds from the
-    mean annotation before its attention learned to look at them.
-    """
-    images, labels = scene_data.source_items("train", sample=args.data == "sample")
-    images, labels = images[: args.pretrain_items], labels[: args.pretrain_items]
-    canvases = fashion_mnist.translate(images, args.canvas_size, seed=args.seed)[0]
-    inputs = keras.Input(model.image_shape)
-    x = inputs
-    for layer in model.backbone_layers:
-        x = layer(x)
-    x = keras.layers.GlobalMaxPooling2D()(x)
-    classifier = keras.Model(inputs, keras.layers.Dense(10)(x), name="pretrain")
-    compile_classifier(classifier, args.learning_rate)
-    ds = tf.data.Dataset.from_tensor_slices((canvases[..., None], labels))
-    ds = ds.shuffle(len(canvases), seed=args.seed).batch(args.batch_size)
-
-    def scale(x, y):
-        return tf.cast(x, "float32") / 255.0, y
-
-    ds = ds.map(scale)
-    fit = run.fit(
-        classifier,
-        ds,
-        stage="pretrain",
-        epochs=100,
-        callbacks=[TimeBudget(args.pretrain_minutes)],
-        budgets=False,
-    )
-    accuracy = fit.history["accuracy"][-1]
-    print(
-        f"encoder pretrained {fit.epochs} epochs in {fit.seconds / 60:.1f} min, "
-        f"item accuracy {accuracy}"
-    )
-    return {"minutes": round(fit.seconds / 60, 1), "train_accuracy": accuracy}
-
-
 def build_model(args, vocab, image_shape):
     """The compiled `ShowAttendTell` of the arguments, with its preprocessor."""
     preprocessor = CaptionPreprocessor(vocab, args.max_length)
@@ -207,37 +115,6 @@ def build_model(args, vocab, image_shape):
     )
     compile_classifier(model, args.learning_rate, clipnorm=5.0, weighted=True)
     return model
-
-
-def evaluate_test_split(model, test, beam_widths):
-    """BLEU (and, on scenes, attention correctness) on the test split."""
-    if "labels" in test:
-        return evaluate_scenes(model, test, beam_widths)
-    metrics = {}
-    for width in beam_widths if test["captions"] else ():
-        hypotheses = model.caption(test["images"], beam_width=width)
-        metrics[f"beam{width}"] = bleu_scores(hypotheses, test["references"])
-        print(f"beam {width}: {metrics[f'beam{width}']}")
-    return metrics
-
-
-def data_metadata(args, splits):
-    """The data of the run, as data: source, sizes and split."""
-    train, validation, test = splits
-    data = {
-        "source": args.data,
-        "train_captions": len(train["captions"]),
-        "validation_captions": len(validation["captions"]),
-        "test_captions": len(test["captions"]),
-    }
-    if "labels" in test:
-        data["canvas_size"] = args.canvas_size
-        data["split"] = dict(scene_data.SOURCE_IMAGES)
-    else:
-        data["split"] = "karpathy"
-        data["images_dir"] = args.images_dir
-        data["image_size"] = args.image_size
-    return data
 
 
 def main(argv=None):
