@@ -421,7 +421,8 @@ def build_parser(prog=PROG):
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("presets", help="list shipped presets")
-    families = "\n".join(f"  {f.name:18s}{f.summary}" for f in registry.families())
+    width = max(len(f.name) for f in registry.families()) + 2
+    families = "\n".join(f"  {f.name:{width}s}{f.summary}" for f in registry.families())
     train = sub.add_parser(
         "train",
         help="train a model (see train MODEL --help)",
