@@ -42,6 +42,8 @@ device (`0`: always; `None`: never).
 
 import keras
 
+from keras_attention.arguments import int_argument
+
 #: The default `chunk_threshold` / `chunk_size`: decided per call by device.
 AUTO = "auto"
 
@@ -219,26 +221,15 @@ def chunk_size(size, rows=None, tensor=None):
 
 
 def check(chunk_threshold, chunk_size):
-    """Checks the `chunk_threshold` / `chunk_size` arguments of a layer."""
-    if (
-        chunk_threshold is not None
-        and chunk_threshold != AUTO
-        and (
-            isinstance(chunk_threshold, bool)
-            or not isinstance(chunk_threshold, int)
-            or chunk_threshold < 0
-        )
-    ):
-        raise ValueError(
-            "`chunk_threshold` must be 'auto', a non-negative int or None. "
-            f"Received: chunk_threshold={chunk_threshold!r}"
-        )
-    if chunk_size != AUTO and (
-        isinstance(chunk_size, bool)
-        or not isinstance(chunk_size, int)
-        or chunk_size < 1
-    ):
-        raise ValueError(
-            "`chunk_size` must be 'auto' or a positive int. Received: "
-            f"chunk_size={chunk_size!r}"
-        )
+    """Checks a layer's `chunk_threshold` and `chunk_size`; returns them."""
+    return (
+        int_argument(
+            "chunk_threshold", chunk_threshold, minimum=0, allowed=(AUTO, None)
+        ),
+        int_argument("chunk_size", chunk_size, allowed=(AUTO,)),
+    )
+
+
+def fused_is_memory_efficient_here(dtype, mask, tensor=None):
+    """`fused_is_memory_efficient` on this backend and `tensor`'s device."""
+    return fused_is_memory_efficient(backend(), platform(tensor), dtype, mask)

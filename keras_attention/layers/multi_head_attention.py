@@ -267,8 +267,8 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         window=None,
         **kwargs,
     ):
-        dispatch.check(chunk_threshold, chunk_size)
-        _check_window(window, sliding_window, flash_attention)
+        chunk_threshold, chunk_size = dispatch.check(chunk_threshold, chunk_size)
+        window = _check_window(window, sliding_window, flash_attention)
         super().__init__(
             num_heads=num_heads,
             key_dim=key_dim,
@@ -1177,9 +1177,10 @@ def _check_batch(query_shape, value_shape, key_shape):
 
 
 def _check_window(window, sliding_window, flash_attention):
-    check_window(window)
+    """Checks `window` against the other band arguments; returns it."""
+    window = check_window(window)
     if window is None:
-        return
+        return None
     if sliding_window is not None:
         raise ValueError(
             "`window` (blockwise, |i - j| <= window) and Keras's `sliding_window` "
@@ -1191,6 +1192,7 @@ def _check_window(window, sliding_window, flash_attention):
             "`window` computes its own blocks and cannot use a flash kernel. "
             f"Received: window={window}, flash_attention=True"
         )
+    return window
 
 
 def _check_window_lengths(window, query_shape, key_shape):
