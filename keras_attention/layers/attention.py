@@ -166,10 +166,11 @@ class Attention(keras.layers.Layer):
             path (see above); `None` disables it; `"auto"` keeps the fused
             kernel where it is memory-efficient and elsewhere is the
             device's crossover, `dispatch.auto_threshold` (1,023 on a CPU
-            under TensorFlow or JAX, 4,096 elsewhere); an int chunks above
-            it on any device (`0`: always). Defaults to `"auto"`.
+            under TensorFlow or JAX, 3,071 there while TensorFlow runs
+            eagerly, 4,096 elsewhere); an int chunks above it on any
+            device (`0`: always). Defaults to `"auto"`.
         chunk_size: `"auto"` or int. Queries and values per chunk on the
-            chunked path (`"auto"`: `dispatch.auto_chunk_size`). Defaults
+            chunked path (`"auto"`: `dispatch.chunk_size`). Defaults
             to `"auto"`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 

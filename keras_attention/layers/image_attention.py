@@ -54,7 +54,7 @@ class ImageSelfAttention(keras.layers.Layer):
             which the chunked path is used; `None` never chunks, `"auto"`
             is the device's crossover. Defaults to `"auto"`.
         query_chunk_size: `"auto"` or int. Query chunk of the chunked
-            path (`"auto"`: `dispatch.auto_chunk_size`). Defaults to
+            path (`"auto"`: `dispatch.chunk_size`). Defaults to
             `"auto"`.
         key_chunk_size: `"auto"` or int. Key chunk of the chunked path.
             Defaults to `"auto"`.

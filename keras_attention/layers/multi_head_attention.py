@@ -74,9 +74,18 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
     chunks from 1,024 keys on on a CPU, where chunking is already the
     faster, and above 4,096 on an accelerator or under PyTorch, where it is
     for the memory. An int chunks above it on any device (`0`: always),
-    `None` never. The chunked path gives the explicit path's outputs and gradients to float tolerance
-    (fully masked rows included), and is taken only when nothing needs the
-    full weights: static lengths, no cache, no `return_attention_scores`,
+    `None` never. The chunk loop is fastest compiled: called eagerly
+    under TensorFlow (outside `fit`, `predict` or a `tf.function`) its
+    blocks run op by op, so there a CPU chunks only above 3,071 keys, in
+    blocks of 512 (`dispatch.EAGER_CPU_CHUNK_THRESHOLD`,
+    `EAGER_CPU_CHUNK_SIZE`): at 4,096 keys its forward took 0.84-1.13x
+    the full path's time, where compiled it took 0.39-0.63x
+    (`benchmarks/attention_crossover.py --modes eager,compiled`, two runs
+    on a busy 2-core CPU). Wrap such calls in
+    `tf.function(jit_compile=True)` for the compiled speed.
+    The chunked path gives the explicit path's outputs and gradients to
+    float tolerance (fully masked rows included), and is taken only when
+    nothing needs the full weights: static lengths, no cache, no `return_attention_scores`,
     no `flash_attention=True`, a score that can be computed on chunks (not
     `"location"`), rank-3 inputs with the default `attention_axes`, and a
     subclass that does not override `_compute_attention` or
@@ -151,9 +160,9 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             `None` disables it; `"auto"` decides by backend, device, dtype
             and mask. Defaults to `"auto"`.
         chunk_size: `"auto"` or int. Queries and keys per chunk on the
-            chunked path; `"auto"` is 256 on a CPU and up to 4,096 on an
-            accelerator (`dispatch.auto_chunk_size`). Defaults to
-            `"auto"`.
+            chunked path; `"auto"` is 256 on a CPU (512 while TensorFlow
+            runs eagerly) and up to 4,096 on an accelerator
+            (`dispatch.chunk_size`). Defaults to `"auto"`.
         window: int or None. Restricted self-attention radius `r >= 1`:
             query `i` sees keys `j` with `|i - j| <= r` (`i - r <= j <= i`
             when causal), computed blockwise in `O(r T d)` (see above).

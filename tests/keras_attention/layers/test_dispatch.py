@@ -54,6 +54,10 @@ def paths(monkeypatch):
     monkeypatch.setattr(dispatch, "CPU_CHUNK_THRESHOLD", SMALL)
     monkeypatch.setattr(dispatch, "DEVICE_CHUNK_THRESHOLD", SMALL)
     monkeypatch.setattr(dispatch, "CPU_CHUNK_SIZE", 5)
+    monkeypatch.setattr(dispatch, "EAGER_CPU_CHUNK_SIZE", 7)
+    monkeypatch.setattr(dispatch, "EAGER_CPU_CHUNK_THRESHOLD", T)
+    # As if compiled: whether TensorFlow runs eagerly has its own tests.
+    monkeypatch.setattr(dispatch, "tensorflow_eager", lambda: False)
 
     def stub(backend, device):
         monkeypatch.setattr(dispatch, "backend", lambda: backend)
@@ -200,6 +204,62 @@ def test_auto_chunk_size_per_device(paths, device, size):
     assert paths["chunked"] == [size]
 
 
+@pytest.mark.parametrize(
+    ("backend", "device", "eager", "size"),
+    [
+        ("tensorflow", "cpu", True, 7),  # op by op: larger blocks
+        ("tensorflow", "cpu", False, 5),  # in a `tf.function`
+        ("tensorflow", "gpu", True, 4096),  # the accelerator's rule
+    ],
+)
+def test_auto_chunk_size_while_tensorflow_runs_eagerly(
+    paths, monkeypatch, backend, device, eager, size
+):
+    query, value = cases.data(T), cases.data(T, seed=1)
+    layer = MultiHeadAttention(num_heads=HEADS, key_dim=4, chunk_threshold=0)
+    layer(query, value)
+    paths["stub"](backend, device)
+    monkeypatch.setattr(dispatch, "tensorflow_eager", lambda: eager)
+    paths["chunked"].clear()
+    layer(query, value)
+    assert paths["chunked"] == [size]
+
+
+@pytest.mark.parametrize(
+    ("backend", "device", "eager", "path"),
+    [
+        ("tensorflow", "cpu", True, "fused"),  # T keys: not above eager's
+        ("tensorflow", "cpu", False, "chunked"),  # compiled: above the CPU's
+        ("jax", "cpu", True, "chunked"),  # (no eager TensorFlow on JAX)
+        ("tensorflow", "gpu", True, "chunked"),  # the accelerator's rule
+    ],
+)
+def test_auto_threshold_while_tensorflow_runs_eagerly(
+    paths, monkeypatch, backend, device, eager, path
+):
+    query, value = cases.data(T), cases.data(T, seed=1)
+    layer = MultiHeadAttention(num_heads=HEADS, key_dim=4)
+    layer(query, value)
+    paths["stub"](backend, device)
+    monkeypatch.setattr(
+        dispatch, "tensorflow_eager", lambda: eager and backend == "tensorflow"
+    )
+    _reset(paths)
+    layer(query, value)
+    assert _took(paths) == path
+
+
+def test_tensorflow_eager_is_read_from_tensorflow():
+    if keras.config.backend() != "tensorflow":
+        assert not dispatch.tensorflow_eager()
+        return
+    import tensorflow as tf
+
+    assert dispatch.tensorflow_eager()
+    traced = tf.function(lambda: tf.constant(dispatch.tensorflow_eager()))
+    assert not traced().numpy()
+
+
 def test_auto_chunk_size_bounds_the_block():
     for rows in (1, 8, 32, 128, 512, 10**4):
         size = dispatch.auto_chunk_size("gpu", rows)
@@ -223,6 +283,9 @@ def test_auto_chunk_size_bounds_the_block():
 )
 def test_auto_threshold(backend, device, threshold):
     assert dispatch.auto_threshold(backend, device) == getattr(dispatch, threshold)
+    eager = "EAGER_CPU_CHUNK_THRESHOLD" if threshold == "CPU_CHUNK_THRESHOLD" else None
+    expected = getattr(dispatch, eager or threshold)
+    assert dispatch.auto_threshold(backend, device, eager=True) == expected
 
 
 def _took(paths):
