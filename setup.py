@@ -30,7 +30,7 @@ setup(
     package_data={
         "zoo": [
             "data/samples/*",
-            "serving_page.html",
+            "serving/page.html",
             "*/presets/*/*",
             "*/presets/*/*/*",
             "*/presets/*/*/*/*",

@@ -33,7 +33,7 @@ from machine import cpu_model  # noqa: E402
 
 from zoo.data import fashion_mnist  # noqa: E402
 from zoo.ram import train  # noqa: E402
-from zoo.training import compile_classifier  # noqa: E402
+from zoo.training.harness import compile_classifier  # noqa: E402
 
 SETTINGS = ("off (zoo)", "on (tf.data default)")
 

@@ -35,9 +35,9 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from machine import cpu_model  # noqa: E402
 
+from zoo.base.task import list_presets  # noqa: E402
 from zoo.ram import RecurrentAttentionModel  # noqa: E402
 from zoo.ram.train import RETINA_60, small_convnet  # noqa: E402
-from zoo.task import list_presets  # noqa: E402
 
 PRESET = "ram_fashion_mnist_translated"
 

@@ -110,7 +110,7 @@ def table(args, names):
             metrics = json.load(f)["metrics"]
         test = metrics.get("test", {})
         greedy, beam = test.get("greedy", {}), test.get("beam4", {})
-        val_loss = metrics.get("history", {}).get("val_loss") or [float("nan")]
+        val_loss = history(metrics).get("val_loss") or [float("nan")]
         print(
             f"| {name} | {metrics['train_minutes']:.1f} | {metrics.get('steps', '?')} "
             f"| {min(val_loss):.3f} | "
@@ -119,6 +119,15 @@ def table(args, names):
             f"{beam.get('bleu', float('nan')):.2f} | "
             f"{beam.get('chrf', float('nan')):.2f} |"
         )
+
+
+def history(metrics):
+    """The per-epoch history a preset's `metrics.history_file` names, or `{}`."""
+    path = metrics.get("history_file")
+    if not path or not os.path.isfile(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)["history"]
 
 
 def main():

@@ -1,7 +1,7 @@
 """Serving speed of a translation preset: `translate` vs its SavedModel export.
 
 In one process: loads the preset (`--preset`, the Transformer by default),
-exports it with `zoo.export.export` (tokenization, beam search and
+exports it with `zoo.serving.export.export` (tokenization, beam search and
 detokenization in the graph, `zoo/translation/export.py`) to a temporary
 directory, loads that with `tf.saved_model.load`, and translates the Bible
 test verses (763, `bible.load_pairs("test")` as `python -m zoo evaluate`
@@ -72,7 +72,7 @@ from machine import cpu_flags, cpu_model, load_average
 
 import zoo
 from zoo.data import bible
-from zoo.export import export, register_text_ops
+from zoo.serving.export import export, register_text_ops
 from zoo.translation.metrics import corpus_scores
 
 

@@ -10,10 +10,10 @@ generated word, for the scene with the most items, to
 
 import argparse
 
+from zoo.captioning.evaluation import attention_correctness
+from zoo.captioning.plotting import plot_caption_attention
 from zoo.data import scenes
 from zoo.show_attend_tell import ShowAttendTell
-from zoo.show_attend_tell.evaluation import attention_correctness
-from zoo.show_attend_tell.plotting import plot_caption_attention
 
 
 def main(argv=None):

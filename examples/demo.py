@@ -31,6 +31,7 @@ import numpy as np
 import zoo
 from keras_attention.plotting import plot_attention
 from keras_attention.presets import read_metadata
+from zoo import registry
 from zoo.cli import metrics_summary
 from zoo.data import bible, fashion_mnist, parallel_text
 
@@ -65,8 +66,8 @@ def translate(name, out, figures, count=3):
 
 
 def caption(name, out, figures, count=4):
+    from zoo.captioning.plotting import plot_caption_attention
     from zoo.data import scenes
-    from zoo.show_attend_tell.plotting import plot_caption_attention
 
     model = zoo.from_preset(name)
     test = scenes.load("test", num_scenes=count, sample=True, seed=123)
@@ -157,25 +158,22 @@ def main(argv=None):
     keras.utils.set_random_seed(0)
     start = time.time()
 
-    presets = list_presets()
-    kinds = {name: read_metadata(path)["class_name"] for name, path in presets.items()}
+    list_presets()
     figures = []
-    for what, classes, show in (
-        ("translation", ("Seq2Seq", "Transformer"), translate),
-        ("captioning", ("ShowAttendTell",), caption),
-        ("glimpse classification", ("RecurrentAttentionModel",), classify),
-    ):
-        names = [name for name, kind in kinds.items() if kind in classes]
+    shows = {"translation": translate, "captioning": caption}
+    shows["classification"] = classify
+    for kind, show in shows.items():
+        names = [p for f in registry.families(kind) for p in f.presets]
         for name in names:
             show(name, args.out, figures)
         if not names:
-            print(f"\n(no {what} preset shipped yet: skipped)")
+            print(f"\n(no {kind} preset shipped yet: skipped)")
 
     tuned = None
     # Fine-tune the Transformer when it is shipped (the example).
     translation = sorted(
-        (n for n, kind in kinds.items() if kind in ("Seq2Seq", "Transformer")),
-        key=lambda n: kinds[n] != "Transformer",
+        (p for f in registry.families("translation") for p in f.presets),
+        key=lambda name: registry.presets()[name].name != "transformer",
     )
     if translation and args.fine_tune_steps > 0:
         tuned = fine_tune(translation[0], args.out, args.fine_tune_steps)

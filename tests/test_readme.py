@@ -1,10 +1,13 @@
-"""Runs every ```python block of README.md, as written.
+"""Runs every ```python block of README.md and of docs/*.md, as written.
 
 A block that reads the full Debian data (`/usr/share/...`, e.g. the SWORD
 modules or Fashion-MNIST) is skipped when that data is absent; the others
-run on what the repository ships (`zoo/data/samples/`).
+run on what the repository ships (`zoo/data/samples/`). The README stays
+what a newcomer reads in two minutes: the long material is in `docs/`, and
+every relative link of the README and the docs leads to a file.
 """
 
+import glob
 import os
 import re
 
@@ -12,7 +15,9 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
+PAGES = [README, *sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 # What a block must find on disk to run (the full data sets).
 NEEDS = {
     'load("train")': "/usr/share/sword",
@@ -20,24 +25,49 @@ NEEDS = {
 }
 
 
-def blocks():
-    with open(README, encoding="utf-8") as f:
-        text = f.read()
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def blocks(paths=PAGES):
     found = []
-    for index, match in enumerate(BLOCK.finditer(text)):
-        line = text[: match.start()].count("\n") + 2
-        found.append(pytest.param(match.group(1), id=f"block{index}_line{line}"))
+    for path in paths:
+        text = read(path)
+        name = os.path.relpath(path, ROOT)
+        for index, match in enumerate(BLOCK.finditer(text)):
+            line = text[: match.start()].count("\n") + 2
+            found.append(
+                pytest.param(path, match.group(1), id=f"{name}:block{index}_line{line}")
+            )
     return found
 
 
-def test_readme_has_python_blocks():
-    assert len(blocks()) >= 2
+def test_readme_has_python_blocks_and_is_short():
+    assert len(blocks([README])) >= 2
+    assert len(read(README).splitlines()) <= 150
+
+
+def test_the_readme_links_each_docs_page():
+    pages = [os.path.relpath(p, ROOT) for p in PAGES[1:]]
+    assert pages, "no docs/*.md"
+    linked = LINK.findall(read(README))
+    assert sorted(set(pages) - set(linked)) == []
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: os.path.relpath(p, ROOT))
+def test_every_relative_link_leads_to_a_file(path):
+    for target in LINK.findall(read(path)):
+        if "://" in target:
+            continue
+        resolved = os.path.join(os.path.dirname(path), target)
+        assert os.path.exists(resolved), f"{path}: {target}"
 
 
 @pytest.mark.tensorflow_only
-@pytest.mark.parametrize("code", blocks())
-def test_readme_block_runs(code):
-    for marker, path in NEEDS.items():
-        if marker in code and not os.path.exists(path):
-            pytest.skip(f"needs the full data set in {path}")
-    exec(compile(code, README, "exec"), {"__name__": "readme"})
+@pytest.mark.parametrize("path, code", blocks())
+def test_readme_block_runs(path, code):
+    for marker, needed in NEEDS.items():
+        if marker in code and not os.path.exists(needed):
+            pytest.skip(f"needs the full data set in {needed}")
+    exec(compile(code, path, "exec"), {"__name__": "readme"})

@@ -22,13 +22,14 @@ import zipfile
 import pytest
 
 import zoo
+from zoo import registry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# What the build sees: the packages, and beside them what must stay out of
+# the wheel (run history, docs, tests), as in a checkout.
 SOURCES = ["setup.py", "pyproject.toml", "README.md", "keras_attention", "zoo"]
-FAMILIES = {
-    family: getattr(zoo, family).PRESETS
-    for family in ("seq2seq", "transformer", "show_attend_tell", "ram")
-}
+LEFT_OUT = ["experiments", "docs", "tests"]
+FAMILIES = {family.name: family.presets for family in registry.families()}
 
 pytestmark = [pytest.mark.slow, pytest.mark.tensorflow_only]
 
@@ -49,8 +50,9 @@ for module in (keras_attention, zoo, cli):
 shipped = zoo.list_presets()
 for directory in shipped.values():
     assert os.path.realpath(directory).startswith(venv + os.sep), directory
-translators = [*zoo.seq2seq.PRESETS, *zoo.transformer.PRESETS]
-others = [*zoo.show_attend_tell.PRESETS, *zoo.ram.PRESETS]
+kinds = {name: family.kind for name, family in zoo.registry.presets().items()}
+translators = [name for name, kind in kinds.items() if kind == "translation"]
+others = [name for name, kind in kinds.items() if kind != "translation"]
 assert sorted(translators + others) == sorted(shipped), sorted(shipped)
 sample = fashion_mnist.sample_path()
 for name in translators:
@@ -65,7 +67,7 @@ print("ran", len(shipped), "presets from", venv)
 def wheel(tmp_path_factory):
     source = tmp_path_factory.mktemp("source")
     junk = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
-    for name in SOURCES:
+    for name in SOURCES + LEFT_OUT:
         path = os.path.join(ROOT, name)
         if os.path.isdir(path):
             shutil.copytree(path, source / name, ignore=junk)
@@ -96,13 +98,21 @@ def test_the_wheel_holds_the_packages_shipped_presets_and_samples_only(wheel):
         if name.endswith(".py"):
             continue
         # Data: the samples, and the files of the presets each family lists.
-        if rest[:2] == ["data", "samples"] or rest == ["serving_page.html"]:
+        if rest[:2] == ["data", "samples"] or rest == ["serving", "page.html"]:
             continue
         family, folder, preset = rest[:3]
         assert folder == "presets" and preset in FAMILIES[family], name
         presets.add(preset)
     assert presets == set(zoo.list_presets())
     assert not [n for n in names if "experiments" in n or n.startswith("tests/")]
+
+
+def test_the_readme_gives_the_wheels_size_and_file_count(wheel):
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        text = " ".join(f.read().split())
+    megabytes, files = re.search(r"([\d.]+) MB, (\d+) files", text).groups()
+    assert int(files) == len(zipfile.ZipFile(wheel).namelist())
+    assert abs(float(megabytes) - os.path.getsize(wheel) / 1e6) <= 0.1
 
 
 def test_the_wheel_metadata_pins_python_and_tensorflow_text(wheel):

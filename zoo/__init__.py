@@ -11,15 +11,31 @@ preprocessor (raw data <-> tensors) and a task (`fit`, `evaluate`,
 - `zoo.ShowAttendTell`: image captioner with soft/hard attention (Xu et al.
   2015).
 
-`zoo.GenerativeTask` is the generation front end of the three generative
-tasks and `zoo.TranslationTask` the translation one (`translate`).
-`zoo.data` holds the real-data loaders. `zoo.from_preset(name_or_dir)` loads
-any zoo preset, picking the class from its config; `zoo.list_presets()`
-lists the shipped ones.
+The folders say each module's role, and imports run one way, families ->
+kinds -> base (`tests/zoo/test_layout.py`):
+
+- `zoo.base`: `Task`, the pipeline of raw inputs, the backbone,
+  `GenerativeTask` (the generation front end of the generative tasks).
+- `zoo.training`: the shared training harness; `zoo.serving`: export
+  formats and the server (`python -m zoo serve`).
+- the kinds a family's task subclasses: `zoo.TranslationTask`
+  (`zoo.translation`), `zoo.CaptioningTask` (`zoo.captioning`),
+  `zoo.ClassificationTask` (`zoo.classification`); each names its `kind`,
+  its CLI verbs, its export and its metrics.
+- `zoo.registry`: the families, each registered by its own package.
+- `zoo.data`: the real-data loaders.
+
+`zoo.from_preset(name_or_dir)` loads any zoo preset, picking the class from
+its config; `zoo.list_presets()` lists the shipped ones. Import paths from
+before the folders (`zoo.task`, `zoo.export`, ...) still work
+(`zoo.old_paths`).
 """
 
-from zoo import data
-from zoo.generation import GenerativeTask
+from zoo import data, old_paths, registry
+from zoo.base.generation import GenerativeTask
+from zoo.base.task import Task, list_presets
+from zoo.captioning.task import CaptioningTask
+from zoo.classification import ClassificationTask
 from zoo.ram import (
     ImagePreprocessor,
     RecurrentAttentionBackbone,
@@ -31,11 +47,12 @@ from zoo.show_attend_tell import (
     ShowAttendTell,
     ShowAttendTellBackbone,
 )
-from zoo.task import Task, list_presets
 from zoo.transformer import Transformer, TransformerBackbone
 from zoo.translation import TranslationPreprocessor, TranslationTask
 
 __version__ = "0.1.0"
+
+old_paths.install()
 
 
 def from_preset(preset, load_weights=True, **overrides):
@@ -50,6 +67,8 @@ def from_preset(preset, load_weights=True, **overrides):
 
 __all__ = [
     "CaptionPreprocessor",
+    "CaptioningTask",
+    "ClassificationTask",
     "GenerativeTask",
     "ImagePreprocessor",
     "RecurrentAttentionBackbone",
@@ -64,6 +83,7 @@ __all__ = [
     "TranslationPreprocessor",
     "TranslationTask",
     "data",
+    "registry",
     "from_preset",
     "list_presets",
     "__version__",

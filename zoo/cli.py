@@ -20,51 +20,38 @@ import sys
 import tempfile
 import warnings
 
-from zoo.arguments import positive_int, program_name
+from zoo import registry
+from zoo.base.task import Task, list_presets
+from zoo.training.flags import positive_int, program_name
 
 #: The command's name in usage lines: `keras-attention` (the installed
 #: script); `python -m zoo` passes its own.
 PROG = "keras-attention"
 
-MODELS = {
-    "seq2seq": "zoo.seq2seq.train",
-    "transformer": "zoo.transformer.train",
-    "ram": "zoo.ram.train",
-    "show_attend_tell": "zoo.show_attend_tell.train",
-}
 
-#: What `train MODEL` trains, for `train --help` (without importing the
-#: scripts, which load TensorFlow).
-FAMILIES = {
-    "seq2seq": "RNN encoder-decoder with attention (Bahdanau, Luong), EN->ES",
-    "transformer": "Transformer encoder-decoder (Vaswani et al.), EN->ES",
-    "ram": "Recurrent Attention Model glimpse classifier, Fashion-MNIST",
-    "show_attend_tell": "Show, Attend and Tell captioner, Fashion-MNIST scenes",
-}
+def _task_class(meta):
+    """The task class a preset's metadata names (`Task` for an unknown one)."""
+    family = registry.for_class_name(meta.get("class_name"))
+    return Task if family is None else family.task
 
 
 def metrics_summary(meta):
-    """One line of the measured quality stored in a preset's metadata."""
-    metrics = meta.get("metrics", {})
-    parts = []
-    test = metrics.get("test", {})
-    for name, values in test.items() if isinstance(test, dict) else ():
-        if isinstance(values, dict) and "bleu" in values:
-            parts.append(f"{name}: BLEU {values['bleu']:.2f} chrF {values['chrf']:.2f}")
-        elif isinstance(values, dict) and "bleu4" in values:
-            text = f"{name}: BLEU-4 {values['bleu4']:.2f}"
-            attention = values.get("attention", {})
-            if "either" in attention:
-                text += f", attention correctness {attention['either']:.1f}%"
-            parts.append(text)
-    if "test_error_percent" in metrics:
-        parts.append(f"test error {metrics['test_error_percent']:.2f}%")
-    return ", ".join(parts) or "(no metrics recorded)"
+    """One line of the measured quality stored in a preset's metadata.
+
+    The task's kind says which metrics it reports (`Task.metrics_summary`).
+
+    Example:
+    >>> metrics_summary({"class_name": "RecurrentAttentionModel",
+    ...                  "metrics": {"test_error_percent": 14.98}})
+    'test error 14.98%'
+    >>> metrics_summary({"class_name": "Unknown", "metrics": {"x": 1}})
+    '(no metrics recorded)'
+    """
+    return _task_class(meta).metrics_summary(meta.get("metrics", {}))
 
 
 def _presets(args):
     from keras_attention.presets import read_metadata
-    from zoo.task import list_presets
 
     found = list_presets()
     if not found:
@@ -81,10 +68,12 @@ def _presets(args):
 
 
 def image_sizes(meta):
-    """For a glimpse classifier's metadata: the image sizes it is good for.
+    """For an image model's metadata: the image sizes it is good for.
+
+    The task class answers (`Task.preset_note`).
 
     Returns:
-        str, or `None` for a preset of another kind (they resize images).
+        str, or `None` for a preset that works at any size.
 
     Example:
     >>> image_sizes({"class_name": "RecurrentAttentionModel",
@@ -93,13 +82,7 @@ def image_sizes(meta):
     >>> image_sizes({"class_name": "Seq2Seq"}) is None
     True
     """
-    from zoo.ram import canvas
-
-    if meta.get("class_name") != "RecurrentAttentionModel":
-        return None
-    side = canvas.training_canvas(meta)
-    low, high = canvas.good_sides(side)
-    return f"trained on {side}x{side} canvases: good for image sides {low} to {high}"
+    return _task_class(meta).preset_note(meta)
 
 
 def _train(args, rest, parser):
@@ -111,19 +94,20 @@ def _train(args, rest, parser):
             return 0
         parser.print_usage(sys.stderr)
         print(
-            f"error: name the model to train, one of: {', '.join(MODELS)}",
+            f"error: name the model to train, one of: {', '.join(registry.names())}",
             file=sys.stderr,
         )
         return 2
-    if args.model not in MODELS:
+    if args.model not in registry.names():
         print(
-            f"Unknown model {args.model!r}. Choose one of: {', '.join(MODELS)}.",
+            f"Unknown model {args.model!r}. "
+            f"Choose one of: {', '.join(registry.names())}.",
             file=sys.stderr,
         )
         return 2
     try:
         with program_name(f"{parser.prog} {args.model}"):
-            importlib.import_module(MODELS[args.model]).main(rest)
+            importlib.import_module(registry.get(args.model).train_module).main(rest)
     except (ValueError, TypeError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -135,30 +119,24 @@ DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
 def _load(preset, dtype=None):
-    from zoo.task import Task
-
     return Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
 
 
-def task_kind(model):
-    """What a zoo task does, from its type: translation, captioning, classification.
+def _refuses(model, verb, preset):
+    """Says (one line) and returns `True` when `model`'s kind has no `verb`.
 
-    Returns `"translation"`, `"captioning"`, `"classification"`, or `None`
-    for any other object. The CLI's commands choose their behaviour from this, not from the
-    methods an object happens to have.
+    The task's kind names its verbs (`Task.verbs`); the CLI asks the
+    object, not its type or the methods it happens to have.
     """
-    from zoo.ram import RecurrentAttentionModel
-    from zoo.seq2seq import Seq2Seq
-    from zoo.show_attend_tell import ShowAttendTell
-    from zoo.transformer import Transformer
-
-    if isinstance(model, (Seq2Seq, Transformer)):
-        return "translation"
-    if isinstance(model, ShowAttendTell):
-        return "captioning"
-    if isinstance(model, RecurrentAttentionModel):
-        return "classification"
-    return None
+    if verb in getattr(model, "verbs", ()):
+        return False
+    kinds = [f.kind for f in registry.families() if verb in f.task.verbs]
+    print(
+        f"Preset {preset} is not a {kinds[0] if kinds else verb} model "
+        f"(`{verb}` runs on those).",
+        file=sys.stderr,
+    )
+    return True
 
 
 def _translate(args):
@@ -169,8 +147,7 @@ def _translate(args):
                 f"Received: {text!r}"
             )
     model = _load(args.preset, args.dtype)
-    if task_kind(model) != "translation":
-        print(f"Preset {args.preset} is not a translation model.", file=sys.stderr)
+    if _refuses(model, "translate", args.preset):
         return 2
     if args.sequence_length is not None:
         # Longer sources are cut (with a warning) at the preprocessor's length.
@@ -293,8 +270,7 @@ def _caption(args):
     import numpy as np
 
     model = _load(args.preset, args.dtype)
-    if task_kind(model) != "captioning":
-        print(f"Preset {args.preset} is not a captioning model.", file=sys.stderr)
+    if _refuses(model, "caption", args.preset):
         return 2
     height, width, channels = model.image_shape
     images = np.stack([_read_image(p, channels, (height, width)) for p in args.image])
@@ -302,7 +278,7 @@ def _caption(args):
     for i, (path, text) in enumerate(zip(args.image, texts)):
         print(f"{path}: {text}")
         if args.plot:
-            from zoo.show_attend_tell.plotting import plot_caption_attention
+            from zoo.captioning.plotting import plot_caption_attention
 
             out = _numbered(args.plot, i, len(texts))
             plot_caption_attention(
@@ -314,8 +290,7 @@ def _caption(args):
 
 def _classify(args):
     model = _load(args.preset, args.dtype)
-    if task_kind(model) != "classification":
-        print(f"Preset {args.preset} is not a glimpse classifier.", file=sys.stderr)
+    if _refuses(model, "classify", args.preset):
         return 2
     channels = model.preprocessor.channels
     for i, path in enumerate(args.image):
@@ -351,41 +326,21 @@ def _classify(args):
 
 def _evaluate(args):
     model = _load(args.preset, args.dtype)
-    kind = task_kind(model)
-    if kind == "translation":
-        from zoo.data import bible
-        from zoo.translation import evaluate_translations
-
-        pairs = [
-            (en, es)
-            for en, es, _ in bible.load_pairs(args.split, sword_path=args.sword_path)
-        ]
-        evaluate_translations(model, pairs, args.beam, args.limit)
-        return 0
-    if kind == "captioning":
-        from zoo.data import scenes
-        from zoo.show_attend_tell.evaluation import evaluate_scenes
-
-        # The scenes are generated from the Fashion-MNIST split (test images
-        # for the test split), seeded, as the training script does; a split
-        # is its default number of scenes, which --limit can only lower.
-        count = scenes.DEFAULT_SIZES[args.split]
-        if args.limit is not None:
-            count = min(args.limit, count)
-        test = scenes.load(args.split, num_scenes=count, path=args.data_path)
-        evaluate_scenes(model, test, beam_widths=sorted({1, args.beam}))
-        return 0
-    if kind == "classification":
-        from zoo.ram.evaluation import evaluate_classifier
-
-        evaluate_classifier(model, args.split, args.limit, args.data_path)
-        return 0
-    print(f"Preset {args.preset} has no evaluation here.", file=sys.stderr)
-    return 2
+    if getattr(model, "kind", None) is None:
+        print(f"Preset {args.preset} has no evaluation here.", file=sys.stderr)
+        return 2
+    model.evaluate_split(
+        args.split,
+        limit=args.limit,
+        beam_width=args.beam,
+        sword_path=args.sword_path,
+        data_path=args.data_path,
+    )
+    return 0
 
 
 def _export(args):
-    from zoo.export import export_preset
+    from zoo.serving.export import export_preset
 
     _check_export_directory(args.directory)
     metadata = export_preset(
@@ -397,7 +352,7 @@ def _export(args):
 
 
 def _serve(args):
-    from zoo.serve import serve
+    from zoo.serving.server import serve
 
     if not os.path.isdir(args.directory):
         raise FileNotFoundError(f"No export directory {args.directory!r}")
@@ -433,7 +388,7 @@ def _non_negative_float(text):
     return value
 
 
-#: `zoo serve`'s flags for `zoo.serve.Limits` (their defaults are its).
+#: `zoo serve`'s flags for `zoo.serving.server.Limits` (their defaults are its).
 SERVE_LIMITS = [
     ("--max-request-bytes", positive_int, "larger bodies get 413"),
     ("--max-rows", positive_int, "rows (sentences, images) per request"),
@@ -466,7 +421,7 @@ def build_parser(prog=PROG):
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("presets", help="list shipped presets")
-    families = "\n".join(f"  {name:18s}{text}" for name, text in FAMILIES.items())
+    families = "\n".join(f"  {f.name:18s}{f.summary}" for f in registry.families())
     train = sub.add_parser(
         "train",
         help="train a model (see train MODEL --help)",
@@ -477,7 +432,10 @@ def build_parser(prog=PROG):
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     train.add_argument(
-        "model", nargs="?", metavar="MODEL", help=f"one of: {', '.join(MODELS)}"
+        "model",
+        nargs="?",
+        metavar="MODEL",
+        help=f"one of: {', '.join(registry.names())}",
     )
     train.set_defaults(train_parser=train)  # for `train --help`
     evaluate = sub.add_parser("evaluate", help="score a preset on held-out data")
@@ -586,7 +544,7 @@ def build_parser(prog=PROG):
     serve.add_argument(
         "--model-name", help="the NAME of /v1/models/NAME (default: the preset's)"
     )
-    from zoo.serve import Limits
+    from zoo.serving.server import Limits
 
     defaults = Limits()
     for flag, kind, meaning in SERVE_LIMITS:

@@ -162,7 +162,10 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         chunk_size: `"auto"` or int. Queries and keys per chunk on the
             chunked path; `"auto"` is 256 on a CPU (512 while TensorFlow
             runs eagerly) and up to 4,096 on an accelerator
-            (`dispatch.chunk_size`). Defaults to `"auto"`.
+            (`dispatch.chunk_size`); under JAX on a GPU, with no mask or a
+            causal one, `"auto"` runs JAX's Triton flash kernel instead of
+            the loop (`dispatch.triton_flash_attention`). Defaults to
+            `"auto"`.
         window: int or None. Restricted self-attention radius `r >= 1`:
             query `i` sees keys `j` with `|i - j| <= r` (`i - r <= j <= i`
             when causal), computed blockwise in `O(r T d)` (see above).
@@ -614,6 +617,26 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         if query_mask is not None:
             query_mask = ops.cast(query_mask, "bool")
         score_fn, rate, seed = self._blockwise_options(training)
+        if (
+            self.chunk_size == dispatch.AUTO
+            and score_fn is None
+            and rate == 0.0
+            and keys is None
+            and query_mask is None
+            and attention_mask is None
+            and self._sliding_window is None
+            and self.key_dim == self.value_dim
+            and dispatch.triton_flash_applies(
+                dispatch.backend(),
+                dispatch.platform(query),
+                "causal" if use_causal_mask else "none",
+                query.shape[1],
+                key.shape[1],
+            )
+        ):
+            return dispatch.triton_flash_attention(
+                query, key, value, use_causal_mask, 1.0 / math.sqrt(self.key_dim)
+            )
         rows = query.shape[0] and query.shape[0] * self.num_heads
         size = dispatch.chunk_size(self.chunk_size, rows, query)
         return chunked_attention(

@@ -1,6 +1,6 @@
 """Runs exported SavedModels in a fresh process where the zoo cannot be imported.
 
-`call_signatures` hands its calls to `zoo.export.run_without_zoo` (a
+`call_signatures` hands its calls to `zoo.serving.export.run_without_zoo` (a
 subprocess whose first `sys.meta_path` finder refuses `zoo`,
 `keras_attention`, `keras_hub` and Keras itself, so whatever the exported
 graph still needed from them fails loudly). The child loads the SavedModels
@@ -17,7 +17,7 @@ import os
 import pickle
 import tempfile
 
-from zoo.export import HIDDEN_PACKAGES, run_without_zoo
+from zoo.serving.export import HIDDEN_PACKAGES, run_without_zoo
 
 #: The packages an export must do without.
 HIDDEN = HIDDEN_PACKAGES

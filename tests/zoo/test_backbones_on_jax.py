@@ -11,7 +11,6 @@ stochastic ones also runs a sampled (`training=True`) pass, which must be
 finite.
 """
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -20,6 +19,10 @@ import textwrap
 
 import numpy as np
 import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import families  # noqa: E402
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -46,19 +49,7 @@ JAX_SCRIPT = textwrap.dedent(
 )
 
 
-def _cases():
-    """Every `JAX_CASES` of the zoo's `test_backbone.py` files."""
-    cases = {}
-    for family in ("ram", "seq2seq", "show_attend_tell", "transformer"):
-        path = os.path.join(HERE, family, "test_backbone.py")
-        spec = importlib.util.spec_from_file_location(f"{family}_backbone", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        cases.update(module.JAX_CASES)
-    return cases
-
-
-CASES = _cases()
+CASES = families.cases("JAX_CASES")
 
 
 @pytest.fixture(scope="module")

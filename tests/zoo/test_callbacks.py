@@ -1,4 +1,4 @@
-"""`zoo.callbacks.AnnealLearningRate`: the learning rate of every step.
+"""`zoo.training.callbacks.AnnealLearningRate`: the learning rate of every step.
 
 The rate is lowered for the last part of whichever budget ends training
 first (the epochs of `fit`, a `TimeBudget`, a `StepBudget`), and a run
@@ -13,8 +13,8 @@ import keras
 import numpy as np
 import pytest
 
-from zoo import run_directory
-from zoo.callbacks import AnnealLearningRate, StepBudget, TimeBudget
+from zoo.training import run_directory
+from zoo.training.callbacks import AnnealLearningRate, StepBudget, TimeBudget
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from interrupts import Interrupt, StopAt  # noqa: E402 (tests/zoo/interrupts.py)

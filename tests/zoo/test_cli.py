@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from zoo import cli
+from zoo import cli, registry
 from zoo.data import fashion_mnist, scenes
 
 RAM = "ram_fashion_mnist_translated_seeking_annealed"
@@ -96,7 +96,7 @@ def test_evaluate_classifier_on_a_given_path(capsys):
     "argv, message",
     [
         (["classify", "no_such_preset", "x.png"], "Unknown preset"),
-        (["classify", SEQ2SEQ, "x.png"], "not a glimpse classifier"),
+        (["classify", SEQ2SEQ, "x.png"], "not a classification model"),
         (["caption", RAM, "x.png"], "not a captioning model"),
         (["translate", RAM, "hello"], "not a translation model"),
         (["classify", RAM, "/no/such/image.png"], "No image file"),
@@ -118,22 +118,20 @@ def test_unknown_option_is_an_argparse_error(capsys):
 # Dispatch on the task type ---------------------------------------------------
 
 
-def test_task_kind_comes_from_the_task_classes():
-    from zoo.ram import RecurrentAttentionModel
-    from zoo.seq2seq import Seq2Seq
-    from zoo.show_attend_tell import ShowAttendTell
-    from zoo.transformer import Transformer
-
-    kinds = {
-        Seq2Seq: "translation",
-        Transformer: "translation",
-        ShowAttendTell: "captioning",
-        RecurrentAttentionModel: "classification",
-    }
-    for cls, kind in kinds.items():
+def test_every_family_names_its_kind_and_verbs_through_its_task_class():
+    kinds = {"translation": "translate", "captioning": "caption"}
+    kinds["classification"] = "classify"
+    assert registry.families()
+    for family in registry.families():
+        cls = family.task
         subclass = type("Custom" + cls.__name__, (cls,), {})
-        assert cli.task_kind(cls.__new__(cls)) == kind
-        assert cli.task_kind(subclass.__new__(subclass)) == kind
+        assert cls.kind in kinds, family.name
+        assert cls.verbs == (kinds[cls.kind],) == subclass.verbs
+        assert subclass.kind == cls.kind
+    known = {"seq2seq": "translation", "transformer": "translation"}
+    known.update(show_attend_tell="captioning", ram="classification")
+    for name, kind in known.items():
+        assert registry.get(name).kind == kind
 
 
 class LooksLikeEveryTask:
@@ -153,7 +151,7 @@ class LooksLikeEveryTask:
     [
         (["translate", "p", "hello"], "not a translation model"),
         (["caption", "p", "x.png"], "not a captioning model"),
-        (["classify", "p", "x.png"], "not a glimpse classifier"),
+        (["classify", "p", "x.png"], "not a classification model"),
         (["evaluate", "p"], "has no evaluation here"),
     ],
 )
@@ -249,7 +247,7 @@ def test_train_help_exits_0_and_lists_the_models(capsys):
     assert cli.main(["train", "--help"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: keras-attention train")
-    for model in cli.MODELS:
+    for model in registry.names():
         assert f"\n  {model} " in out
 
 
@@ -259,7 +257,7 @@ def test_train_without_a_model_exits_2_naming_them(capsys):
     assert "error: name the model to train" in err and "show_attend_tell" in err
 
 
-@pytest.mark.parametrize("model", sorted(cli.MODELS))
+@pytest.mark.parametrize("model", registry.names())
 def test_train_model_help_names_the_command_typed(model, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["train", model, "--help"], prog="python -m zoo")

@@ -67,3 +67,20 @@ def test_an_unknown_dtype_is_refused_by_the_parser(tmp_path, capsys):
     assert exit_info.value.code == 2
     assert "invalid choice: 'float8'" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "x")
+
+
+def test_a_task_of_no_kind_is_refused_alike_by_export_and_the_cli(tmp_path, capsys):
+    import keras
+
+    from zoo import Task
+
+    features = keras.Input((2,), name="features")
+    model = Task(features, keras.layers.Dense(1)(features))
+    preset = tmp_path / "plain"
+    model.save_to_preset(str(preset))
+    with pytest.raises(ValueError, match="has no kind") as refused:
+        model.export(str(tmp_path / "by_method"))
+    assert cli.main(["export", str(preset), str(tmp_path / "by_cli")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {refused.value}"
+    assert not os.path.exists(tmp_path / "by_method" / "saved_model.pb")
+    assert not os.path.exists(tmp_path / "by_cli" / "saved_model.pb")

@@ -58,7 +58,7 @@ LOSS_BUGS = {
     # Fixed, kept as a record: Keras logs each replica's loss weighted by its
     # sample count, which `zoo.Task`'s global rescaling only survived when
     # the counts were equal (RAM on 9 images, 5 + 4: a wrong logged loss,
-    # right gradients) until `zoo.task.logged_as_share`.
+    # right gradients) until `zoo.base.task.logged_as_share`.
 }
 
 

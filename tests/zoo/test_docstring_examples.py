@@ -23,7 +23,7 @@ pytestmark = pytest.mark.tensorflow_only
 
 # Methods that only override a framework hook: Keras calls them (`build`,
 # `call`, `train_step`, a metric's `update_state`, a callback's `on_*` and
-# the `get_state` / `set_state` that `zoo.run_directory` saves), or the
+# the `get_state` / `set_state` that `zoo.training.run_directory` saves), or the
 # standard library's HTTP server does (`do_GET`, `server_close`). They need
 # no example of their own: the class example runs them. A name here is
 # exempt only on a subclass of one of `FRAMEWORK_BASES`, whose framework
@@ -47,7 +47,7 @@ HOOKS = (
     "update_state",
     "result",
     "reset_state",
-    # keras.callbacks.Callback state, saved by zoo.run_directory
+    # keras.callbacks.Callback state, saved by zoo.training.run_directory
     "get_state",
     "set_state",
     # http.server.BaseHTTPRequestHandler / ThreadingHTTPServer
@@ -132,12 +132,12 @@ def test_every_public_class_and_method_has_an_example():
 
 def test_the_walk_finds_the_api():
     names = dict(_public_api())
-    assert "zoo.generation.GenerativeTask.generate" in names
-    assert "zoo.run_directory.Stage.initial_epoch" in names  # a property
+    assert "zoo.base.generation.GenerativeTask.generate" in names
+    assert "zoo.training.run_directory.Stage.initial_epoch" in names  # a property
     assert "zoo.transformer.task.Transformer.from_name" in names  # a classmethod
-    assert "zoo.backbone_arguments.ArgumentsOf.build" in names  # not a hook
-    assert "zoo.task.Task.call" not in names  # a Keras hook
-    assert "zoo.callbacks.TimeBudget.get_state" not in names  # callback state
+    assert "zoo.base.constructor_arguments.ArgumentsOf.build" in names  # not a hook
+    assert "zoo.base.task.Task.call" not in names  # a Keras hook
+    assert "zoo.training.callbacks.TimeBudget.get_state" not in names  # callback state
     assert not any(name.startswith("zoo.__main__") for name in names)
 
 

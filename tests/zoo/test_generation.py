@@ -1,4 +1,4 @@
-"""`zoo.generation.GenerativeTask`: the one search front end, on a fake model.
+"""`zoo.base.generation.GenerativeTask`: the one search front end, on a fake model.
 
 The fake model is a table: the logits of the next token depend only on the
 token read (`index - 1`), and so does the step's attention over the two
@@ -14,7 +14,7 @@ import pytest
 from keras import ops
 
 from keras_attention.decoding import BeamSearch
-from zoo.generation import GenerativeTask
+from zoo.base.generation import GenerativeTask
 
 PAD, START, END, A, B = range(5)
 TINY = 1e-9  # The probability of tokens a model should never write.

@@ -1,4 +1,4 @@
-"""The training harness (`zoo.training`, `zoo.arguments`) on tiny runs.
+"""The training harness (`zoo.training.harness`, `zoo.training.flags`) on tiny runs.
 
 Every training script shares its options, budgets, run directory and
 metadata through `TrainingRun`; the metadata is data (the hardware detected,
@@ -17,7 +17,8 @@ import keras
 import numpy as np
 import pytest
 
-from zoo import arguments, training
+from zoo.training import flags as arguments
+from zoo.training import harness as training
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from interrupts import Interrupt, StopAt  # noqa: E402 (tests/zoo/interrupts.py)

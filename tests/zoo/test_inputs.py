@@ -1,11 +1,11 @@
-"""`zoo.inputs`: the accepted data forms, the preprocessor contract, errors."""
+"""`zoo.base.raw_inputs`: the accepted data forms, the preprocessor contract, errors."""
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo import inputs
+from zoo.base import raw_inputs as inputs
 
 pytestmark = pytest.mark.tensorflow_only
 

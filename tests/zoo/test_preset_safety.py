@@ -20,8 +20,9 @@ from keras.src.backend.common import global_state
 import zoo
 from keras_attention import presets
 from keras_attention.presets import PresetError
-from zoo import cli
-from zoo.task import MAX_SEQUENCE_LENGTH, Task, list_presets
+from zoo import cli, registry
+from zoo.base import parameter_budget
+from zoo.base.task import MAX_SEQUENCE_LENGTH, Task, list_presets
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -242,13 +243,16 @@ def test_cli_reports_a_malformed_preset_in_one_line(copy, capsys, case):
 
 def test_shipped_presets_load_unchanged():
     shipped = list_presets()
-    # RAM: the translated default and the cluttered 100x100 one; the other
-    # three families one each.
-    assert len(shipped) == 5
+    # Every preset the families register, each in its folder.
+    assert sorted(shipped) == sorted(registry.presets())
     for name, directory in shipped.items():
         before = presets.verify_preset(directory)
         model = Task.from_preset(name)
         assert type(model).__name__ == before["class_name"]
+        # Well under the parameter budget, counted within 0.1% (the score).
+        count = type(model).parameter_count(model.get_config())
+        assert model.count_params() <= count <= 1.001 * model.count_params()
+        assert count < parameter_budget.MAX_PARAMETERS / 16
         assert presets.verify_preset(directory) == before
         assert not [n for n in os.listdir(os.path.dirname(directory)) if "." in n[:1]]
 
@@ -293,7 +297,8 @@ def _set_config(**changes):
     return lambda d: _edit_json(d, "config.json", lambda c: c["config"].update(changes))
 
 
-# Architecture sizes over `zoo.backbone.MAX_SIZES`: preset -> (edit, error).
+# Architecture sizes over `zoo.base.backbone.MAX_SIZES` (and, below, products
+# over the parameter budget): preset -> (edit, error).
 OVERSIZED = {
     "units": ("seq2seq", _set_config(units=12000), "`units` must be at most 8192"),
     "vocabulary": (
@@ -322,6 +327,34 @@ OVERSIZED = {
         r"`image_shape` must be positive and at most \(8192, 8192, 4\)",
     ),
 }
+# Sizes within MAX_SIZES whose product is over the parameter budget
+# (`zoo.base.parameter_budget`): units=4000 took 4 GB and 172 s before.
+OVER_BUDGET = r"asks for [\d,]+ parameters, over the budget of 268,435,456"
+OVERSIZED.update(
+    {
+        "units-product": ("seq2seq", _set_config(units=4000), OVER_BUDGET),
+        "layers-x-width": (
+            "transformer",
+            _set_config(num_layers=256, hidden_dim=4096, intermediate_dim=16384),
+            OVER_BUDGET,
+        ),
+        "retina-x-units": (
+            "ram",
+            _set_config(patch_size=1024, glimpse_units=8192),
+            OVER_BUDGET,
+        ),
+        "image-x-units": (
+            "captioner",
+            _set_config(image_shape=[8192, 8192, 1], feedback="weights", units=1024),
+            OVER_BUDGET,
+        ),
+        "vocabulary-x-embedding": (
+            "captioner",
+            _set_config(vocabulary_size=262_144, embedding_dim=8192),
+            OVER_BUDGET,
+        ),
+    }
+)
 
 
 def test_architecture_sizes_over_their_limits_are_refused_at_load(saved, tmp_path):
@@ -352,3 +385,6 @@ def test_architecture_sizes_over_their_limits_are_refused_at_load(saved, tmp_pat
     for line, (case, (_, _, pattern)) in zip(errors, OVERSIZED.items()):
         assert f"{directories[case]}/config.json" in line, line
         assert re.search(pattern, line), (case, line)
+    # Each refused before anything was built (the largest took 0.1 s).
+    for seconds in re.findall(r"load seconds: ([\d.]+)", outcome.output):
+        assert float(seconds) < 10, outcome

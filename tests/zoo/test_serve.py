@@ -1,4 +1,4 @@
-"""`zoo.serve`: the HTTP endpoint over a tiny RAM export, with real requests.
+"""`zoo.serving.server`: the HTTP endpoint over a tiny RAM export, with real requests.
 
 The server runs on 127.0.0.1 on a free port in a thread of this process;
 requests go through `http.client` / `urllib` as any client's would. The
@@ -10,12 +10,10 @@ all be answered right, in fewer model calls than requests (the batcher).
 import base64
 import concurrent.futures
 import http.client
-import json
 import os
 import re
 import sys
 import threading
-import urllib.error
 import urllib.request
 
 import numpy as np
@@ -23,13 +21,14 @@ import pytest
 import tensorflow as tf
 
 from zoo.ram.export import export_classifier
-from zoo.serve import make_server
+from zoo.serving.server import make_server
 
 pytestmark = pytest.mark.tensorflow_only
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import tiny_models  # noqa: E402
+from serving_helpers import TIMEOUT, base_url, call, direct, post, serving  # noqa: E402
 
 NAMES = ["cat", "dog", "owl", "yak"]
 LIMIT = 64 * 1024
@@ -38,40 +37,15 @@ TOLERANCE = dict(rtol=1e-5, atol=1e-6)
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """A served tiny RAM export: `(base_url, server, serving signature)`."""
+    """A served tiny RAM export: `(address, server, serving signatures)`."""
     model = tiny_models.exportable_ram(3, "lstm", NAMES)
     path = export_classifier(model, tmp_path_factory.mktemp("serve") / "ram")
     # A long batching window, so that concurrent requests surely meet.
     running = make_server(
         path, "127.0.0.1", 0, max_request_bytes=LIMIT, batch_delay=0.05
     )
-    thread = threading.Thread(target=running.serve_forever, daemon=True)
-    thread.start()
-    host, port = running.server_address[:2]
-    signatures = tf.saved_model.load(path).signatures
-    yield f"http://{host}:{port}", running, signatures
-    running.shutdown()
-    running.server_close()
-    thread.join(10)
-    assert not thread.is_alive()
-
-
-def post(url, body, raw=None):
-    """`(status, decoded JSON)` of a POST to `url + /v1/predict`."""
-    data = raw if raw is not None else json.dumps(body).encode()
-    request = urllib.request.Request(
-        url + "/v1/predict", data=data, headers={"Content-Type": "application/json"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
-
-
-def direct(signatures, name, **inputs):
-    outputs = signatures[name](**{k: tf.constant(v) for k, v in inputs.items()})
-    return {k: v.numpy() for k, v in outputs.items()}
+    with serving(running) as address:
+        yield address, running, tf.saved_model.load(path).signatures
 
 
 def assert_predictions(predictions, wanted):
@@ -94,13 +68,13 @@ def images(count, seed, size=(12, 10)):
 
 
 def test_page_and_metadata(server):
-    url, _, _ = server
-    with urllib.request.urlopen(url + "/", timeout=60) as response:
+    address = server[0]
+    with urllib.request.urlopen(base_url(address) + "/", timeout=TIMEOUT) as response:
         page = response.read().decode()
         assert response.headers["Content-Type"].startswith("text/html")
-    assert ":predict" in page and "zoo classifier" in page
-    with urllib.request.urlopen(url + "/v1/metadata", timeout=60) as response:
-        metadata = json.loads(response.read())
+    assert ":predict" in page and "zoo classification" in page
+    status, metadata = call(address, "GET", "/v1/metadata")
+    assert status == 200
     assert metadata["metadata"]["class_names"] == NAMES
     assert metadata["signatures"]["serve"]["inputs"] == {
         "image": {"dtype": "uint8", "shape": [None, None, None, None]}
@@ -114,21 +88,21 @@ def test_page_and_metadata(server):
 
 
 def test_images_and_encoded_images_answer_as_the_savedmodel(server):
-    url, _, signatures = server
+    address, _, signatures = server
     batch = images(3, seed=0)
-    status, answer = post(url, {"image": batch.tolist()})
+    status, answer = post(address, {"image": batch.tolist()})
     assert status == 200 and answer["signature"] == "serving_default"
     assert_predictions(answer["predictions"], direct(signatures, "serve", image=batch))
     # Gray images need their channel axis: (3, 12, 10) is not 3 images.
     gray = batch[..., :1]
-    status, answer = post(url, {"image": gray.tolist()})
+    status, answer = post(address, {"image": gray.tolist()})
     assert status == 200
     assert_predictions(answer["predictions"], direct(signatures, "serve", image=gray))
-    status, answer = post(url, {"image": gray[..., 0].tolist()})
+    status, answer = post(address, {"image": gray[..., 0].tolist()})
     assert status == 400 and "rank 3" in answer["error"]
     files = [tf.io.encode_png(image).numpy() for image in batch]
     status, answer = post(
-        url, {"image_bytes": [base64.b64encode(f).decode() for f in files]}
+        address, {"image_bytes": [base64.b64encode(f).decode() for f in files]}
     )
     assert status == 200 and answer["signature"] == "serve_bytes"
     wanted = direct(signatures, "serve_bytes", image_bytes=np.array(files, object))
@@ -160,21 +134,19 @@ def test_images_and_encoded_images_answer_as_the_savedmodel(server):
     ],
 )
 def test_bad_requests_get_a_400_naming_the_field(server, body, field, message):
-    url, _, _ = server
-    status, answer = post(url, body)
+    status, answer = post(server[0], body)
     assert status == 400, answer
     assert answer["field"] == field
     assert re.search(message, answer["error"]), answer
 
 
 def test_bad_json_too_large_bodies_and_unknown_paths(server):
-    url, _, _ = server
-    status, answer = post(url, None, raw=b"{not json")
+    address = server[0]
+    status, answer = post(address, b"{not json")
     assert status == 400 and "not JSON" in answer["error"]
-    status, answer = post(url, None, raw=b" " * (LIMIT + 1))
+    status, answer = post(address, b" " * (LIMIT + 1))
     assert status == 413 and str(LIMIT) in answer["error"]
-    host, port = url.removeprefix("http://").split(":")
-    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    connection = http.client.HTTPConnection(*address, timeout=TIMEOUT)
     connection.putrequest("POST", "/v1/predict")
     connection.putheader("Content-Type", "application/json")
     connection.putheader("Content-Length", str(10**9))  # claimed, never sent
@@ -182,15 +154,13 @@ def test_bad_json_too_large_bodies_and_unknown_paths(server):
     response = connection.getresponse()
     assert response.status == 413
     connection.close()
-    status, answer = post(url + "/v2", {"image": [[[1]]]})
+    status, answer = post(address, {"image": [[[1]]]}, path="/v2")
     assert status == 404
-    with pytest.raises(urllib.error.HTTPError) as caught:
-        urllib.request.urlopen(url + "/nothing", timeout=60)
-    assert caught.value.code == 404
+    assert call(address, "GET", "/nothing")[0] == 404
 
 
 def test_twenty_concurrent_requests_are_batched_and_answered_right(server):
-    url, running, signatures = server
+    address, running, signatures = server
     batch = images(20, seed=3)
     wanted = direct(signatures, "serve", image=batch)
     calls = running.batcher.calls
@@ -198,7 +168,7 @@ def test_twenty_concurrent_requests_are_batched_and_answered_right(server):
 
     def ask(i):
         start.wait()
-        return post(url, {"image": batch[i : i + 1].tolist()})
+        return post(address, {"image": batch[i : i + 1].tolist()})
 
     with concurrent.futures.ThreadPoolExecutor(20) as pool:
         answers = list(pool.map(ask, range(20)))

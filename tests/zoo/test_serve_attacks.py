@@ -1,4 +1,4 @@
-"""`zoo.serve` under the attacks of issue #40: each gets a JSON 4xx (or 503), and the server lives on.
+"""`zoo.serving.server` under the attacks of issue #40: each gets a JSON 4xx (or 503), and the server lives on.
 
 Tiny exports (a GRU translator, a RAM classifier) are served on 127.0.0.1
 in this process with small limits, so that every attack is cheap and
@@ -11,8 +11,6 @@ a silently wrong answer).
 
 import base64
 import concurrent.futures
-import contextlib
-import http.client
 import json
 import os
 import socket
@@ -27,8 +25,8 @@ import pytest
 import tensorflow as tf
 
 from zoo.ram.export import export_classifier
-from zoo.serve import Batcher, RequestError, make_server
-from zoo.serving_inputs import image_size
+from zoo.serving.requests import image_size
+from zoo.serving.server import Batcher, RequestError, make_server
 from zoo.translation.export import export_translator
 
 pytestmark = pytest.mark.tensorflow_only
@@ -36,8 +34,8 @@ pytestmark = pytest.mark.tensorflow_only
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import tiny_models  # noqa: E402
+from serving_helpers import TIMEOUT, post, serving  # noqa: E402
 
-TIMEOUT = 60
 LIMITS = dict(
     max_request_bytes=2**16,
     max_rows=300,
@@ -72,37 +70,9 @@ def classifier(tmp_path_factory):
     yield from _serving(make_server(path, "127.0.0.1", 0, **LIMITS), path)
 
 
-@contextlib.contextmanager
-def serving(server):
-    """Serves in a thread: `(host, port)` while in the block."""
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[:2]
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(TIMEOUT)
-        assert not thread.is_alive()
-
-
 def _serving(server, path):
     with serving(server) as (host, port):
         yield host, port, server, path
-
-
-def request(served, body, headers=None, path="/v1/predict", method="POST"):
-    """`(status, JSON answer)`; `body` bytes are sent as they are."""
-    host, port = served[:2]
-    data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    connection = http.client.HTTPConnection(host, port, timeout=TIMEOUT)
-    sent = {"Content-Type": "application/json", **(headers or {})}
-    try:
-        connection.request(method, path, body=data, headers=sent)
-        response = connection.getresponse()
-        return response.status, json.loads(response.read())
-    finally:
-        connection.close()
 
 
 def raw(served, data, wait=TIMEOUT):
@@ -116,7 +86,7 @@ def raw(served, data, wait=TIMEOUT):
 
 
 def alive(translator):
-    status, answer = request(translator, {"text": ["In the beginning"]})
+    status, answer = post(translator, {"text": ["In the beginning"]})
     assert status == 200, answer
     return answer
 
@@ -134,7 +104,7 @@ def alive(translator):
 def test_beam_width_and_max_length_are_bounded(translator, field, value):
     body = {"text": ["Jesus wept."], "beam_width": 2, "max_length": 4, field: value}
     started = time.monotonic()
-    status, answer = request(translator, body)
+    status, answer = post(translator, body)
     assert status == 400 and answer["field"] == field, answer
     assert str(value) in answer["error"]
     limit = {"beam_width": 4, "max_length": 10}[field]
@@ -159,18 +129,18 @@ def test_signatures_refuse_inputs_of_another_rank(translator, classifier):
     translator_model = tf.saved_model.load(translator[3]).signatures
     with pytest.raises(tf.errors.InvalidArgumentError, match="not compatible"):
         translator_model["serving_default"](text=tf.constant([["a", "b"], ["c", "d"]]))
-    status, answer = request(translator, {"text": [["a", "b"], ["c", "d"]]})
+    status, answer = post(translator, {"text": [["a", "b"], ["c", "d"]]})
     assert status == 400 and answer["field"] == "text", answer
     classifier_model = tf.saved_model.load(classifier[3]).signatures
     with pytest.raises(tf.errors.InvalidArgumentError, match="not compatible"):
         classifier_model["serving_default"](image=tf.zeros((60, 60, 1), tf.uint8))
     # One unbatched image: refused, not read as 60 images.
-    status, answer = request(classifier, {"image": np.zeros((60, 60, 1), int).tolist()})
+    status, answer = post(classifier, {"image": np.zeros((60, 60, 1), int).tolist()})
     assert status == 400 and "rank 3" in answer["error"], answer
 
 
 def test_rows_per_request_are_bounded(translator):
-    status, answer = request(translator, {"text": ["a"] * 301})
+    status, answer = post(translator, {"text": ["a"] * 301})
     assert status == 400 and answer["field"] == "text"
     assert "300" in answer["error"] and "max_rows" in answer["error"]
 
@@ -192,7 +162,7 @@ def test_image_pixels_are_checked_from_the_header_before_decoding(classifier):
     calls = server.batcher.calls
     huge = _png_header(23000, 23000) + b"\0" * 100
     assert image_size(huge) == (23000, 23000, 1)
-    status, answer = request(
+    status, answer = post(
         classifier, {"image_bytes": [base64.b64encode(huge).decode()]}
     )
     assert status == 400 and answer["field"] == "image_bytes", answer
@@ -200,7 +170,7 @@ def test_image_pixels_are_checked_from_the_header_before_decoding(classifier):
     assert server.batcher.calls == calls  # The model never ran.
     # Five images within the per-image limit exceed the per-request one.
     png = tf.io.encode_png(tf.zeros((100, 100, 1), tf.uint8)).numpy()
-    status, answer = request(
+    status, answer = post(
         classifier, {"image_bytes": [base64.b64encode(png).decode()] * 5}
     )
     assert status == 400 and "max_request_pixels" in answer["error"]
@@ -209,7 +179,7 @@ def test_image_pixels_are_checked_from_the_header_before_decoding(classifier):
         "R0lGODlhAgADAIAAAP///wAAACH5BAAAAAAALAAAAAACAAMAAAIChF8AOw=="
     )
     assert image_size(jpeg) == (30, 20, 1) and image_size(gif)[:2] == (3, 2)
-    status, answer = request(
+    status, answer = post(
         classifier, {"image_bytes": [base64.b64encode(png).decode()] * 4}
     )
     assert status == 200 and len(answer["predictions"]) == 4
@@ -228,7 +198,7 @@ def test_image_pixels_are_checked_from_the_header_before_decoding(classifier):
     ],
 )
 def test_malformed_bodies_get_a_json_400(translator, body, status):
-    got, answer = request(translator, body)
+    got, answer = post(translator, body)
     assert got == status and answer["error"], answer
     alive(translator)
 
@@ -253,21 +223,21 @@ def test_bad_content_lengths_get_a_json_answer(translator, length, status):
 
 def test_content_type_and_host_are_checked(translator):
     body = {"text": ["a"]}
-    status, answer = request(translator, body, {"Content-Type": "text/plain"})
+    status, answer = post(translator, body, {"Content-Type": "text/plain"})
     assert status == 415 and "application/json" in answer["error"]
     # A browser's form post (it sends an Origin) is refused; curl's `-d`
     # (the same type, no Origin), as TF Serving's examples use it, is not.
     form = {"Content-Type": "application/x-www-form-urlencoded"}
     origin = {"Origin": "http://127.0.0.1:8501"}
-    assert request(translator, body, {**form, **origin})[0] == 415
-    assert request(translator, body, form)[0] == 200
-    status, answer = request(translator, body, {"Host": "evil.example:8501"})
+    assert post(translator, body, {**form, **origin})[0] == 415
+    assert post(translator, body, form)[0] == 200
+    status, answer = post(translator, body, {"Host": "evil.example:8501"})
     assert status == 403 and "--allow-host" in answer["error"]
     for origin in ("http://evil.example", "null", "http://[::1"):
-        assert request(translator, body, {"Origin": origin})[0] == 403
-    assert request(translator, body, {"Host": "[::1"})[0] == 403
+        assert post(translator, body, {"Origin": origin})[0] == 403
+    assert post(translator, body, {"Host": "[::1"})[0] == 403
     for host in ("localhost:8501", "127.0.0.1", "[::1]:8501"):
-        assert request(translator, body, {"Host": host})[0] == 200
+        assert post(translator, body, {"Host": host})[0] == 200
 
 
 def test_allow_host_admits_a_name(tmp_path):
@@ -277,14 +247,14 @@ def test_allow_host_admits_a_name(tmp_path):
         input_signature=[tf.TensorSpec([None], tf.string, name="text")],
     )
     tf.saved_model.save(model, str(tmp_path), signatures={"serve": model.serve})
-    from zoo.export import write_metadata
+    from zoo.serving.export import write_metadata
 
     write_metadata(str(tmp_path), {"kind": "demo"})
     server = make_server(str(tmp_path), "127.0.0.1", 0, allow_hosts=["model.lan"])
     with serving(server) as address:
-        status, _ = request(address, {"text": ["a"]}, {"Host": "model.lan:8501"})
+        status, _ = post(address, {"text": ["a"]}, {"Host": "model.lan:8501"})
         assert status == 200
-        status, _ = request(address, {"text": ["a"]}, {"Host": "other.lan"})
+        status, _ = post(address, {"text": ["a"]}, {"Host": "other.lan"})
         assert status == 403
 
 
@@ -344,7 +314,7 @@ def test_a_small_request_is_not_starved_by_a_large_one(translator):
     finished = {}
 
     def ask(name, texts):
-        status, answer = request(translator, {"text": texts})
+        status, answer = post(translator, {"text": texts})
         finished[name] = time.monotonic()
         return status, answer
 
@@ -368,22 +338,22 @@ def test_tf_serving_columns_carry_a_translators_scalar_inputs(translator):
     path = f"/v1/models/{name}:predict"
     texts = ["Jesus wept.", "In the beginning"]
     columns = {"text": texts, "beam_width": 3, "max_length": 5}
-    status, answer = request(
+    status, answer = post(
         translator, {"signature_name": "translate", "inputs": columns}, path=path
     )
     assert status == 200 and sorted(answer["outputs"]) == ["score", "translation"]
-    status, direct = request(translator, columns)
+    status, direct = post(translator, columns)
     assert answer["outputs"]["translation"] == [
         p["translation"] for p in direct["predictions"]
     ]
     # Rows cannot hold a scalar input; a bound is a TF Serving error.
     rows = [{"text": t, "beam_width": 3, "max_length": 5} for t in texts]
     body = {"signature_name": "translate", "instances": rows}
-    status, answer = request(translator, body, path=path)
+    status, answer = post(translator, body, path=path)
     assert status == 400 and "columnar" in answer["error"]
     columns["beam_width"] = 5
     body = {"signature_name": "translate", "inputs": columns}
-    status, answer = request(translator, body, path=path)
+    status, answer = post(translator, body, path=path)
     assert status == 400 and list(answer) == ["error"] and "[1, 4]" in answer["error"]
 
 
@@ -391,7 +361,7 @@ def test_every_limit_is_a_serve_flag(capsys):
     import dataclasses
 
     from zoo.cli import SERVE_LIMITS, build_parser
-    from zoo.serve import Limits
+    from zoo.serving.server import Limits
 
     flags = {flag[2:].replace("-", "_") for flag, _, _ in SERVE_LIMITS}
     assert flags | {"batch_delay"} == {f.name for f in dataclasses.fields(Limits)}

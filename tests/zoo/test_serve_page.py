@@ -1,4 +1,4 @@
-"""`zoo.serve`'s page in a real headless browser: load, upload, run, look.
+"""`zoo.serving.server`'s page in a real headless browser: load, upload, run, look.
 
 Chromium is driven by chromedriver through the W3C WebDriver HTTP protocol,
 spoken with `urllib` (no browser package to install): the test loads `GET /`
@@ -12,14 +12,11 @@ chromium-driver`, installed by `.ci/run`).
 """
 
 import base64
-import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 import time
 import types
 import urllib.error
@@ -30,10 +27,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from zoo.captioning.export import export_captioner
 from zoo.ram.export import export_classifier
-from zoo.serve import Limits, ModelServer, Signatures, make_server
+from zoo.serving.server import Limits, ModelServer, Signatures, make_server
 from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
-from zoo.show_attend_tell.export import export_captioner
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -42,6 +39,7 @@ CHROMEDRIVER = shutil.which("chromedriver")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import tiny_models  # noqa: E402
+from serving_helpers import base_url, free_port, serving  # noqa: E402
 
 NAMES = ["cat", "dog", "owl", "yak"]
 VOCABULARY = ["[PAD]", "[UNK]", "[START]", "[END]", "a", "bag", "coat", "##s"]
@@ -119,12 +117,6 @@ def _call(url, method, body=None):
         raise AssertionError(json.loads(error.read())["value"]["message"]) from None
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def browser():
     if not (CHROMIUM and CHROMEDRIVER):
@@ -171,28 +163,14 @@ def browser():
         driver.wait(30)
 
 
-@contextlib.contextmanager
-def serving(server):
-    """Serves in a thread: `http://host:port` while in the block."""
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    host, port = server.server_address[:2]
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
-
-
 @pytest.fixture(scope="module")
 def classifier(tmp_path_factory):
     """`(url, signatures)` of a served tiny RAM export."""
     model = tiny_models.exportable_ram(3, "rnn", NAMES)
     path = export_classifier(model, tmp_path_factory.mktemp("ram"))
     signatures = tf.saved_model.load(path).signatures
-    with serving(make_server(path, "127.0.0.1", 0)) as url:
-        yield url, signatures
+    with serving(make_server(path, "127.0.0.1", 0)) as address:
+        yield base_url(address), signatures
 
 
 @pytest.fixture(scope="module")
@@ -212,8 +190,8 @@ def captioner(tmp_path_factory):
         tiny_models.randomized(model, 0.3), tmp_path_factory.mktemp("sat"), beam_width=1
     )
     signatures = tf.saved_model.load(path).signatures
-    with serving(make_server(path, "127.0.0.1", 0)) as url:
-        yield url, signatures
+    with serving(make_server(path, "127.0.0.1", 0)) as address:
+        yield base_url(address), signatures
 
 
 def write_png(tmp_path, image):
@@ -251,7 +229,7 @@ def test_classifier_page_draws_the_glimpse_path_over_the_image(
     path = write_png(tmp_path, image)
     wanted = answer(signatures, path)
     browser.open(url + "/")
-    assert browser.script("return document.title").startswith("zoo classifier: ")
+    assert browser.script("return document.title").startswith("zoo classification: ")
     browser.type("#file", str(path))
     assert browser.run() == "done", text(browser, "#status")
 
@@ -343,14 +321,14 @@ def test_translator_page_shows_the_translation_and_where_the_heatmap_is(
 
     loaded = tf.saved_model.load(str(tmp_path))
     exported = types.SimpleNamespace(
-        metadata={"kind": "translator"}, signatures=loaded.signatures
+        metadata={"kind": "translation"}, signatures=loaded.signatures
     )
     limits = Limits(max_request_bytes=2**16, batch_delay=0.0, max_batch=8)
     server = ModelServer(
         ("127.0.0.1", 0), Signatures(exported, limits), model_name="tiny_translator"
     )
-    with serving(server) as url:
-        browser.open(url + "/")
+    with serving(server) as address:
+        browser.open(base_url(address) + "/")
         default = browser.script("return document.getElementById('text').value")
         assert browser.run() == "done", text(browser, "#status")
         assert text(browser, "#label") == default.upper()

@@ -1,6 +1,6 @@
-"""`zoo.task.Task`: raw-data fit/evaluate/predict and presets, on a tiny task.
+"""`zoo.base.task.Task`: raw-data fit/evaluate/predict and presets, on a tiny task.
 
-Every data form of `zoo.inputs.FORMS` x `fit` / `evaluate` / `predict` is
+Every data form of `zoo.base.raw_inputs.FORMS` x `fit` / `evaluate` / `predict` is
 checked against the same call on prepared features computed in NumPy.
 """
 
@@ -13,9 +13,9 @@ import pytest
 import tensorflow as tf
 
 from keras_attention.presets import PresetError
-from zoo import inputs
-from zoo import task as task_module
-from zoo.task import Task, list_presets, resolve_preset
+from zoo.base import raw_inputs as inputs
+from zoo.base import task as task_module
+from zoo.base.task import Task, list_presets, resolve_preset
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -218,7 +218,7 @@ def shipped(tmp_path, monkeypatch):
     """A fake zoo tree: `<root>/<model>/presets/<name>/metadata.json`."""
     root = tmp_path / "zoo"
     root.mkdir()
-    monkeypatch.setattr(task_module, "__file__", str(root / "task.py"))
+    monkeypatch.setattr(task_module, "ZOO_DIR", str(root))
     return root
 
 

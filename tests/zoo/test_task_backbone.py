@@ -5,64 +5,35 @@ config is flat (the backbone's arguments under the task's names), loads the
 shipped presets' `config.json` unchanged and round-trips; the backbone's
 arguments are the task's attributes; a misspelt argument is a `TypeError`
 naming it, and an argument that contradicts a given backbone a `ValueError`.
-`zoo.backbone_arguments.ArgumentsOf` is tested on its own at the end.
+`zoo.base.constructor_arguments.ArgumentsOf` is tested on its own at the end.
 """
 
 import json
 import os
+import sys
 
 import keras
 import numpy as np
 import pytest
 
 from zoo import RecurrentAttentionModel, Seq2Seq, ShowAttendTell, Transformer
-from zoo.backbone_arguments import ArgumentsOf
+from zoo.base.constructor_arguments import ArgumentsOf
 from zoo.ram import RecurrentAttention, RecurrentAttentionBackbone
-from zoo.seq2seq import Seq2SeqBackbone
 from zoo.show_attend_tell import ShowAttendTellBackbone
 from zoo.transformer import TransformerBackbone
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import families  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RNG = np.random.default_rng(0)
 
-# task, its arguments (the backbone's, under the task's names), the
-# backbone class, the same arguments under the backbone's names, and a batch.
-IDS = np.array([[4, 5, 3, 0], [6, 3, 0, 0]], "int32")
-TOKENS = {"encoder_token_ids": IDS, "decoder_token_ids": IDS}
-CASES = {
-    "seq2seq": (
-        Seq2Seq,
-        dict(source_vocabulary_size=10, target_vocabulary_size=12, units=3),
-        Seq2SeqBackbone,
-        dict(source_vocabulary_size=10, target_vocabulary_size=12, units=3),
-        TOKENS,
-    ),
-    "transformer": (
-        Transformer,
-        dict(vocabulary_size=20, num_layers=1, hidden_dim=8, num_heads=2),
-        TransformerBackbone,
-        dict(vocabulary_size=20, num_layers=1, hidden_dim=8, num_heads=2),
-        TOKENS,
-    ),
-    "show_attend_tell": (
-        ShowAttendTell,
-        dict(vocabulary_size=10, image_shape=(32, 32, 1), units=6, seed=1),
-        ShowAttendTellBackbone,
-        dict(vocabulary_size=10, image_shape=(32, 32, 1), units=6, seed=1),
-        {
-            "images": RNG.uniform(size=(2, 32, 32, 1)).astype("float32"),
-            "decoder_token_ids": IDS,
-        },
-    ),
-    "ram": (
-        RecurrentAttentionModel,
-        dict(num_classes=3, num_glimpses=2, patch_size=4, units=8, seed=1),
-        RecurrentAttentionBackbone,
-        dict(num_classes=3, num_glimpses=2, patch_size=4, units=8, seed=1),
-        RNG.uniform(size=(2, 16, 16, 1)).astype("float32"),
-    ),
-}
-TASK_ONLY = {"show_attend_tell": {"dropout": 0.0}}
+# Per registered family (its `test_backbone.py`): the task, its arguments
+# (the backbone's, under the task's names), the backbone class, the same
+# arguments under the backbone's names, a batch, and task-only arguments.
+CASES = families.cases("TASK_CASES")
+TASK_ONLY = {family: case[5] for family, case in CASES.items()}
 
 
 def _without_name(config):
@@ -78,7 +49,7 @@ def _outputs(model, batch):
 
 @pytest.mark.parametrize("family", sorted(CASES))
 def test_built_from_a_backbone_equals_built_from_its_arguments(family):
-    task, arguments, backbone_class, backbone_arguments, batch = CASES[family]
+    task, arguments, backbone_class, backbone_arguments, batch, _ = CASES[family]
     keras.utils.set_random_seed(1)
     from_arguments = task(**arguments, **TASK_ONLY.get(family, {}))
     backbone = backbone_class(**backbone_arguments)
@@ -98,7 +69,7 @@ def test_built_from_a_backbone_equals_built_from_its_arguments(family):
 
 @pytest.mark.parametrize("family", sorted(CASES))
 def test_the_config_is_flat_and_round_trips(family):
-    task, arguments, backbone_class, _, _ = CASES[family]
+    task, arguments, backbone_class, _, _, _ = CASES[family]
     model = task(**arguments, dtype="mixed_bfloat16")
     config = model.get_config()
     json.dumps(config)
@@ -114,7 +85,7 @@ def test_the_config_is_flat_and_round_trips(family):
 
 @pytest.mark.parametrize("family", sorted(CASES))
 def test_backbone_arguments_are_task_attributes(family):
-    task, arguments, _, _, _ = CASES[family]
+    task, arguments, _, _, _, _ = CASES[family]
     model = task(**arguments)
     config = model.backbone.get_config()
     for name in task.backbone_arguments.names:
@@ -151,7 +122,7 @@ def test_named_attributes_of_each_family():
 
 @pytest.mark.parametrize("family", sorted(CASES))
 def test_a_misspelt_argument_is_a_type_error_naming_it(family):
-    task, arguments, backbone_class, backbone_arguments, _ = CASES[family]
+    task, arguments, backbone_class, backbone_arguments, _, _ = CASES[family]
     with pytest.raises(TypeError, match=r"unexpected keyword arguments: unitz\b"):
         task(**arguments, unitz=3)
     with pytest.raises(TypeError, match="unitz"):
@@ -164,7 +135,7 @@ def test_a_misspelt_argument_is_a_type_error_naming_it(family):
 
 @pytest.mark.parametrize("family", sorted(CASES))
 def test_a_given_backbone_is_checked(family):
-    task, arguments, backbone_class, backbone_arguments, _ = CASES[family]
+    task, arguments, backbone_class, backbone_arguments, _, _ = CASES[family]
     backbone = backbone_class(**backbone_arguments)
     # Arguments that agree with the backbone are accepted ...
     model = task(backbone=backbone, **arguments)

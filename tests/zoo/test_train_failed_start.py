@@ -14,7 +14,8 @@ import keras
 import numpy as np
 import pytest
 
-from zoo import cli, run_directory
+from zoo import cli
+from zoo.training import run_directory
 
 pytestmark = pytest.mark.tensorflow_only
 

@@ -1,4 +1,4 @@
-"""Output paths are checked before any data is loaded (`zoo.arguments`).
+"""Output paths are checked before any data is loaded (`zoo.training.flags`).
 
 A bad `--out` (a file, a folder of other files, a folder that cannot be
 written) ends `zoo train` at once with one `error:` line and exit status 2,
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from zoo import arguments
+from zoo.training import flags as arguments
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

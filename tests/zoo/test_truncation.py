@@ -1,12 +1,12 @@
-"""`zoo.truncation.warn_truncated`: one warning for every text preprocessor."""
+"""`zoo.base.truncation.warn_truncated`: one warning for every text preprocessor."""
 
 import warnings
 
 import pytest
 import tensorflow as tf
 
+from zoo.base.truncation import warn_truncated
 from zoo.data import vocabulary
-from zoo.truncation import warn_truncated
 
 pytestmark = pytest.mark.tensorflow_only
 

@@ -12,12 +12,20 @@
   `plotting.py`: glimpse-path figures; `export.py`: the serving export.
 """
 
+from zoo import registry
 from zoo.ram.backbone import RecurrentAttentionBackbone
 from zoo.ram.canvas import CanvasSizeWarning
 from zoo.ram.layers import LocationPolicy, RecurrentAttention, replica_normal
 from zoo.ram.preprocessor import ImagePreprocessor, to_model_pixels
 from zoo.ram.presets import PRESETS
 from zoo.ram.task import RecurrentAttentionModel
+
+registry.register(
+    __name__,
+    RecurrentAttentionModel,
+    PRESETS,
+    summary="Recurrent Attention Model glimpse classifier, Fashion-MNIST",
+)
 
 __all__ = [
     "CanvasSizeWarning",

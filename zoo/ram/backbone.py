@@ -2,8 +2,9 @@
 
 import keras
 
-from zoo.backbone import Backbone
-from zoo.backbone_arguments import ArgumentsOf
+from zoo.base import parameter_budget as budget
+from zoo.base.backbone import Backbone, positive_int
+from zoo.base.constructor_arguments import ArgumentsOf
 from zoo.ram.layers import RecurrentAttention
 
 
@@ -56,10 +57,7 @@ class RecurrentAttentionBackbone(Backbone):
     passed_arguments = ArgumentsOf(RecurrentAttention)
 
     def __init__(self, *args, channels=1, dtype=None, **kwargs):
-        if channels not in (1, 3):
-            raise ValueError(
-                f"`channels` must be 1 or 3. Received: channels={channels!r}"
-            )
+        _check_channels(channels)
         agent = self.passed_arguments.take(type(self).__name__, args, kwargs)
         # === Layers ===
         self.recurrent_attention = self.passed_arguments.build(
@@ -75,6 +73,70 @@ class RecurrentAttentionBackbone(Backbone):
         self.channels = channels
         self.passed_arguments.copy_attributes(self.recurrent_attention, self)
 
+    @classmethod
+    def parameter_count(
+        cls,
+        num_classes,
+        patch_size,
+        num_scales,
+        glimpse_units,
+        location_units,
+        glimpse_output_units,
+        units,
+        cell,
+        glimpse_filters,
+        channels,
+        **arguments,
+    ):
+        """The parameters `RecurrentAttentionBackbone(...)` would create, unbuilt.
+
+        Exact; see `Backbone.parameter_count`.
+
+        Example:
+        >>> from zoo.backbone_arguments import ArgumentsOf
+        >>> config = {"num_classes": 3, "patch_size": 4, "num_scales": 2,
+        ...           "glimpse_units": 4, "location_units": 4,
+        ...           "glimpse_output_units": 8, "units": 8, "cell": "lstm",
+        ...           "glimpse_filters": [2, 3], "channels": 3}
+        >>> count = RecurrentAttentionBackbone.parameter_count(
+        ...     **ArgumentsOf(RecurrentAttentionBackbone).values(config))
+        >>> count == RecurrentAttentionBackbone(**config).count_params()
+        True
+        """
+        _check_channels(channels)
+        for name, value in (
+            ("num_classes", num_classes),
+            ("patch_size", patch_size),
+            ("num_scales", num_scales),
+            ("glimpse_units", glimpse_units),
+            ("location_units", location_units),
+            ("glimpse_output_units", glimpse_output_units),
+            ("units", units),
+        ):
+            positive_int(name, value)
+        if glimpse_filters is not None and not isinstance(
+            glimpse_filters, (list, tuple)
+        ):
+            raise TypeError(
+                "`glimpse_filters` must be a sequence of integers >= 1 or None. "
+                f"Received: glimpse_filters={glimpse_filters!r:.80}"
+            )
+        # The "what" path: optional 3x3 convolutions, each then 2x2 pooling,
+        # on every scale's patch, then theta_g^0 on all of them.
+        count, side, depth = 0, patch_size, channels
+        for filters in glimpse_filters or ():
+            count += budget.conv2d(3, depth, positive_int("glimpse_filters", filters))
+            side, depth = budget.halved(side, 1), filters
+        count += budget.dense(num_scales * side * side * depth, glimpse_units)
+        count += budget.dense(2, location_units)  # theta_g^1
+        count += budget.dense(glimpse_units, glimpse_output_units)  # theta_g^2
+        count += budget.dense(location_units, glimpse_output_units, use_bias=False)
+        core = "lstm" if cell == "lstm" else "rnn"
+        count += budget.recurrent_cell(core, glimpse_output_units, units)
+        count += budget.dense(units, 2)  # The location policy's mean.
+        count += budget.dense(units, 1)  # The baseline.
+        return count + budget.dense(units, num_classes)
+
     def call(self, images, training=False):
         # The functional graph's input is float32: it would cast an integer
         # image (every pixel, and [0, 255] read as [0, 1]). The agent takes
@@ -82,3 +144,8 @@ class RecurrentAttentionBackbone(Backbone):
         if isinstance(images, dict):
             images = images["images"]
         return self.recurrent_attention(images, training=training)
+
+
+def _check_channels(channels):
+    if channels not in (1, 3):
+        raise ValueError(f"`channels` must be 1 or 3. Received: channels={channels!r}")

@@ -25,6 +25,7 @@ import math
 import warnings
 
 from zoo.data import fashion_mnist
+from zoo.ram.evaluation import preset_data
 
 #: Image sides from `canvas * GOOD_RANGE[0]` to `canvas * GOOD_RANGE[1]` are
 #: in range of a preset trained on `canvas x canvas` images.
@@ -57,7 +58,6 @@ def training_canvas(metadata):
     >>> training_canvas(None) is None
     True
     """
-    from zoo.ram.evaluation import preset_data
 
     if not metadata:
         return None

@@ -33,8 +33,9 @@ import argparse
 
 import numpy as np
 
-from zoo.arguments import positive_int
+from zoo.base.task import Task
 from zoo.data import fashion_mnist
+from zoo.training.flags import positive_int
 
 
 def item_centres(positions, canvas_size, item_size=fashion_mnist.ITEM_SIZE):
@@ -233,8 +234,6 @@ def evaluate_classifier(model, split="test", limit=None, path=None):
 
 
 def main(argv=None):
-    from zoo.task import Task
-
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("preset", help="shipped preset name or ./path")
     p.add_argument("--limit", type=positive_int, default=2000, help="test canvases")

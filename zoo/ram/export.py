@@ -34,7 +34,7 @@ Example:
 
 import tensorflow as tf
 
-from zoo import image_export
+from zoo.serving import image_export
 
 #: The channel counts an exported classifier takes.
 CHANNELS = (1, 3)
@@ -108,7 +108,7 @@ def export_classifier(model, path):
         return tf.cond(same_size, lambda: serve(images.stack()), one_by_one)
 
     description = {
-        "kind": "classifier",
+        "kind": "classification",
         "model": type(model).__name__,
         "class_names": [n.decode() for n in names.numpy().tolist()],
         "num_glimpses": model.num_glimpses,

@@ -13,7 +13,7 @@ import keras
 from keras import ops
 
 from keras_attention.layers import GlimpseNetwork
-from zoo.backbone import MAX_PATCH_SIDE, positive_int
+from zoo.base.backbone import MAX_PATCH_SIDE, positive_int
 from zoo.ram.preprocessor import to_model_pixels
 
 CELLS = ("rnn", "lstm")
@@ -296,7 +296,7 @@ class RecurrentAttention(keras.layers.Layer):
             raise ValueError(
                 "The coarsest glimpse patch, patch_size * scale_factor ** "
                 f"(num_scales - 1) = {side} pixels a side, must be at most "
-                f"{MAX_PATCH_SIDE} (zoo.backbone.MAX_PATCH_SIDE). Received: "
+                f"{MAX_PATCH_SIDE} (zoo.base.backbone.MAX_PATCH_SIDE). Received: "
                 f"patch_size={patch_size}, num_scales={num_scales}, "
                 f"scale_factor={scale_factor}"
             )

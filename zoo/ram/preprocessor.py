@@ -8,7 +8,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from zoo import inputs
+from zoo.base import raw_inputs as inputs
 
 LUMA = (0.2989, 0.5870, 0.1140)  # ITU-R 601, as tf.image.rgb_to_grayscale
 
@@ -146,7 +146,7 @@ class ImagePreprocessor(keras.layers.Layer):
         return images
 
     def input_form(self, spec):
-        """Images, one or a batch: the `zoo.inputs` contract.
+        """Images, one or a batch: the `zoo.base.raw_inputs` contract.
 
         Args:
             spec: the element spec as `(x,)`, `(x, y)` or `(x, y, w)`.

@@ -12,14 +12,16 @@ import keras
 import numpy as np
 from keras import ops
 
-from zoo.backbone_arguments import ArgumentsOf
+from zoo.base.constructor_arguments import ArgumentsOf
+from zoo.base.distributed_loss import global_batch_mean
+from zoo.base.raw_inputs import checked_images
+from zoo.classification.task import ClassificationTask
 from zoo.data import fashion_mnist
-from zoo.distributed_loss import global_batch_mean
-from zoo.inputs import checked_images
 from zoo.ram import canvas
 from zoo.ram.backbone import RecurrentAttentionBackbone
+from zoo.ram.evaluation import evaluate_classifier
+from zoo.ram.export import export_classifier
 from zoo.ram.preprocessor import ImagePreprocessor
-from zoo.task import Task
 
 # The weights of presets saved before the backbone existed sit at the top
 # level; the backbone's functional graph holds them one level down.
@@ -28,7 +30,7 @@ _BACKBONE = "layers/recurrent_attention_backbone"
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class RecurrentAttentionModel(Task):
+class RecurrentAttentionModel(ClassificationTask):
     """Recurrent Attention Model (RAM): classify an image from a few glimpses.
 
     A functional `Task` around a `RecurrentAttentionBackbone`. Its outputs
@@ -64,7 +66,7 @@ class RecurrentAttentionModel(Task):
     returns the logits, `classify(images)` the class names and
     probabilities, `glimpses(images)` where the agent looked; these user
     verbs also take floats in `[0, 255]` (the Keras convention, read so
-    when their maximum exceeds 1: `zoo.inputs.checked_images`).
+    when their maximum exceeds 1: `zoo.base.raw_inputs.checked_images`).
 
     Args:
         *args, **kwargs: the `RecurrentAttentionBackbone` arguments: those
@@ -382,6 +384,54 @@ class RecurrentAttentionModel(Task):
         names = np.asarray(names)[best]
         return names, np.take_along_axis(probabilities, best, axis=-1)
 
+    @classmethod
+    def preset_note(cls, metadata):
+        """The image sides a preset is good for, from its training canvas.
+
+        Example:
+        >>> RecurrentAttentionModel.preset_note(
+        ...     {"data": {"variant": "cluttered", "canvas_size": 100}})
+        'trained on 100x100 canvases: good for image sides 50 to 125'
+        """
+        side = canvas.training_canvas(metadata)
+        low, high = canvas.good_sides(side)
+        return (
+            f"trained on {side}x{side} canvases: good for image sides {low} to {high}"
+        )
+
+    def write_export(self, filepath):
+        """Writes the glimpse classifier's SavedModel (`export_classifier`).
+
+        `model.export(path)` calls it (see `Task.export` for a run).
+
+        Example:
+        >>> import os
+        >>> import tempfile
+        >>> model = RecurrentAttentionModel(
+        ...     num_classes=3, num_glimpses=2, patch_size=4, glimpse_units=4,
+        ...     location_units=4, glimpse_output_units=8, units=8, seed=0)
+        >>> path = model.write_export(tempfile.mkdtemp())
+        >>> os.path.isfile(os.path.join(path, "saved_model.pb"))
+        True
+        """
+        return export_classifier(self, filepath)
+
+    def evaluate_split(
+        self, split="test", limit=None, beam_width=None, sword_path=None, data_path=None
+    ):
+        """The error (%) on the preset's images (`evaluate_classifier`).
+
+        See `Task.evaluate_split` for the arguments.
+
+        Example:
+        >>> model = RecurrentAttentionModel(num_classes=3, num_glimpses=2)
+        >>> model.evaluate_split("validation")
+        Traceback (most recent call last):
+        ...
+        ValueError: `split` must be 'train' or 'test' (Fashion-MNIST has no validation split). Received: split='validation'
+        """
+        return evaluate_classifier(self, split, limit, data_path)
+
     def glimpses(self, images, batch_size=256):
         """Returns where the agent looks: `(batch, num_glimpses, 2)` `(y, x)`.
 
@@ -485,7 +535,7 @@ class RecurrentAttentionModel(Task):
 
         A shipped preset's weights file:
 
-        >>> from zoo.task import list_presets
+        >>> from zoo.base.task import list_presets
         >>> shipped = list_presets()["ram_fashion_mnist_translated_seeking_annealed"]
         >>> old = RecurrentAttentionModel.from_preset(shipped, load_weights=False)
         >>> fresh = old.get_weights()

@@ -66,7 +66,7 @@ probabilities of M glimpse paths sampled per test image (the row's
 (`test_error_one_path_percent`); training is the same.
 
 The shared options (seed, strategy, budgets, the run directory) are those
-of every training script (`zoo.arguments`, `zoo.training`); here the budgets
+of every training script (`zoo.training.flags`, `zoo.training.harness`); here the budgets
 apply to each row's training. Each row's state is saved after every epoch in
 `--run-dir` (`<out>.run`, else `<results>.run`): the same command run again
 after a kill skips the rows done and resumes the row it was training.
@@ -78,18 +78,18 @@ import time
 import keras
 import numpy as np
 
-from zoo.arguments import (
+from zoo.data import fashion_mnist
+from zoo.ram import RecurrentAttentionModel
+from zoo.ram.plotting import plot_glimpses
+from zoo.training.callbacks import AnnealLearningRate
+from zoo.training.flags import (
     fraction,
     pick_options,
     positive_float,
     positive_int,
     training_parser,
 )
-from zoo.callbacks import AnnealLearningRate
-from zoo.data import fashion_mnist
-from zoo.ram import RecurrentAttentionModel
-from zoo.ram.plotting import plot_glimpses
-from zoo.training import TrainingRun, compile_classifier
+from zoo.training.harness import TrainingRun, compile_classifier
 
 PRESET_ROW = "ram_translated_6"  # --preset-row, unless given.
 ROWS_FILE = "results.json"  # In the run directory: the rows trained.
@@ -251,7 +251,7 @@ def parse_args(argv=None):
         metavar="F",
         help="train the last F of each row's budget (--max-minutes, "
         "--max-steps or --epochs, whichever ends first) at --anneal-factor "
-        "times the learning rate (zoo.callbacks.AnnealLearningRate)",
+        "times the learning rate (zoo.training.callbacks.AnnealLearningRate)",
     )
     p.add_argument(
         "--anneal-factor",
@@ -558,13 +558,13 @@ def save_preset(run, model, result, data, results, draw=True):
             "learning_rate": run.args.learning_rate,
             **({"anneal": result["anneal"]} if "anneal" in result else {}),
             "train_minutes": result["train_minutes"],
-            "history": result["history"],
         },
         table={
             name: {k: r[k] for k in ("task", "model", "test_error_percent")}
             for name, r in results.items()
         },
     )
+    metadata = run.write_history(metadata, result["history"])
     model.save_to_preset(run.args.out, metadata=metadata)
     print(f"preset written to {run.args.out}")
     if draw and run.args.plot:

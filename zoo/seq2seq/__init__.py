@@ -7,9 +7,17 @@
 `TranslationPreprocessor` lives in `zoo.translation` (re-exported here).
 """
 
+from zoo import registry
 from zoo.seq2seq.backbone import Maxout, Seq2SeqBackbone
 from zoo.seq2seq.presets import PRESETS
 from zoo.seq2seq.task import Seq2Seq
 from zoo.translation import TranslationPreprocessor
+
+registry.register(
+    __name__,
+    Seq2Seq,
+    PRESETS,
+    summary="RNN encoder-decoder with attention (Bahdanau, Luong), EN->ES",
+)
 
 __all__ = ["PRESETS", "Maxout", "Seq2Seq", "Seq2SeqBackbone", "TranslationPreprocessor"]

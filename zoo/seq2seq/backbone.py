@@ -4,9 +4,18 @@ import keras
 from keras import ops
 
 from keras_attention.layers import AttentionDecoder, AttentionDecoderCell
-from zoo.backbone import Backbone, positive_int
+from zoo.base import parameter_budget as budget
+from zoo.base.backbone import Backbone, positive_int
 
 RNN_LAYERS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
+
+
+def _check_sizes(cell, **sizes):
+    """Refuses a size over its limit (`positive_int`) or an unknown `cell`."""
+    for name, value in sizes.items():
+        positive_int(name, value)
+    if cell not in RNN_LAYERS:
+        raise ValueError(f"`cell` must be 'lstm' or 'gru'. Received: cell={cell!r}")
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -141,16 +150,14 @@ class Seq2SeqBackbone(Backbone):
         dtype=None,
         **kwargs,
     ):
-        for name, value in (
-            ("source_vocabulary_size", source_vocabulary_size),
-            ("target_vocabulary_size", target_vocabulary_size),
-            ("embedding_dim", embedding_dim),
-            ("units", units),
-            ("encoder_layers", encoder_layers),
-        ):
-            positive_int(name, value)
-        if cell not in RNN_LAYERS:
-            raise ValueError(f"`cell` must be 'lstm' or 'gru'. Received: cell={cell!r}")
+        _check_sizes(
+            source_vocabulary_size=source_vocabulary_size,
+            target_vocabulary_size=target_vocabulary_size,
+            embedding_dim=embedding_dim,
+            units=units,
+            encoder_layers=encoder_layers,
+            cell=cell,
+        )
         if (
             isinstance(dropout, bool)
             or not isinstance(dropout, (int, float))
@@ -249,6 +256,74 @@ class Seq2SeqBackbone(Backbone):
         self.window = window
         self.local = local
         self.dropout = dropout
+
+    @classmethod
+    def parameter_count(
+        cls,
+        source_vocabulary_size,
+        target_vocabulary_size,
+        embedding_dim,
+        units,
+        encoder_layers,
+        bidirectional,
+        cell,
+        style,
+        score,
+        window,
+        local,
+        **arguments,
+    ):
+        """The parameters `Seq2SeqBackbone(...)` would create, counted unbuilt.
+
+        Exact but for the alignment function, bounded by
+        `zoo.base.parameter_budget.score_parameters`; see `Backbone.parameter_count`.
+
+        Example:
+        >>> from zoo.backbone_arguments import ArgumentsOf
+        >>> config = {"source_vocabulary_size": 10, "target_vocabulary_size": 12,
+        ...           "embedding_dim": 4, "units": 3, "bidirectional": False,
+        ...           "style": "luong", "score": "dot"}
+        >>> count = Seq2SeqBackbone.parameter_count(
+        ...     **ArgumentsOf(Seq2SeqBackbone).values(config))
+        >>> count == Seq2SeqBackbone(**config).count_params()
+        True
+        >>> config["score"] = "general"  # Bounded: (3 + 3 + 2) * 3, for 3 * 3.
+        >>> Seq2SeqBackbone.parameter_count(
+        ...     **ArgumentsOf(Seq2SeqBackbone).values(config)
+        ... ) - Seq2SeqBackbone(**config).count_params()
+        15
+        """
+        _check_sizes(
+            source_vocabulary_size=source_vocabulary_size,
+            target_vocabulary_size=target_vocabulary_size,
+            embedding_dim=embedding_dim,
+            units=units,
+            encoder_layers=encoder_layers,
+            cell=cell,
+        )
+        directions = 2 if bidirectional else 1
+        memory_dim = units * directions
+        count = (source_vocabulary_size + target_vocabulary_size) * embedding_dim
+        inputs = embedding_dim
+        for _ in range(encoder_layers):
+            count += directions * budget.recurrent_cell(cell, inputs, units)
+            inputs = memory_dim
+        num_states = 2 if cell == "lstm" else 1
+        count += num_states * budget.dense(memory_dim, units)  # The bridges.
+        # The decoder cell: Bahdanau's reads the context, Luong's (input
+        # feeding) its attentional hidden state, which `combine` makes.
+        if style == "bahdanau":
+            count += budget.recurrent_cell(cell, embedding_dim + memory_dim, units)
+            output_dim = units + memory_dim
+        else:
+            count += budget.recurrent_cell(cell, embedding_dim + units, units)
+            count += budget.dense(memory_dim + units, units, use_bias=False)
+            output_dim = units
+        count += budget.score_parameters(score, units, memory_dim)
+        if window is not None and local == "predictive":
+            count += budget.dense(units, units, use_bias=False) + units
+        deep_output = budget.dense(output_dim + embedding_dim, 2 * embedding_dim)
+        return count + deep_output
 
     def encode_source(self, encoder_token_ids):
         """Runs the encoder: `(memory, memory_mask, decoder initial states)`.

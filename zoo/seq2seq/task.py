@@ -3,7 +3,8 @@
 import keras
 from keras import ops
 
-from zoo.backbone_arguments import ArgumentsOf
+from zoo.base import parameter_budget as budget
+from zoo.base.constructor_arguments import ArgumentsOf
 from zoo.seq2seq import legacy
 from zoo.seq2seq.backbone import Seq2SeqBackbone
 from zoo.translation import TranslationTask
@@ -85,6 +86,23 @@ class Seq2Seq(TranslationTask):
             preprocessor=preprocessor,
             dtype=dtype,
             **kwargs,
+        )
+
+    @classmethod
+    def parameter_count(cls, config):
+        """The backbone's parameters and the projection's (see `Task`).
+
+        Example:
+        >>> config = {"source_vocabulary_size": 10, "target_vocabulary_size": 12,
+        ...           "embedding_dim": 4, "units": 3, "cell": "gru"}
+        >>> # 6: the additive score's bound counts a bias it does not have.
+        >>> Seq2Seq.parameter_count(config) - Seq2Seq(**config).count_params()
+        6
+        """
+        count = super().parameter_count(config)
+        arguments = cls.backbone_arguments.values(config)
+        return count + budget.dense(
+            arguments["embedding_dim"], arguments["target_vocabulary_size"]
         )
 
     def encode(self, inputs, max_length=None):
@@ -169,7 +187,7 @@ class Seq2Seq(TranslationTask):
         >>> all(np.array_equal(a, b)
         ...     for a, b in zip(model.get_weights(), copy.get_weights()))
         True
-        >>> from zoo.task import list_presets
+        >>> from zoo.base.task import list_presets
         >>> shipped = list_presets()["seq2seq_bahdanau_bible_en_es"]
         >>> legacy.is_legacy_weights(os.path.join(shipped, "model.weights.h5"))
         True

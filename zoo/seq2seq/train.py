@@ -10,7 +10,7 @@ On the embedded sample (no Debian data needed, seconds):
 
 The shared options (budgets, seed, strategy, `--results`, the run directory
 that resumes a killed run) are those of every training script
-(`zoo.arguments`, `zoo.training`).
+(`zoo.training.flags`, `zoo.training.harness`).
 """
 
 import argparse
@@ -19,12 +19,12 @@ import time
 import keras
 import tensorflow as tf
 
-from zoo.arguments import pick_options, training_parser
 from zoo.data import vocabulary
 from zoo.seq2seq import Seq2Seq
-from zoo.training import compile_classifier
+from zoo.training.flags import pick_options, training_parser
+from zoo.training.harness import compile_classifier
 from zoo.translation import TranslationPreprocessor, fixed_batches
-from zoo.translation.training import (
+from zoo.translation.recipe import (
     add_translation_arguments,
     finish_translation_run,
     open_translation_run,

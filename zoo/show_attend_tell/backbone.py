@@ -3,13 +3,18 @@
 import keras
 from keras import ops
 
-from zoo.backbone import MAX_IMAGE_SHAPE, Backbone, positive_int
+from zoo.base import parameter_budget as budget
+from zoo.base.backbone import MAX_IMAGE_SHAPE, Backbone, positive_int
 from zoo.show_attend_tell import encoder as encoders
 from zoo.show_attend_tell.decoder import (
     EXTRA_STATES,
     ShowAttendTellCell,
     ShowAttendTellDecoder,
 )
+
+#: The most features a `keras.applications` encoder gives (NASNetLarge's
+#: 4,032), for the parameter budget (`ShowAttendTellBackbone.parameter_count`).
+MAX_APPLICATION_FEATURES = 4096
 
 #: Names of the decoder cell's states, in the cell's order (the decoding cache).
 STATE_NAMES = ("h", "c", *EXTRA_STATES)
@@ -106,24 +111,13 @@ class ShowAttendTellBackbone(Backbone):
         dtype=None,
         **kwargs,
     ):
-        for name, value in (
-            ("vocabulary_size", vocabulary_size),
-            ("annotation_dim", annotation_dim),
-            ("embedding_dim", embedding_dim),
-            ("units", units),
-        ):
-            positive_int(name, value)
-        image_shape = tuple(int(s) for s in image_shape)
-        if len(image_shape) != 3:
-            raise ValueError(
-                f"`image_shape` must be (H, W, C). Received: image_shape={image_shape}"
-            )
-        if not all(1 <= s <= m for s, m in zip(image_shape, MAX_IMAGE_SHAPE)):
-            raise ValueError(
-                "`image_shape` must be positive and at most "
-                f"{MAX_IMAGE_SHAPE} (zoo.backbone.MAX_IMAGE_SHAPE). Received: "
-                f"image_shape={image_shape}"
-            )
+        image_shape = _checked_sizes(
+            image_shape,
+            vocabulary_size=vocabulary_size,
+            annotation_dim=annotation_dim,
+            embedding_dim=embedding_dim,
+            units=units,
+        )
         if isinstance(score, keras.layers.Layer):
             score = keras.saving.serialize_keras_object(score)
 
@@ -208,6 +202,61 @@ class ShowAttendTellBackbone(Backbone):
         self.gating = gating
         self.feedback = feedback
         self.seed = seed
+
+    @classmethod
+    def parameter_count(
+        cls,
+        vocabulary_size,
+        image_shape,
+        encoder,
+        annotation_dim,
+        embedding_dim,
+        units,
+        score,
+        gating,
+        feedback,
+        **arguments,
+    ):
+        """The parameters `ShowAttendTellBackbone(...)` would create, unbuilt.
+
+        Exact for the small encoder but for the alignment function, bounded
+        by `zoo.base.parameter_budget.score_parameters`. A `keras.applications`
+        encoder's own weights are not counted (its name fixes them, no size
+        in the config does); its grid is bounded by a stride of 32 and its
+        features by `MAX_APPLICATION_FEATURES`. See
+        `Backbone.parameter_count`.
+
+        Example:
+        >>> from zoo.backbone_arguments import ArgumentsOf
+        >>> config = {"vocabulary_size": 10, "annotation_dim": 8, "units": 6,
+        ...           "feedback": "weights"}
+        >>> count = ShowAttendTellBackbone.parameter_count(
+        ...     **ArgumentsOf(ShowAttendTellBackbone).values(config))
+        >>> count - ShowAttendTellBackbone(**config).count_params()  # the score
+        8
+        """
+        image_shape = _checked_sizes(
+            image_shape,
+            vocabulary_size=vocabulary_size,
+            annotation_dim=annotation_dim,
+            embedding_dim=embedding_dim,
+            units=units,
+        )
+        if encoder == "small":
+            height, width, features, count = encoders.small_cnn_size(image_shape)
+        else:
+            height, width = (-(-side // 32) for side in image_shape[:2])
+            features, count = MAX_APPLICATION_FEATURES, 0
+        locations = height * width
+        count += budget.dense(features + 2, annotation_dim)  # With coordinates.
+        count += vocabulary_size * embedding_dim
+        fed = annotation_dim if feedback == "context" else locations
+        count += budget.recurrent_cell("lstm", embedding_dim + fed, units)
+        count += budget.score_parameters(score, units, annotation_dim)
+        count += 2 * budget.dense(annotation_dim, units)  # init_h, init_c.
+        if gating:
+            count += budget.dense(units, 1)
+        return count
 
     def annotate(self, images):
         """The annotation vectors `(B, L, annotation_dim)` of prepared images.
@@ -304,3 +353,22 @@ class ShowAttendTellBackbone(Backbone):
                 f"preset stores all weights). Received: encoder_weights={weights!r:.80}"
             )
         return super().from_config(config)
+
+
+def _checked_sizes(image_shape, **sizes):
+    """`image_shape` as a tuple of 3 ints within `MAX_IMAGE_SHAPE`, once
+    each size is checked (`positive_int`)."""
+    for name, value in sizes.items():
+        positive_int(name, value)
+    image_shape = tuple(int(s) for s in image_shape)
+    if len(image_shape) != 3:
+        raise ValueError(
+            f"`image_shape` must be (H, W, C). Received: image_shape={image_shape}"
+        )
+    if not all(1 <= s <= m for s, m in zip(image_shape, MAX_IMAGE_SHAPE)):
+        raise ValueError(
+            "`image_shape` must be positive and at most "
+            f"{MAX_IMAGE_SHAPE} (zoo.base.backbone.MAX_IMAGE_SHAPE). Received: "
+            f"image_shape={image_shape}"
+        )
+    return image_shape

@@ -150,13 +150,44 @@ def small_cnn(dtype=None):
             keras.layers.ReLU(dtype=dtype, name=f"{name}_relu"),
         ]
 
+    first, second, *last = SMALL_CNN_BLOCKS
     return [
-        *block(32, 5, 2, "conv_1"),
-        *block(64, 3, 2, "conv_2"),
-        keras.layers.MaxPooling2D(3, padding="same", dtype=dtype, name="pool"),
-        *block(128, 3, 1, "conv_3"),
-        *block(128, 3, 1, "conv_4"),
+        *block(*first, "conv_1"),
+        *block(*second, "conv_2"),
+        keras.layers.MaxPooling2D(
+            SMALL_CNN_POOL, padding="same", dtype=dtype, name="pool"
+        ),
+        *block(*last[0], "conv_3"),
+        *block(*last[1], "conv_4"),
     ]
+
+
+#: The small CNN's convolutions, `(filters, kernel side, stride)`; the max
+#: pooling (side and stride `SMALL_CNN_POOL`) follows the second.
+SMALL_CNN_BLOCKS = ((32, 5, 2), (64, 3, 2), (128, 3, 1), (128, 3, 1))
+SMALL_CNN_POOL = 3
+
+
+def small_cnn_size(image_shape):
+    """`(grid height, grid width, features, parameters)` of `small_cnn`.
+
+    Computed from the image shape alone (nothing built), for the loader's
+    parameter budget (`zoo.base.parameter_budget`).
+
+    Example:
+    >>> small_cnn_size((84, 84, 1))
+    (7, 7, 128, 241824)
+    """
+    height, width, depth = image_shape
+    parameters = 0
+    for i, (filters, side, stride) in enumerate(SMALL_CNN_BLOCKS):
+        # A convolution without bias, then batch normalisation's 4 vectors.
+        parameters += side * side * depth * filters + 4 * filters
+        height, width, depth = -(-height // stride), -(-width // stride), filters
+        if i == 1:
+            height = -(-height // SMALL_CNN_POOL)
+            width = -(-width // SMALL_CNN_POOL)
+    return height, width, depth, parameters
 
 
 def application(name, input_shape, weights=None, dtype=None):

@@ -1,7 +1,7 @@
 """Show-Attend-Tell's extra training terms: doubly stochastic and REINFORCE.
 
 `ShowAttendTell.compute_loss` adds them to the compiled caption loss as a
-global-batch mean (`zoo.task.global_batch_mean`), so a mirrored step
+global-batch mean (`zoo.base.task.global_batch_mean`), so a mirrored step
 has the gradients of one device (`add_loss` terms were counted once per
 replica in every replica's loss).
 """

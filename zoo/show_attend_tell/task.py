@@ -3,20 +3,20 @@
 import keras
 from keras import ops
 
-from zoo.backbone_arguments import ArgumentsOf
-from zoo.distributed_loss import global_batch_mean
-from zoo.generation import GenerativeTask, decoding_options
+from zoo.base import parameter_budget as budget
+from zoo.base.constructor_arguments import ArgumentsOf
+from zoo.base.distributed_loss import global_batch_mean
+from zoo.captioning.task import CaptioningTask
 from zoo.show_attend_tell.backbone import ShowAttendTellBackbone
 from zoo.show_attend_tell.losses import (
     ReinforceBaseline,
     caption_log_likelihood,
     doubly_stochastic_terms,
 )
-from zoo.show_attend_tell.preprocessor import image_batch
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class ShowAttendTell(GenerativeTask):
+class ShowAttendTell(CaptioningTask):
     """Show, Attend and Tell (Xu et al. 2015): CNN encoder, attentive LSTM.
 
     The network is a `ShowAttendTellBackbone` (encoder CNN, annotation
@@ -29,8 +29,9 @@ class ShowAttendTell(GenerativeTask):
 
     Trains with `compile` / `fit` on raw `(images, captions)` (teacher
     forcing; the preprocessor converts images and tokenizes captions inside
-    `tf.data`). `caption(images)` converts raw images of any size and
-    channel count, decodes with `generate` (`zoo.generation`: greedy or
+    `tf.data`). `caption(images)` (of the captioning kind,
+    `zoo.captioning.CaptioningTask`) converts raw images of any size and
+    channel count, decodes with `generate` (`zoo.base.generation`: greedy or
     beam search, length and coverage penalties) and detokenizes. Called on
     prepared inputs, the model returns a dict: `logits`
     `(B, T, vocabulary)`, `coverage` `(B, L)` and, for hard attention, the
@@ -336,122 +337,27 @@ class ShowAttendTell(GenerativeTask):
         readout = ops.tanh(words + self.output_h(hidden) + self.output_z(context))
         return self.projection(readout), ops.cast(cache["weights"], "float32"), cache
 
-    def caption(
-        self,
-        images,
-        beam_width=3,
-        return_attention=False,
-        max_length=None,
-        length_penalty=0.0,
-        batch_size=64,
-        coverage_penalty=0.0,
-    ):
-        """Captions images of any size and channel count.
-
-        Args:
-            images: one image `(H, W)` or `(H, W, C)`, or a batch
-                `(B, H, W)` / `(B, H, W, C)`; `C` is 1, 3 or 4 (see
-                `preprocessor.image_batch`), integers in `[0, 255]`, floats in
-                `[0, 1]`, or floats in `[0, 255]` as
-                `keras.utils.img_to_array` gives (read so when their maximum
-                exceeds 1: `zoo.inputs.checked_images`). Converted by the
-                preprocessor (resize included).
-            beam_width: int. `1` decodes greedily. Defaults to `3`.
-            return_attention: bool. Also return, per image, a dict with the
-                generated `tokens` (the last one `[END]` when the caption
-                ended) and their attention maps `weights`
-                `(len(tokens), H_grid, W_grid)`. Defaults to `False`.
-            max_length: int. Longest caption in subwords; defaults to the
-                preprocessor's sequence length.
-            length_penalty: float. GNMT length penalty of the beam search.
-                Defaults to `0.0`.
-            batch_size: int. Images decoded together. Defaults to `64`.
-            coverage_penalty: float. GNMT coverage penalty of the beam
-                search, over the grid cells. Defaults to `0.0`.
-
-        Returns:
-            A list of strings (one string for one image), and the attention
-            dicts when asked.
-
-        Example:
-        >>> from zoo.data import scenes
-        >>> image = scenes.load("test", num_scenes=2, sample=True)["images"][1]
-        >>> model = ShowAttendTell.from_preset("show_attend_tell_fashion_scenes")
-        >>> text, maps = model.caption(image, beam_width=1, return_attention=True)
-        >>> text, maps["tokens"], maps["weights"].shape
-        ('a coat', ['a', 'coat', '[END]'], (3, 7, 7))
-        """
-        pre = self.generation_preprocessor("caption()")
-        beam_width, max_length, batch_size = decoding_options(
-            beam_width, max_length, batch_size, pre.sequence_length
-        )
-        images, single = image_batch(images)
-        texts, maps = [], []
-        for start in range(0, len(images), batch_size):
-            prepared = pre.images(images[start : start + batch_size])
-            generated = self.generate(
-                prepared,
-                beam_width=beam_width,
-                max_length=max_length,
-                length_penalty=length_penalty,
-                coverage_penalty=coverage_penalty,
-                return_attention=return_attention,
-            )
-            tokens = generated[0] if return_attention else generated
-            texts.extend(pre.detokenize(tokens[:, 1:]))
-            if return_attention:
-                maps.extend(self._attention_dicts(tokens, generated[1]))
-        if single:
-            texts, maps = texts[0], (maps[0] if maps else maps)
-        return (texts, maps) if return_attention else texts
-
-    def attention_maps(self, images, tokens):
-        """The attention maps of given captions (`token_attention` re-run).
-
-        Args:
-            images: the images `(B, H, W[, C])` (any form `caption` takes).
-            tokens: int array `(B, T)` starting with `[START]` (as returned
-                by `generate`).
-
-        Returns:
-            A list of dicts `{"tokens": [...], "weights": (n, h, w)}`, one
-            per image, up to and including `[END]`.
-
-        Example:
-        >>> import numpy as np
-        >>> from zoo.data import scenes
-        >>> image = scenes.load("test", num_scenes=2, sample=True)["images"][1]
-        >>> model = ShowAttendTell.from_preset("show_attend_tell_fashion_scenes")
-        >>> pre = model.preprocessor
-        >>> ids = [[pre.start_id] + [pre.tokenizer.token_to_id(w) for w in
-        ...        ("a", "coat", "[END]")]]
-        >>> maps = model.attention_maps(image, np.array(ids))
-        >>> maps[0]["tokens"], maps[0]["weights"].shape
-        (['a', 'coat', '[END]'], (3, 7, 7))
-        """
-        pre = self.generation_preprocessor("attention_maps()")
-        prepared = pre.images(image_batch(images)[0])
-        return self._attention_dicts(tokens, self.token_attention(prepared, tokens))
-
-    def _attention_dicts(self, tokens, attention):
-        """Per image: the tokens up to `[END]` and their `(n, h, w)` maps."""
-        pre = self.preprocessor
-        results = []
-        for row, weights in zip(tokens, attention):
-            generated = [int(t) for t in row[1:]]
-            if pre.end_id in generated:
-                length = generated.index(pre.end_id) + 1
-            else:
-                length = len(generated)
-            results.append(
-                {
-                    "tokens": pre.tokens(generated[:length]),
-                    "weights": weights[:length].reshape(length, *self.grid_shape),
-                }
-            )
-        return results
-
     # Config ------------------------------------------------------------------
+
+    @classmethod
+    def parameter_count(cls, config):
+        """The backbone's parameters and the deep output layer's (see `Task`).
+
+        Example:
+        >>> config = {"vocabulary_size": 10, "annotation_dim": 8, "units": 8,
+        ...           "score": "dot", "attention": "hard"}
+        >>> ShowAttendTell.parameter_count(config) - ShowAttendTell(**config).count_params()
+        0
+        """
+        count = super().parameter_count(config)
+        arguments = cls.backbone_arguments.values(config)
+        words, embedding_dim = arguments["vocabulary_size"], arguments["embedding_dim"]
+        count += budget.dense(arguments["units"], embedding_dim)  # output_h
+        count += budget.dense(arguments["annotation_dim"], embedding_dim)  # output_z
+        count += budget.dense(embedding_dim, words)  # The logits.
+        if arguments["attention"] == "hard":
+            count += 2  # REINFORCE's moving baseline and its flag.
+        return count
 
     @classmethod
     def from_config(cls, config):

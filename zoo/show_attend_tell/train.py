@@ -22,7 +22,7 @@ On a caption dataset in Karpathy's split format (Flickr8k/30k, COCO):
 
 The shared options (budgets, seed, strategy, `--results`, the run directory
 that resumes a killed run: encoder pretraining, then training) are those of
-every training script (`zoo.arguments`, `zoo.training`).
+every training script (`zoo.training.flags`, `zoo.training.harness`).
 """
 
 import time
@@ -31,14 +31,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from zoo.arguments import pick_options, training_parser
-from zoo.callbacks import TimeBudget
+from zoo.captioning.evaluation import bleu_scores, evaluate_scenes
 from zoo.data import captions as caption_data
 from zoo.data import fashion_mnist, vocabulary
 from zoo.data import scenes as scene_data
 from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
-from zoo.show_attend_tell.evaluation import bleu_scores, evaluate_scenes
-from zoo.training import TrainingRun, compile_classifier
+from zoo.training.callbacks import TimeBudget
+from zoo.training.flags import pick_options, training_parser
+from zoo.training.harness import TrainingRun, compile_classifier
 
 #: The options `ShowAttendTell` takes as constructor arguments of the same name.
 MODEL_OPTIONS = (

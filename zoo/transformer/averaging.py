@@ -8,7 +8,7 @@ last `keep`; `average_checkpoints` loads their mean into a model.
 A checkpoint is written under a hidden name and renamed into place, so a
 killed process leaves no torn `checkpoint_<step>.weights.h5`. `Checkpoints`
 keeps its list in `get_state()` / `set_state()`: a resumed run
-(`zoo.training`) averages only its own checkpoints, and drops unreadable
+(`zoo.training.harness`) averages only its own checkpoints, and drops unreadable
 ones and those of the part of the run a kill threw away before training.
 """
 

@@ -10,7 +10,8 @@ from keras_attention.layers import (
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
-from zoo.backbone import Backbone, positive_int
+from zoo.base import parameter_budget as budget
+from zoo.base.backbone import Backbone, positive_int
 
 PAD_ID = 0
 
@@ -207,6 +208,66 @@ class TransformerBackbone(Backbone):
         self.target_vocabulary_size = target_vocabulary_size
         self.max_wavelength = max_wavelength
         self.layer_norm_epsilon = layer_norm_epsilon
+
+    @classmethod
+    def parameter_count(
+        cls,
+        vocabulary_size,
+        num_layers,
+        hidden_dim,
+        intermediate_dim,
+        num_heads,
+        dropout,
+        normalize_first,
+        score,
+        tie_embeddings,
+        target_vocabulary_size,
+        **arguments,
+    ):
+        """The parameters `TransformerBackbone(...)` would create, unbuilt.
+
+        Exact but for a parametrised alignment function, bounded by
+        `zoo.base.parameter_budget.score_parameters`; see
+        `Backbone.parameter_count`.
+
+        Example:
+        >>> from zoo.backbone_arguments import ArgumentsOf
+        >>> config = {"vocabulary_size": 20, "num_layers": 1, "hidden_dim": 8,
+        ...           "intermediate_dim": 16, "num_heads": 2,
+        ...           "target_vocabulary_size": 24, "tie_embeddings": False}
+        >>> count = TransformerBackbone.parameter_count(
+        ...     **ArgumentsOf(TransformerBackbone).values(config))
+        >>> count == TransformerBackbone(**config).count_params()
+        True
+        """
+        _check_arguments(
+            vocabulary_size=vocabulary_size,
+            num_layers=num_layers,
+            hidden_dim=hidden_dim,
+            intermediate_dim=intermediate_dim,
+            num_heads=num_heads,
+            dropout=dropout,
+            target_vocabulary_size=target_vocabulary_size,
+        )
+        # The target embedding (and its output projection when untied);
+        # a separate source vocabulary has a tied embedding of its own.
+        embeddings = (target_vocabulary_size or vocabulary_size) * hidden_dim
+        count = embeddings * (1 if tie_embeddings else 2)
+        if target_vocabulary_size is not None:
+            count += vocabulary_size * hidden_dim
+        head_dim = hidden_dim // num_heads
+        # Query, key, value and output projections (with biases) and a score.
+        attention = 4 * budget.dense(hidden_dim, hidden_dim)
+        attention += budget.score_parameters(score, head_dim, head_dim)
+        feedforward = budget.dense(hidden_dim, intermediate_dim)
+        feedforward += budget.dense(intermediate_dim, hidden_dim)
+        norm = 2 * hidden_dim
+        encoder_block = attention + feedforward + 2 * norm
+        decoder_block = 2 * attention + feedforward + 3 * norm
+        count += num_layers * (encoder_block + decoder_block)
+        if normalize_first:
+            count += 2 * norm  # The stacks' output norms.
+        return count
 
     def embed(self, token_ids, embedding, start_index=0):
         """Embeds ids: `embedding(ids) * sqrt(d_model) + positions`, dropout.

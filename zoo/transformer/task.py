@@ -6,7 +6,7 @@ import numpy as np
 from keras import ops
 from keras.src.backend import set_keras_mask
 
-from zoo.backbone_arguments import ArgumentsOf
+from zoo.base.constructor_arguments import ArgumentsOf
 from zoo.transformer import configs
 from zoo.transformer.backbone import PAD_ID, TransformerBackbone
 from zoo.translation import TranslationTask

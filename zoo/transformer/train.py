@@ -19,7 +19,7 @@ On the embedded sample (no Debian data needed, seconds):
 
 The shared options (budgets, seed, strategy, `--results`, the run directory
 that resumes a killed run, with the `--average-last` checkpoints) are those
-of every training script (`zoo.arguments`, `zoo.training`).
+of every training script (`zoo.training.flags`, `zoo.training.harness`).
 """
 
 import os
@@ -30,18 +30,18 @@ import numpy as np
 import tensorflow as tf
 
 from keras_attention.training.schedules import InverseSqrtSchedule
-from zoo.arguments import (
+from zoo.data import vocabulary
+from zoo.training.flags import (
     pick_options,
     positive_float,
     positive_int,
     training_parser,
 )
-from zoo.data import vocabulary
 from zoo.transformer import Transformer, configs
 from zoo.transformer.averaging import Checkpoints, average_checkpoints
 from zoo.transformer.losses import MaskedLabelSmoothingCrossEntropy, TargetTokens
 from zoo.translation import TranslationPreprocessor, fixed_batches
-from zoo.translation.training import (
+from zoo.translation.recipe import (
     add_translation_arguments,
     finish_translation_run,
     open_translation_run,

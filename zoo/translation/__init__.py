@@ -2,13 +2,13 @@
 
 - `TranslationPreprocessor` (`preprocessor.py`): sentence pairs <-> subword ids.
 - `TranslationTask` (`task.py`): `translate()` and alignments on top of
-  `zoo.generation.GenerativeTask`; `Seq2Seq` and `Transformer` subclass it.
+  `zoo.base.generation.GenerativeTask`; `Seq2Seq` and `Transformer` subclass it.
 - `corpus_scores` (`metrics.py`): sacreBLEU BLEU and chrF.
 - `teacher_forcing` (`teacher_forcing.py`): decoder inputs, labels, weights.
 - `data.py`: the training scripts' data splits, batches and evaluation.
 """
 
-from zoo.teacher_forcing import teacher_forcing
+from zoo.base.teacher_forcing import teacher_forcing
 from zoo.translation.data import (
     add_data_arguments,
     evaluate_translations,

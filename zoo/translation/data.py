@@ -193,7 +193,7 @@ def translation_split(args):
 def translation_metadata(args, command, splits, metrics):
     """The `metadata.json` entries of a translation preset.
 
-    The hardware is recorded by the harness (`zoo.training.TrainingRun`).
+    The hardware is recorded by the harness (`zoo.training.harness.TrainingRun`).
 
     Args:
         args: the parsed arguments (`--data` is recorded).

@@ -37,7 +37,7 @@ by: GNMT's `log P(Y) / lp(Y) + cp(Y)` for a beam, the log-probability
 `log P(Y)` for the greedy search (`keras_attention.decoding`'s scores).
 
 The export also writes `assets.extra/zoo_export.json` (the settings baked in
-and the signatures), read by `zoo.export.load`.
+and the signatures), read by `zoo.serving.export.load`.
 
 Reference:
     OpenNMT-tf's `SavedModelExporter` / `serve_function` (a translation
@@ -51,10 +51,9 @@ import keras
 import tensorflow as tf
 
 from keras_attention.decoding import BeamSearch, GreedySearch
-from zoo.export import write_metadata
-from zoo.generation import decoding_options
+from zoo.base.generation import decoding_options
+from zoo.serving.export import write_metadata
 from zoo.translation.preprocessor import RESERVED_TOKENS
-from zoo.translation.task import TranslationTask
 
 # `glue_punctuation` in RE2, the regex engine of `tf.strings.regex_replace`:
 # Python's Unicode `\w` becomes `[\pL\pN_]` (RE2's `\w` is ASCII only) and
@@ -237,14 +236,14 @@ def export_translator(
         verbose: bool. Print the endpoints written. Defaults to `False`.
         beam_width_limit: int. The largest `beam_width` the `translate`
             signature accepts (a larger one fails with an error naming the
-            limit; `zoo.serve` refuses it with a 400). Bounds the memory
+            limit; `zoo.serving.server` refuses it with a 400). Bounds the memory
             of one call with `max_length_limit`. Defaults to `16`.
         max_length_limit: int. The largest `max_length` of `translate`.
             Defaults to `max(256, max_length)`.
 
     Returns:
         The path, as a str. `assets.extra/zoo_export.json` there describes
-        the export (`kind: "translator"`, the model class, the
+        the export (`kind: "translation"`, the model class, the
         `serving_default` settings, the signatures).
 
     Raises:
@@ -252,7 +251,7 @@ def export_translator(
         ValueError: the backend is not TensorFlow, the task has no
             preprocessor, or a setting is out of range.
     """
-    if not isinstance(task, TranslationTask):
+    if getattr(task, "kind", None) != "translation":
         raise TypeError(
             "`task` must be a zoo.TranslationTask (zoo.Seq2Seq, zoo.Transformer). "
             f"Received: task={task!r}"
@@ -313,7 +312,7 @@ def export_translator(
     write_metadata(
         path,
         {
-            "kind": "translator",
+            "kind": "translation",
             "model": type(task).__name__,
             "beam_width": beam_width,
             "max_length": max_length,

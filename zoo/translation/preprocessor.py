@@ -7,10 +7,10 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from zoo import inputs
+from zoo.base import raw_inputs as inputs
+from zoo.base.teacher_forcing import teacher_forcing
+from zoo.base.truncation import warn_truncated
 from zoo.data import vocabulary as vocabularies
-from zoo.teacher_forcing import teacher_forcing
-from zoo.truncation import warn_truncated
 
 RESERVED_TOKENS = vocabularies.DEFAULT_RESERVED_TOKENS
 # WordPiece detokenization puts a space around every piece that was split
@@ -87,7 +87,7 @@ class TranslationPreprocessor(keras.layers.Layer):
     cut. Each eager call that cuts sentences (`translate`, direct calls)
     warns (`UserWarning`) with the count, the setting and the length that
     would keep the longest whole; inside `tf.data` (`fit`, `evaluate`) and
-    traced functions (exports) rows are cut silently (`zoo.truncation`).
+    traced functions (exports) rows are cut silently (`zoo.base.truncation`).
     Raise the limit with `preprocessor.sequence_length = n` (both sides) or
     `source_sequence_length` / `target_sequence_length`: a model with an
     RNN or sinusoidal positions reads longer inputs as is.
@@ -291,13 +291,13 @@ class TranslationPreprocessor(keras.layers.Layer):
         """
         return self.source_tokenizer.token_to_id("[PAD]")
 
-    # The names `zoo.generation.GenerativeTask` reads (the target side).
+    # The names `zoo.base.generation.GenerativeTask` reads (the target side).
     start_id = target_start_id
     end_id = target_end_id
     pad_id = target_pad_id
 
     def input_form(self, spec):
-        """Source strings, one or a batch: the `zoo.inputs` contract.
+        """Source strings, one or a batch: the `zoo.base.raw_inputs` contract.
 
         Args:
             spec: the element spec as `(x,)`, `(x, y)` or `(x, y, w)`.

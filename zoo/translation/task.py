@@ -3,15 +3,23 @@
 import numpy as np
 import tensorflow as tf
 
-from zoo.generation import GenerativeTask, as_texts, decoding_options
+from zoo.base.generation import GenerativeTask, as_texts, decoding_options
+from zoo.data import bible
+from zoo.serving.export import read_metadata
+from zoo.translation.data import evaluate_translations
+from zoo.translation.export import export_translator
 
 
 class TranslationTask(GenerativeTask):
-    """A generative task that reads and writes text: `translate()`.
+    """The translation kind: a generative task that reads and writes text.
+
+    Its user verb is `translate()` (`python -m zoo translate`); its export
+    is `zoo.translation.export.export_translator`; `evaluate_split` scores
+    sacreBLEU BLEU and chrF on the Bible verses.
 
     Subclasses (`zoo.Seq2Seq`, `zoo.Transformer`) supply the network,
     `encode(encoder_token_ids, max_length)` and `next(prompt, cache, index)`
-    (see `zoo.generation.GenerativeTask`) and a
+    (see `zoo.base.generation.GenerativeTask`) and a
     `zoo.translation.TranslationPreprocessor`; this class turns sentences
     into source ids, decodes them with `generate` in batches of similar
     length, and turns the ids back into sentences, with the attention
@@ -37,6 +45,67 @@ class TranslationTask(GenerativeTask):
     ...
     ValueError: predict() gives the next-token logits of prepared inputs (the preprocessor's output); to translate source sentences call `model.translate(texts)`. Received: x=['light']
     """
+
+    kind = "translation"
+    verbs = ("translate",)
+
+    def export_serving(self, filepath, **options):
+        """Writes the translator export (`export_translator`); its description.
+
+        `model.export(path)` calls it; the options are `export_translator`'s.
+
+        Example:
+        >>> import tempfile
+        >>> import zoo
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+        >>> model.export_serving(tempfile.mkdtemp(), beam_width=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: `beam_width` must be an int >= 1. Received: beam_width=0
+        """
+        export_translator(self, filepath, **options)
+        return read_metadata(filepath)
+
+    def evaluate_split(
+        self, split="test", limit=None, beam_width=4, sword_path=None, data_path=None
+    ):
+        """Greedy and beam BLEU/chrF on a Bible split (`evaluate_translations`).
+
+        The verses are read from the SWORD modules at `sword_path` (default:
+        the Debian folder); see `Task.evaluate_split` for the arguments.
+
+        Example:
+        >>> import zoo
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+        >>> model.evaluate_split("nope")
+        Traceback (most recent call last):
+        ...
+        ValueError: split must be one of ['train', 'validation', 'test', 'all']. Received: split='nope'
+        """
+        options = {} if sword_path is None else {"sword_path": sword_path}
+        pairs = [(en, es) for en, es, _ in bible.load_pairs(split, **options)]
+        return evaluate_translations(self, pairs, beam_width, limit)
+
+    @classmethod
+    def metrics_summary(cls, metrics):
+        """BLEU and chrF of each decoding in a preset's test metrics.
+
+        Example:
+        >>> TranslationTask.metrics_summary(
+        ...     {"test": {"beam4": {"bleu": 20.5, "chrf": 44.25}}})
+        'beam4: BLEU 20.50 chrF 44.25'
+        """
+        test = metrics.get("test", {})
+        parts = [
+            f"{name}: BLEU {values['bleu']:.2f} chrF {values['chrf']:.2f}"
+            for name, values in test.items()
+            if isinstance(values, dict) and "bleu" in values
+        ]
+        return ", ".join(parts) or super().metrics_summary(metrics)
 
     def translate(
         self,

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from zoo.ram import RecurrentAttentionBackbone
+from zoo.ram import RecurrentAttentionBackbone, RecurrentAttentionModel
 
 RNG = np.random.default_rng(0)
 TINY = dict(
@@ -83,3 +83,16 @@ def _jax_case():
 
 
 JAX_CASES = {"ram": _jax_case}
+
+
+# `test_task_backbone.py`: the task built from its arguments or a backbone.
+TASK_CASES = {
+    "ram": (
+        RecurrentAttentionModel,
+        dict(num_classes=3, num_glimpses=2, patch_size=4, units=8, seed=1),
+        RecurrentAttentionBackbone,
+        dict(num_classes=3, num_glimpses=2, patch_size=4, units=8, seed=1),
+        np.random.default_rng(1).uniform(size=(2, 16, 16, 1)).astype("float32"),
+        {},
+    ),
+}

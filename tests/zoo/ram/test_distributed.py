@@ -30,7 +30,7 @@ WORKER = textwrap.dedent(
     import keras
     from zoo.ram import RecurrentAttentionModel
     from zoo.ram.layers import replica_normal
-    from zoo.task import global_batch_mean
+    from zoo.base.task import global_batch_mean
 
     def build():
         model = RecurrentAttentionModel(

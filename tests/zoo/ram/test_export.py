@@ -22,9 +22,9 @@ import tensorflow as tf
 
 from zoo import cli
 from zoo.data import fashion_mnist
-from zoo.export import METADATA_FILE, read_metadata
 from zoo.ram import RecurrentAttentionModel
 from zoo.ram.export import export_classifier
+from zoo.serving.export import METADATA_FILE, read_metadata
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -197,7 +197,7 @@ def test_shipped_preset_export_answers_as_the_preset(exports):
     assert set(wanted["class_name"]) <= set(fashion_mnist.CLASS_NAMES)
     description = os.path.join(paths["preset"], METADATA_FILE)
     with open(description) as f:
-        assert '"kind": "classifier"' in f.read()
+        assert '"kind": "classification"' in f.read()
     assert read_metadata(paths["preset"])["preset"] == PRESET
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo import inputs
+from zoo.base import raw_inputs as inputs
 from zoo.ram import ImagePreprocessor, RecurrentAttentionModel
 
 pytestmark = pytest.mark.tensorflow_only

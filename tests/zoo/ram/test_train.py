@@ -43,6 +43,12 @@ def test_table_rows_preset_and_plot(tmp_path):
         == rows["ram_translated_6"]["test_error_percent"]
     )
     assert meta["metrics"]["steps"] == 3  # --max-steps: per row
+    # The per-epoch history is beside the preset, not in its metadata.
+    assert "history" not in meta["metrics"]
+    with open(meta["metrics"]["history_file"]) as f:
+        history = json.load(f)["history"]
+    assert history == rows["ram_translated_6"]["history"]
+    assert len(history["loss"]) == meta["metrics"]["epochs"] == 1
     assert all(row["steps"] == 3 for row in rows.values())
     # The data as data: `zoo evaluate` reads the variant and seeds back.
     assert meta["data"]["variant"] == "translated"

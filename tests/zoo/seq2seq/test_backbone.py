@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo.seq2seq import Maxout, Seq2SeqBackbone
+from zoo.seq2seq import Maxout, Seq2Seq, Seq2SeqBackbone
 
 ENCODER_IDS = np.array([[4, 5, 6, 3, 0], [7, 3, 0, 0, 0]], "int32")
 DECODER_IDS = np.array([[2, 8, 9, 10], [2, 11, 0, 0]], "int32")
@@ -132,3 +132,17 @@ def _jax_case():
 
 
 JAX_CASES = {"seq2seq": _jax_case}
+
+
+# `test_task_backbone.py`: the task built from its arguments or a backbone.
+TASK_IDS = np.array([[4, 5, 3, 0], [6, 3, 0, 0]], "int32")
+TASK_CASES = {
+    "seq2seq": (
+        Seq2Seq,
+        dict(source_vocabulary_size=10, target_vocabulary_size=12, units=3),
+        Seq2SeqBackbone,
+        dict(source_vocabulary_size=10, target_vocabulary_size=12, units=3),
+        {"encoder_token_ids": TASK_IDS, "decoder_token_ids": TASK_IDS},
+        {},
+    ),
+}

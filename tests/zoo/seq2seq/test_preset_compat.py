@@ -107,7 +107,7 @@ def test_new_layout_round_trip(model, tmp_path):
 
 
 def test_presets_hold_no_optimizer_state(tmp_path):
-    from zoo.task import Task
+    from zoo.base.task import Task
 
     @keras.saving.register_keras_serializable(package="zoo_tests")
     class Tiny(Task):

@@ -8,9 +8,9 @@ import pytest
 import tensorflow as tf
 
 from keras_attention.decoding import BeamSearch, GreedySearch
+from zoo.base.task import Task
 from zoo.data import bible, parallel_text, vocabulary
 from zoo.seq2seq import Seq2Seq
-from zoo.task import Task
 from zoo.translation import TranslationPreprocessor, TranslationTask, corpus_scores
 
 pytestmark = pytest.mark.tensorflow_only

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from zoo.show_attend_tell import ShowAttendTellBackbone
+from zoo.show_attend_tell import ShowAttendTell, ShowAttendTellBackbone
 from zoo.show_attend_tell.backbone import STATE_NAMES
 
 CONFIG = dict(vocabulary_size=12, annotation_dim=8, embedding_dim=4, units=6, seed=0)
@@ -106,4 +106,23 @@ def _jax_case(**options):
 JAX_CASES = {
     "show_attend_tell_soft": lambda: _jax_case(feedback="weights"),
     "show_attend_tell_hard": lambda: _jax_case(attention="hard"),
+}
+
+
+# `test_task_backbone.py`: the task built from its arguments or a backbone.
+TASK_IDS = np.array([[4, 5, 3, 0], [6, 3, 0, 0]], "int32")
+TASK_CASES = {
+    "show_attend_tell": (
+        ShowAttendTell,
+        dict(vocabulary_size=10, image_shape=(32, 32, 1), units=6, seed=1),
+        ShowAttendTellBackbone,
+        dict(vocabulary_size=10, image_shape=(32, 32, 1), units=6, seed=1),
+        {
+            "images": np.random.default_rng(0)
+            .uniform(size=(2, 32, 32, 1))
+            .astype("float32"),
+            "decoder_token_ids": TASK_IDS,
+        },
+        {"dropout": 0.0},
+    ),
 }

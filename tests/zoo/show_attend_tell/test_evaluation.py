@@ -6,13 +6,13 @@ import os
 import numpy as np
 import pytest
 
-from zoo.show_attend_tell.evaluation import (
+from zoo.captioning.evaluation import (
     attention_correctness,
     attention_in_box,
     bleu_scores,
     caption_errors,
 )
-from zoo.show_attend_tell.plotting import plot_caption_attention
+from zoo.captioning.plotting import plot_caption_attention
 
 
 def test_bleu_orders_against_hand_computation():

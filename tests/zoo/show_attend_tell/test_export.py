@@ -20,9 +20,9 @@ import pytest
 import tensorflow as tf
 
 from keras_attention.decoding import BeamSearch, GreedySearch
+from zoo.captioning.export import detokenize, export_captioner
 from zoo.data import scenes, vocabulary
 from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
-from zoo.show_attend_tell.export import detokenize, export_captioner
 
 pytestmark = pytest.mark.tensorflow_only
 

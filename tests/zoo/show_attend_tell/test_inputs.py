@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo import inputs
+from zoo.base import raw_inputs as inputs
 from zoo.data import scenes, vocabulary
 from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
 

@@ -16,8 +16,8 @@ import pytest
 import tensorflow as tf
 
 from keras_attention import presets
+from zoo.base.task import list_presets
 from zoo.show_attend_tell import ShowAttendTell
-from zoo.task import list_presets
 
 NAME = "show_attend_tell_fashion_scenes"
 OLD = os.path.join(os.path.dirname(__file__), f"{NAME}_outputs.npz")

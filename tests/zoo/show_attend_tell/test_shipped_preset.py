@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from keras_attention import presets
+from zoo.base.task import list_presets
+from zoo.captioning.evaluation import attention_correctness, bleu_scores
 from zoo.data import scenes
 from zoo.show_attend_tell import ShowAttendTell
-from zoo.show_attend_tell.evaluation import attention_correctness, bleu_scores
-from zoo.task import list_presets
 
 NAME = "show_attend_tell_fashion_scenes"
 

@@ -8,9 +8,9 @@ import pytest
 import tensorflow as tf
 
 from keras_attention.decoding import BeamSearch, GreedySearch
+from zoo.base.task import Task
 from zoo.data import scenes, vocabulary
 from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
-from zoo.task import Task
 
 pytestmark = pytest.mark.tensorflow_only
 

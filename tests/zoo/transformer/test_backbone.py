@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 
-from zoo.transformer import TransformerBackbone
+from zoo.transformer import Transformer, TransformerBackbone
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -145,3 +145,17 @@ def _jax_case():
 
 
 JAX_CASES = {"transformer": _jax_case}
+
+
+# `test_task_backbone.py`: the task built from its arguments or a backbone.
+TASK_IDS = np.array([[4, 5, 3, 0], [6, 3, 0, 0]], "int32")
+TASK_CASES = {
+    "transformer": (
+        Transformer,
+        dict(vocabulary_size=20, num_layers=1, hidden_dim=8, num_heads=2),
+        TransformerBackbone,
+        dict(vocabulary_size=20, num_layers=1, hidden_dim=8, num_heads=2),
+        {"encoder_token_ids": TASK_IDS, "decoder_token_ids": TASK_IDS},
+        {},
+    ),
+}

@@ -14,7 +14,7 @@ import shutil
 import numpy as np
 import pytest
 
-from zoo.task import list_presets
+from zoo.base.task import list_presets
 from zoo.transformer import Transformer
 
 pytestmark = pytest.mark.tensorflow_only

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from zoo.task import Task
+from zoo.base.task import Task
 from zoo.transformer import Transformer, TransformerBackbone, configs
 
 pytestmark = pytest.mark.tensorflow_only

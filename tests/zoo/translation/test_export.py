@@ -3,7 +3,7 @@
 Tiny `Seq2Seq` and `Transformer` models (random weights, so that they stop
 at different lengths) and the shipped Transformer preset are exported; a
 fresh process where `zoo`, `keras_attention`, keras-hub and Keras cannot be
-imported (`zoo.export.run_without_zoo`) loads each export and calls its
+imported (`zoo.serving.export.run_without_zoo`) loads each export and calls its
 signatures. The translations must equal `translate`'s exactly, for greedy
 and beam search, on a batch with an empty sentence and one longer than the
 preprocessor's source length (cut the same way); the scores must equal
@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo import export as zoo_export
+from zoo.base.generation import make_search
 from zoo.data import bible, parallel_text
-from zoo.generation import make_search
+from zoo.serving import export as zoo_export
 from zoo.translation import glue_punctuation
 from zoo.translation.export import export_translator, glue_punctuation_graph
 
@@ -220,7 +220,7 @@ def test_serving_default_is_the_exported_beam(tiny_exports, name):
     assert answer["serving_default"] == answer["beam3"]
     assert answer["empty"] == {"translation": [], "score": []}
     description = zoo_export.read_metadata(paths[name])
-    assert description["kind"] == "translator"
+    assert description["kind"] == "translation"
     assert description["model"] == type(tasks[name]).__name__
     assert (description["beam_width"], description["max_length"]) == (3, MAX_LENGTH)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo import inputs
+from zoo.base import raw_inputs as inputs
 from zoo.data import vocabulary
 from zoo.seq2seq import Seq2Seq
 from zoo.translation import TranslationPreprocessor

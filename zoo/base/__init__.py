@@ -1,0 +1,16 @@
+"""What every zoo model stands on: the task, its raw inputs, the backbone.
+
+- `zoo.base.task`: `Task` (`fit`/`evaluate`/`predict` on raw data, presets,
+  `export` through the task's kind).
+- `zoo.base.raw_inputs`: the pipeline of raw inputs (the data forms a task
+  takes, batching, the preprocessor's input form).
+- `zoo.base.backbone`, `zoo.base.constructor_arguments`: the backbone and
+  the arguments a task passes on to it.
+- `zoo.base.generation`: `GenerativeTask` (cached greedy and beam search).
+- `zoo.base.distributed_loss`, `zoo.base.teacher_forcing`,
+  `zoo.base.truncation`: loss corrections under `tf.distribute`, the
+  shifted decoder inputs, the truncation warning.
+
+Imports run one way: the kinds and families import this package; it
+imports neither.
+"""

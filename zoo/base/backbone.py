@@ -1,0 +1,217 @@
+"""`Backbone`: the base of the zoo's backbones (functional, `dtype` kept).
+
+As keras-hub's `Backbone`, in small: a backbone is a functional
+`keras.Model` whose config is its constructor arguments. A functional
+model drops the `dtype` argument, and its config's `dtype` is a dict; both
+are handled here once, for the backbones and (through `set_dtype_policy`,
+`base_config` and `with_dtype_policy`) for the tasks (`zoo.base.task.Task`).
+"""
+
+import keras
+
+from zoo.base.constructor_arguments import ArgumentsOf, check_model_arguments
+
+
+def set_dtype_policy(model, dtype):
+    """Gives a functional model the `dtype` it was built with.
+
+    A functional `keras.Model` ignores its `dtype` argument; the policy is
+    set afterwards, as layers set theirs. `None` keeps the global policy.
+
+    Example:
+    >>> x = keras.Input((2,))
+    >>> model = keras.Model(x, x)
+    >>> set_dtype_policy(model, "mixed_bfloat16")
+    >>> model.dtype_policy.name
+    'mixed_bfloat16'
+    """
+    if dtype is not None:
+        model.dtype_policy = dtype
+
+
+def base_config(model):
+    """The config entries every zoo model writes first: name, trainable, dtype.
+
+    Example:
+    >>> x = keras.Input((2,))
+    >>> sorted(base_config(keras.Model(x, x, name="m")))
+    ['dtype', 'name', 'trainable']
+    """
+    return {
+        "name": model.name,
+        "trainable": model.trainable,
+        "dtype": keras.dtype_policies.serialize(model.dtype_policy),
+    }
+
+
+def with_dtype_policy(config):
+    """A copy of `config` whose serialized `dtype` (a dict) is a policy again.
+
+    Example:
+    >>> policy = keras.dtype_policies.serialize(keras.DTypePolicy("bfloat16"))
+    >>> with_dtype_policy({"dtype": policy, "units": 2})["dtype"].name
+    'bfloat16'
+    """
+    config = dict(config)
+    if isinstance(config.get("dtype"), dict):
+        config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+    return config
+
+
+#: The largest value each size argument of a zoo model may take. A preset is
+#: untrusted input: an edited `units=12000` asked for GiBs of weights and
+#: `num_glimpses=10**9` for a `classify` that never returns. The limits are
+#: generous for real models (the shipped presets use at most 10,824 words,
+#: 1,024 intermediate units, 256 everywhere else, 6 glimpses); a larger
+#: model can still be built in code by changing this dict.
+MAX_SIZES = {
+    # Vocabularies: mBART's and Gemma's are about 250,000 tokens.
+    "vocabulary_size": 262_144,
+    "source_vocabulary_size": 262_144,
+    "target_vocabulary_size": 262_144,
+    # Widths: 8,192 is Llama 2 70B's hidden size.
+    "embedding_dim": 8192,
+    "units": 8192,
+    "hidden_dim": 8192,
+    "annotation_dim": 8192,
+    "glimpse_units": 8192,
+    "location_units": 8192,
+    "glimpse_output_units": 8192,
+    "intermediate_dim": 65_536,
+    "num_heads": 256,
+    # Depths and counts.
+    "num_layers": 256,
+    "encoder_layers": 64,
+    "num_classes": 100_000,
+    "num_glimpses": 1000,
+    "test_samples": 1000,
+    # The RAM retina: its largest patch side is patch_size * scale_factor **
+    # (num_scales - 1), limited by `MAX_PATCH_SIDE`.
+    "patch_size": 1024,
+    "num_scales": 16,
+    "scale_factor": 16,
+}
+#: The largest side of a glimpse patch (the coarsest scale).
+MAX_PATCH_SIDE = 8192
+#: The largest `image_shape` (height, width, channels) of a captioner.
+MAX_IMAGE_SHAPE = (8192, 8192, 4)
+
+
+def positive_int(name, value, maximum=None):
+    """`value` if it is a positive int (not a bool) within its limit.
+
+    Args:
+        name: str. The argument, named in the error.
+        value: the value to check.
+        maximum: optional int. The largest value allowed; defaults to
+            `MAX_SIZES[name]`, or no limit for a name not there.
+
+    Raises:
+        ValueError: naming the argument, the value and the limit.
+
+    Example:
+    >>> positive_int("units", 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: `units` must be a positive int. Received: units=0
+    >>> positive_int("units", 12000)
+    Traceback (most recent call last):
+    ...
+    ValueError: `units` must be at most 8192 (zoo.base.backbone.MAX_SIZES). Received: units=12000
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
+    where = ""
+    if maximum is None:
+        maximum, where = MAX_SIZES.get(name), " (zoo.base.backbone.MAX_SIZES)"
+    if maximum is not None and value > maximum:
+        raise ValueError(
+            f"`{name}` must be at most {maximum}{where}. Received: {name}={value}"
+        )
+    return value
+
+
+class Backbone(keras.Model):
+    """Base class of the zoo's backbones: a functional model built from arguments.
+
+    A subclass builds its layers and functional graph in `__init__`, calls
+    `super().__init__(inputs=..., outputs=..., dtype=dtype, **kwargs)` and
+    stores each argument under its own name; `get_config` then lists them
+    (after `name`, `trainable` and `dtype`), read from those attributes, and
+    `from_config` rebuilds the model with its `dtype` policy deserialized.
+    A subclass overrides `get_config` only for a value it writes otherwise.
+    Keyword arguments other than `keras.Model`'s `name` and `trainable`
+    raise a `TypeError` (a functional model would drop them silently).
+
+    Args:
+        inputs, outputs: the functional graph's inputs and outputs.
+        dtype: optional dtype policy (e.g. `"mixed_bfloat16"`). Defaults to
+            `None` (the global policy).
+        **kwargs: `keras.Model` arguments (`name`, `trainable`).
+
+    Example:
+    >>> class Doubler(Backbone):
+    ...     def __init__(self, units=2, dtype=None, **kwargs):
+    ...         x = keras.Input((units,), name="x")
+    ...         super().__init__(x, x * 2, dtype=dtype, **kwargs)
+    ...         self.units = units
+    >>> model = Doubler(3, dtype="mixed_bfloat16")
+    >>> config = model.get_config()
+    >>> config["units"], config["dtype"]["config"]["name"]
+    (3, 'mixed_bfloat16')
+    >>> Doubler.from_config(config).dtype_policy.name
+    'mixed_bfloat16'
+    >>> Doubler(3, unit=4)
+    Traceback (most recent call last):
+    ...
+    TypeError: Doubler got unexpected keyword arguments: unit. Received: unit=4
+    """
+
+    def __init__(self, inputs, outputs, dtype=None, **kwargs):
+        check_model_arguments(type(self).__name__, kwargs)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        set_dtype_policy(self, dtype)
+
+    @classmethod
+    def parameter_count(cls, **arguments):
+        """The parameters `cls(**arguments)` would create, counted unbuilt.
+
+        Every constructor argument is given (defaults filled in, as
+        `ArgumentsOf.values` does); each size is checked as the constructor
+        checks it before it is multiplied. A subclass counts its own layers
+        (see `zoo.base.parameter_budget`); the loader refuses a config above
+        `zoo.base.parameter_budget.MAX_PARAMETERS` before building it.
+
+        Raises:
+            ValueError: a size the constructor would refuse.
+
+        Example:
+        >>> from zoo.ram import RecurrentAttentionBackbone
+        >>> sizes = dict(num_classes=3, patch_size=2, num_scales=1, glimpse_units=2,
+        ...              location_units=2, glimpse_output_units=2, units=2)
+        >>> RecurrentAttentionBackbone.parameter_count(
+        ...     **sizes, cell="rnn", glimpse_filters=None, channels=1)
+        54
+        >>> RecurrentAttentionBackbone(**sizes).count_params()
+        54
+        >>> RecurrentAttentionBackbone.parameter_count(
+        ...     **dict(sizes, units=0), cell="rnn", glimpse_filters=None, channels=1)
+        Traceback (most recent call last):
+        ...
+        ValueError: `units` must be a positive int. Received: units=0
+        """
+        raise NotImplementedError(
+            f"{cls.__name__} does not count its parameters: a backbone "
+            "implements `parameter_count` (see zoo.base.parameter_budget), which "
+            "`Task.from_config` asks before building, so that its presets load."
+        )
+
+    def get_config(self):
+        config = base_config(self)
+        for name in ArgumentsOf(type(self)).names:
+            config[name] = getattr(self, name)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**with_dtype_policy(config))

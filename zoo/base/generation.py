@@ -1,0 +1,407 @@
+"""The one generation front end of the zoo's generative models.
+
+`GenerativeTask` owns the decoding loop for every model that writes tokens
+(`Seq2Seq`, `Transformer`, `ShowAttendTell`): a model supplies
+`encode(inputs, max_length) -> cache` and
+`next(prompt, cache, index) -> (logits, attention, cache)`, and inherits
+`generate` (greedy or beam search with GNMT length and coverage penalties,
+from `keras_attention.decoding`) and `token_attention` (the attention of
+chosen tokens, for alignment plots). The user verbs (`translate`,
+`caption`) are thin: preprocess raw input, `generate`, detokenize.
+
+The decoding arguments of those verbs (`beam_width`, `max_length`,
+`batch_size`) are checked here once (`decoding_options`), so a bad value
+gets the same clear error from every model.
+"""
+
+import numbers
+
+import keras
+import numpy as np
+from keras import ops, tree
+
+from keras_attention.decoding import BeamSearch, GreedySearch
+from zoo.base.task import Task
+
+
+def _int_at_least(name, value, low):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{name}` must be an int. Received: {name}={value!r}")
+    if value < low:
+        raise ValueError(
+            f"`{name}` must be an int >= {low}. Received: {name}={value!r}"
+        )
+    return int(value)
+
+
+def decoding_options(beam_width, max_length, batch_size, default_length):
+    """Checks the decoding arguments of a user verb.
+
+    Args:
+        beam_width: int >= 1 (`1`: greedy), or `None` for greedy.
+        max_length: int >= 1, or `None` for `default_length`.
+        batch_size: int >= 1.
+        default_length: int. The preprocessor's output length.
+
+    Returns:
+        `(beam_width, max_length, batch_size)` as ints.
+
+    Example:
+    >>> decoding_options(None, None, 8, default_length=64)
+    (1, 64, 8)
+    >>> decoding_options(0, None, 8, default_length=64)
+    Traceback (most recent call last):
+    ...
+    ValueError: `beam_width` must be an int >= 1. Received: beam_width=0
+    """
+    beam_width = 1 if beam_width is None else _int_at_least("beam_width", beam_width, 1)
+    if max_length is None:
+        max_length = default_length
+    max_length = _int_at_least("max_length", max_length, 1)
+    batch_size = _int_at_least("batch_size", batch_size, 1)
+    return beam_width, max_length, batch_size
+
+
+def make_search(beam_width, **penalties):
+    """`GreedySearch()` for a beam width of 1, else a `BeamSearch`.
+
+    Args:
+        beam_width: int >= 1 (checked by `decoding_options`).
+        **penalties: `BeamSearch` arguments (`length_penalty`,
+            `coverage_penalty`); a greedy search has none.
+
+    Example:
+    >>> type(make_search(1, length_penalty=0.6)).__name__
+    'GreedySearch'
+    >>> make_search(4, length_penalty=0.6).beam_width
+    4
+    """
+    if beam_width == 1:
+        return GreedySearch()
+    return BeamSearch(beam_width=beam_width, **penalties)
+
+
+def as_texts(texts, name="texts"):
+    """`(list_of_str, single)` from one string or a sequence of strings.
+
+    Args:
+        texts: a `str`, or a list / tuple / array of `str`.
+        name: the argument's name in error messages.
+
+    Example:
+    >>> as_texts("Jesus wept.")
+    (['Jesus wept.'], True)
+    >>> as_texts(b"Jesus wept.")
+    Traceback (most recent call last):
+    ...
+    TypeError: `texts` must be a str or a sequence of str. Received: texts=b'Jesus wept.'
+    """
+    if isinstance(texts, str):
+        return [texts], True
+    if isinstance(texts, (bytes, bytearray)) or not hasattr(texts, "__iter__"):
+        raise TypeError(
+            f"`{name}` must be a str or a sequence of str. Received: {name}={texts!r}"
+        )
+    texts = list(texts)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(
+                f"`{name}` must hold str only. Received: {name}[{i}]={text!r}"
+            )
+    return texts, False
+
+
+class GenerativeTask(Task):
+    """A `Task` that writes token sequences: one search loop for every model.
+
+    A subclass implements two methods with one meaning for every model:
+
+    - `encode(inputs, max_length) -> cache`: encodes prepared inputs (source
+      token ids `(batch, S)`, or images) once; `cache` is a nested structure
+      of tensors with a leading batch axis. `max_length` is the number of
+      decoding steps (for a key/value cache; ignore it if unneeded).
+    - `next(prompt, cache, index) -> (logits, attention, cache)`: reads the
+      token at `index - 1` of `prompt` and returns the `(batch, vocabulary)`
+      logits of position `index`, the step's attention weights over the
+      source positions `(batch, S)` (float32; a Transformer averages its
+      last decoder layer's cross-attention over the heads) and the updated
+      cache (the `keras_attention.decoding` convention, as in keras-hub's
+      samplers).
+
+    It inherits `generate` (the search owns the loop, so length and
+    coverage penalties work for every model) and `token_attention` (the
+    attention of chosen tokens, by re-running `next` once over them). Its
+    `preprocessor` supplies `start_id`, `end_id`, `pad_id` and
+    `sequence_length` (the default number of decoding steps).
+
+    On the TensorFlow backend the search runs inside one `tf.function` per
+    search configuration (traced again only for new shapes); on JAX it
+    runs as `ops.while_loop` (a `jax.lax.while_loop`).
+
+    Example:
+    >>> import keras, numpy as np
+    >>> from keras import ops
+    >>> class Counter(GenerativeTask):
+    ...     # Predicts `previous + 1`, attends to source position `index - 1`.
+    ...     def __init__(self, **kwargs):
+    ...         ids = keras.Input((None,), dtype="int32", name="token_ids")
+    ...         super().__init__(ids, keras.layers.Embedding(8, 8)(ids), **kwargs)
+    ...     def encode(self, inputs, max_length):
+    ...         return {"source": ops.convert_to_tensor(inputs)}
+    ...     def next(self, prompt, cache, index):
+    ...         token = ops.take(prompt, index - 1, axis=1)
+    ...         logits = ops.one_hot(token + 1, 8) * 10.0
+    ...         width = ops.shape(cache["source"])[1]
+    ...         attention = ops.one_hot(ops.full_like(token, index - 1), width)
+    ...         return logits, attention, cache
+    >>> class Ids:
+    ...     start_id, end_id, pad_id, sequence_length = 1, 4, 0, 6
+    >>> model = Counter()
+    >>> model.preprocessor = Ids()
+    >>> tokens, attention = model.generate(
+    ...     np.ones((1, 5), "int32"), return_attention=True)
+    >>> tokens
+    array([[1, 2, 3, 4, 0, 0, 0]], dtype=int32)
+    >>> attention.shape, attention[0, :3].argmax(-1).tolist()
+    ((1, 6, 5), [0, 1, 2])
+    """
+
+    preprocessor = None
+
+    #: Keys of the dict `encode` returns that `next` reads and never changes
+    #: (encoder outputs, cross-attention keys/values). The search gets them
+    #: as its `static_cache`: a beam search tiles them once instead of
+    #: reordering them between beams at every step.
+    static_cache_keys = ()
+
+    def encode(self, inputs, max_length):
+        """Encodes prepared inputs once; returns the cache of `next`.
+
+        Args:
+            inputs: the prepared source (token ids `(batch, S)`, images).
+            max_length: int. The number of decoding steps.
+
+        Returns:
+            A nested structure of tensors, batch-first.
+
+        Example (a caller needs only the contract; `zoo.Seq2Seq` implements
+        it with its decoder state):
+        >>> import numpy as np, zoo
+        >>> from keras import tree
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4)
+        >>> cache = model.encode(np.array([[4, 4, 3], [4, 3, 0]]), max_length=5)
+        >>> sorted({int(t.shape[0]) for t in tree.flatten(cache)})  # batch-first
+        [2]
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement encode().")
+
+    def next(self, prompt, cache, index):
+        """One decoding step: `(logits (batch, V), attention (batch, S), cache)`.
+
+        Args:
+            prompt: int tensor `(batch, max_length + 1)`.
+            cache: the structure `encode` returned, as updated by `next`.
+            index: int scalar. The position whose logits are returned; the
+                step reads the token at `index - 1`.
+
+        Example (a greedy decoding written by hand, what `generate` runs as
+        one compiled loop):
+        >>> import numpy as np, zoo
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4)
+        >>> source = np.array([[4, 4, 3]])
+        >>> prompt = np.array([[2, 0, 0, 0]], "int32")  # [START], 3 steps
+        >>> cache = model.encode(source, max_length=3)
+        >>> for index in range(1, 4):
+        ...     logits, attention, cache = model.next(prompt, cache, index)
+        ...     prompt[:, index] = np.argmax(logits, axis=-1)
+        >>> tuple(logits.shape), tuple(attention.shape)  # (batch, V), (batch, S)
+        ((1, 6), (1, 3))
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement next().")
+
+    def generation_preprocessor(self, verb="generate()"):
+        """The preprocessor that knows the special token ids, or a ValueError.
+
+        Args:
+            verb: str. The calling verb, named in the error.
+
+        Example:
+        >>> import zoo
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4)
+        >>> model.generation_preprocessor("translate()")
+        Traceback (most recent call last):
+        ...
+        ValueError: translate() needs a preprocessor (its start/end/pad token ids and sequence length). Received: preprocessor=None
+        >>> model.preprocessor = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> pre = model.generation_preprocessor()
+        >>> pre.start_id, pre.end_id, pre.pad_id
+        (2, 3, 0)
+        """
+        if self.preprocessor is None:
+            raise ValueError(
+                f"{verb} needs a preprocessor (its start/end/pad token ids and "
+                "sequence length). Received: preprocessor=None"
+            )
+        return self.preprocessor
+
+    def generate(
+        self,
+        inputs,
+        beam_width=1,
+        max_length=None,
+        length_penalty=0.0,
+        coverage_penalty=0.0,
+        return_attention=False,
+    ):
+        """Generates token ids from prepared inputs with a greedy or beam search.
+
+        Args:
+            inputs: the prepared source, as `encode` takes it (e.g. token ids
+                `(batch, S)` from the preprocessor, or images).
+            beam_width: int. `1` (or `None`) decodes greedily. Defaults to `1`.
+            max_length: int. Decoding steps; defaults to the preprocessor's
+                `sequence_length`.
+            length_penalty: float. GNMT length penalty alpha (beam search
+                only). Defaults to `0.0`.
+            coverage_penalty: float. GNMT coverage penalty beta (beam search
+                only), computed from the attention `next` returns. Defaults
+                to `0.0`.
+            return_attention: bool. Also return the attention of the chosen
+                tokens (see `token_attention`). Defaults to `False`.
+
+        Returns:
+            int32 NumPy array `(batch, max_length + 1)` that starts with the
+            start token and holds the pad id after each sequence's end
+            token; with `return_attention`, also a float32 array
+            `(batch, max_length, S)`.
+
+        Example:
+        >>> import numpy as np, zoo
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+        >>> ids = np.array([[4, 3, 0], [4, 4, 3]])  # "light", "light light"
+        >>> tokens, attention = model.generate(ids, max_length=3, return_attention=True)
+        >>> tokens.shape, tokens[:, 0].tolist(), attention.shape  # [START] = 2
+        ((2, 4), [2, 2], (2, 3, 3))
+        >>> len(pre.detokenize(tokens[:, 1:]))  # the ids back to sentences
+        2
+        """
+        pre = self.generation_preprocessor()
+        beam_width, max_length, _ = decoding_options(
+            beam_width, max_length, 1, pre.sequence_length
+        )
+        search = make_search(
+            beam_width, length_penalty=length_penalty, coverage_penalty=coverage_penalty
+        )
+        batch = int(ops.shape(tree.flatten(inputs)[0])[0])
+        prompt = np.full((batch, max_length + 1), pre.pad_id, "int32")
+        prompt[:, 0] = pre.start_id
+        run = self._search_function(search, pre.end_id, pre.pad_id)
+        tokens = ops.convert_to_numpy(run(inputs, ops.convert_to_tensor(prompt)))
+        if return_attention:
+            return tokens, self.token_attention(inputs, tokens)
+        return tokens
+
+    def _search_function(self, search, end_id, pad_id):
+        """`run(inputs, prompt) -> tokens`, compiled once per search on TF."""
+        key = (type(search).__name__, tuple(sorted(search.get_config().items())))
+        key += (int(end_id), int(pad_id))
+        functions = self.__dict__.setdefault("_zoo_search_functions", {})
+        if key not in functions:
+
+            def run(inputs, prompt):
+                return self.run_search(
+                    search,
+                    inputs,
+                    prompt,
+                    stop_token_ids=[int(end_id)],
+                    pad_token_id=int(pad_id),
+                )
+
+            if keras.backend.backend() == "tensorflow":
+                import tensorflow as tf
+
+                run = tf.function(run, reduce_retracing=True)
+            functions[key] = run
+        return functions[key]
+
+    def run_search(self, search, inputs, prompt, cache=None, **kwargs):
+        """Runs a `keras_attention.decoding` search over `encode` and `next`.
+
+        The cache entries named in `static_cache_keys` go to the search as
+        its `static_cache`; `next` still sees the whole cache.
+
+        Args:
+            search: a `GreedySearch` or `BeamSearch`.
+            inputs: the prepared source, as `encode` takes it.
+            prompt: int tensor `(batch, max_length + 1)` holding the start
+                token at position 0.
+            cache: optional. What `encode(inputs, max_length)` returned,
+                for a caller that needs it again (e.g. to re-run `next` over
+                the chosen tokens); `None` encodes `inputs` here.
+            **kwargs: the search's other call arguments (`stop_token_ids`,
+                `pad_token_id`, `return_scores`).
+
+        Returns:
+            What the search returns (the token ids, and the scores with
+            `return_scores=True`).
+
+        Example (a beam search run eagerly, with its scores):
+        >>> import numpy as np, zoo
+        >>> from keras_attention.decoding import BeamSearch
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4)
+        >>> prompt = np.array([[2, 0, 0, 0]] * 2, "int32")  # [START], 3 steps
+        >>> tokens, scores = model.run_search(
+        ...     BeamSearch(beam_width=2), np.array([[4, 4, 3], [4, 3, 0]]), prompt,
+        ...     stop_token_ids=[3], pad_token_id=0, return_scores=True)
+        >>> tuple(tokens.shape), tuple(scores.shape)
+        ((2, 4), (2,))
+        """
+        if cache is None:
+            cache = self.encode(inputs, ops.shape(prompt)[1] - 1)
+        static_keys = []
+        if isinstance(cache, dict):
+            static_keys = [key for key in self.static_cache_keys if key in cache]
+        if not static_keys:
+            return search(self.next, prompt, cache=cache, index=1, **kwargs)
+        static = {key: cache[key] for key in static_keys}
+
+        def next(prompt, cache, index, static):
+            logits, attention, cache = self.next(prompt, {**cache, **static}, index)
+            cache = {key: value for key, value in cache.items() if key not in static}
+            return logits, attention, cache
+
+        cache = {key: value for key, value in cache.items() if key not in static}
+        return search(next, prompt, cache=cache, index=1, static_cache=static, **kwargs)
+
+    def token_attention(self, inputs, tokens):
+        """The attention of given tokens: `next` re-run, teacher-forced, once.
+
+        Args:
+            inputs: the prepared source, as for `generate`.
+            tokens: int array `(batch, T + 1)` starting with the start token
+                (as `generate` returns it).
+
+        Returns:
+            float32 NumPy array `(batch, T, S)`: row `t` is the attention of
+            the step that produced `tokens[:, t + 1]`.
+
+        Example (the alignment of a given translation, e.g. a reference):
+        >>> import numpy as np, zoo
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4)
+        >>> source = np.array([[4, 4, 3]])  # light light [END]
+        >>> tokens = np.array([[2, 5, 5, 3]])  # [START] luz luz [END]
+        >>> weights = model.token_attention(source, tokens)
+        >>> weights.shape, bool(np.allclose(weights.sum(-1), 1.0, atol=1e-5))
+        ((1, 3, 3), True)
+        """
+        tokens = np.asarray(tokens, "int32")
+        prompt = ops.convert_to_tensor(tokens)
+        cache = self.encode(inputs, tokens.shape[1] - 1)
+        rows = []
+        for index in range(1, tokens.shape[1]):
+            _, attention, cache = self.next(prompt, cache, index)
+            rows.append(ops.convert_to_numpy(ops.cast(attention, "float32")))
+        return np.stack(rows, axis=1)

@@ -1,0 +1,952 @@
+"""`Task`: the base of every zoo model (`fit` / `evaluate` / `predict`, presets).
+
+A `Task` is a functional `keras.Model` with a `preprocessor` (a layer that
+turns raw samples, e.g. strings, into model inputs inside `tf.data`), so
+`fit`, `evaluate` and `predict` take raw data in every form of
+`zoo.base.raw_inputs.FORMS` as well as prepared inputs; and it saves to / loads from
+preset directories (`keras_attention.presets`). The loss corrections for
+`tf.distribute` live in `zoo.base.distributed_loss`.
+"""
+
+import os
+import warnings
+
+import keras
+import tensorflow as tf
+
+from keras_attention import presets
+from zoo.base import distributed_loss, parameter_budget
+from zoo.base import raw_inputs as inputs
+from zoo.base.backbone import base_config, set_dtype_policy, with_dtype_policy
+from zoo.base.constructor_arguments import ArgumentsOf
+
+# Re-exported: the family models import these from here.
+from zoo.base.distributed_loss import global_batch_mean, logged_as_share  # noqa: F401
+from zoo.base.raw_inputs import given_dataset, sliced  # noqa: F401
+from zoo.data import pipeline
+
+#: The `zoo` package folder, whose family folders hold the shipped presets.
+ZOO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The model config entry that receives the preset's preprocessor.
+PREPROCESSOR_KEY = "preprocessor"
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class Task(keras.Model):
+    """Base class of zoo models: raw-data `fit`/`evaluate`/`predict` + presets.
+
+    Subclasses build a functional graph in `__init__` and pass their
+    `preprocessor` (or leave it `None`). The preprocessor says which raw
+    data it takes (`zoo.base.raw_inputs.input_form`); raw samples are batched
+    (`batch_size`, default 32) and mapped through it inside `tf.data`;
+    prepared inputs pass through untouched.
+
+    A family's task is built on its backbone (`backbone_arguments` names
+    the backbone class), from a `backbone=` instance or from the backbone's
+    own arguments passed through the task (`build_backbone`); it reads each
+    backbone argument as an attribute (`model.hidden_dim`) and lists them,
+    flat, in its config (`get_config`). A `Task` can also be built directly
+    from functional inputs and outputs, as below.
+
+    Args:
+        *args: `keras.Model` arguments (`inputs`, `outputs`).
+        backbone: optional backbone the graph is built on (an instance of
+            `backbone_arguments.cls`); its arguments become the task's
+            attributes. Defaults to `None`.
+        preprocessor: optional layer turning raw data into model inputs
+            (see `zoo.base.raw_inputs.input_form`). Defaults to `None`.
+        dtype: optional dtype policy (e.g. `"mixed_bfloat16"`). Defaults to
+            the backbone's, or to the global policy.
+        **kwargs: `keras.Model` arguments (`name`, `trainable`).
+
+    Example:
+    >>> words = keras.layers.StringLookup(vocabulary=["in", "the", "beginning"])
+    >>> ids = keras.Input((), dtype="int64", name="ids")
+    >>> outputs = keras.layers.Dense(1)(keras.layers.Embedding(4, 2)(ids))
+    >>> model = Task(ids, outputs, preprocessor=inputs.FeaturePreprocessor(words))
+    >>> model.predict(["in", "the", "end"], verbose=0).shape
+    (3, 1)
+    """
+
+    static_shapes = False
+
+    #: What the task does, in the zoo's one vocabulary of kinds:
+    #: `"translation"`, `"captioning"` or `"classification"`, set by the kind
+    #: class a family's task subclasses (`zoo.translation.TranslationTask`,
+    #: `zoo.captioning.CaptioningTask`,
+    #: `zoo.classification.ClassificationTask`). `None`: a task of no kind,
+    #: which has no serving export, CLI verb or held-out evaluation.
+    kind = None
+
+    #: The `python -m zoo` commands that run this kind's user verbs (e.g.
+    #: `("translate",)`).
+    verbs = ()
+
+    #: The backbone's arguments as the task takes them
+    #: (`zoo.base.constructor_arguments.ArgumentsOf(TheBackbone)`); `None` for a task
+    #: built from inputs and outputs.
+    backbone_arguments = None
+
+    def __init__(self, *args, backbone=None, preprocessor=None, dtype=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if dtype is None and backbone is not None:
+            dtype = backbone.dtype_policy
+        set_dtype_policy(self, dtype)
+        self.preprocessor = preprocessor
+        if backbone is not None and self.backbone_arguments is not None:
+            self.backbone = backbone
+            # `backbone` is the backbone itself, even where a backbone
+            # argument is called so (`ShowAttendTell`'s encoder name).
+            self.backbone_arguments.copy_attributes(backbone, self, skip=("backbone",))
+
+    @classmethod
+    def build_backbone(cls, args, backbone, kwargs, dtype=None, name=None):
+        """The task's backbone: `backbone`, or one built from its arguments.
+
+        The backbone arguments given to the task (`args`, in the backbone's
+        order, and the entries of `kwargs` named as in
+        `backbone_arguments`, which are taken out of it) build the backbone
+        with `dtype` and `name`; or `backbone` is the backbone, and the
+        arguments given with it must agree with it. What is left in
+        `kwargs` must be `keras.Model`'s `name` or `trainable`.
+
+        Args:
+            args: tuple. The task's positional arguments.
+            backbone: `None`, a backbone (an instance of
+                `backbone_arguments.cls`), or the value of a backbone
+                argument that the task calls `backbone` (`ShowAttendTell`'s
+                encoder name).
+            kwargs: dict. The task's other keyword arguments.
+            dtype: optional dtype policy of a backbone built here.
+            name: optional str. The name of a backbone built here.
+
+        Returns:
+            The backbone.
+
+        Raises:
+            TypeError: an unknown argument (named), or a `backbone` of
+                another class.
+            ValueError: a bad backbone argument, or one that disagrees with
+                the given backbone.
+
+        Example:
+        >>> from zoo.seq2seq import Seq2Seq
+        >>> kwargs = {"embedding_dim": 4, "units": 3, "name": "tiny"}
+        >>> backbone = Seq2Seq.build_backbone((10, 12), None, kwargs)
+        >>> type(backbone).__name__, backbone.units, kwargs  # `name` is left
+        ('Seq2SeqBackbone', 3, {'name': 'tiny'})
+        >>> Seq2Seq.build_backbone((), backbone, {"units": 3}) is backbone
+        True
+        >>> Seq2Seq.build_backbone((), backbone, {"units": 5})
+        Traceback (most recent call last):
+        ...
+        ValueError: Seq2Seq: `units` disagrees with the given Seq2SeqBackbone's units=3. Received: units=5
+        """
+        arguments = cls.backbone_arguments
+        given = arguments.take(cls.__name__, args, kwargs)
+        if isinstance(backbone, arguments.cls):
+            arguments.check_agrees(cls.__name__, given, backbone)
+            return backbone
+        if backbone is not None:
+            if isinstance(backbone, keras.Layer) or "backbone" not in arguments.names:
+                raise TypeError(
+                    f"`backbone` must be a {arguments.cls.__name__}. "
+                    f"Received: backbone={backbone!r:.80}"
+                )
+            given["backbone"] = backbone
+        return arguments.build(given, dtype=dtype, name=name)
+
+    def use_static_shapes(self, enabled=True):
+        """Feeds `fit`/`evaluate` batches of one fixed shape (for TPUs, XLA).
+
+        With static shapes, raw samples are batched with
+        `drop_remainder=True` (the last partial batch of an epoch is
+        skipped) and a preprocessor with a `trim_padding` option pads every
+        batch to its full sequence length instead of the batch's longest
+        row, so every step sees the same shapes and XLA compiles once.
+        `predict` never drops samples. Datasets the caller batched are not
+        re-batched: batch them with `drop_remainder=True` yourself. The
+        preprocessor's `trim_padding` is part of its config: call
+        `use_static_shapes(False)` before `save_to_preset` for a preset
+        that trims padding again.
+
+        Args:
+            enabled: bool. Defaults to `True`.
+
+        Returns:
+            The model (so calls can be chained).
+
+        Example:
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> model = Task(ids, keras.layers.Embedding(4, 2)(ids))
+        >>> model.use_static_shapes().static_shapes
+        True
+        """
+        self.static_shapes = bool(enabled)
+        if hasattr(self.preprocessor, "trim_padding"):
+            self.preprocessor.trim_padding = not self.static_shapes
+        return self
+
+    # Data ------------------------------------------------------------------
+
+    def input_form(self, spec):
+        """How this task takes data whose elements have the type spec `spec`.
+
+        The hook `fit`, `evaluate` and `predict` ask: `zoo.base.raw_inputs.SAMPLES`
+        (one raw sample: batch, then preprocess), `zoo.base.raw_inputs.BATCHES` (a
+        raw batch: preprocess) or `None` (prepared inputs, fed as they are).
+        By default the preprocessor's declared `input_form` answers
+        (`zoo.base.raw_inputs.input_form`); a subclass may override this.
+
+        Args:
+            spec: the element spec as `(x,)`, `(x, y)` or `(x, y, w)`.
+
+        Returns:
+            `"samples"`, `"batches"` or None.
+
+        Example:
+        >>> words = keras.layers.StringLookup(vocabulary=["in", "the"])
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> model = Task(ids, ids, preprocessor=inputs.FeaturePreprocessor(words))
+        >>> model.input_form((tf.TensorSpec((), tf.string),))
+        'samples'
+        >>> model.input_form((tf.TensorSpec((None,), tf.int64),)) is None
+        True
+        """
+        return inputs.input_form(self.preprocessor, spec)
+
+    def _batch(self, dataset, batch_size, drop_remainder):
+        """Batches unbatched samples (32 when `batch_size` is `None`).
+
+        `drop_remainder` says the caller may drop a last partial batch
+        (`fit`, `evaluate`); it is dropped only with static shapes on.
+        """
+        return dataset.batch(
+            batch_size or 32, drop_remainder=drop_remainder and self.static_shapes
+        )
+
+    def preprocess_samples(self, x, y=None, sample_weight=None):
+        """Maps one batch of raw samples to `(inputs, labels, sample_weight)`.
+
+        Example:
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> model = Task(ids, ids)  # No preprocessor: packed as given.
+        >>> model.preprocess_samples([1, 2], [0, 1])
+        ([1, 2], [0, 1])
+        """
+        if self.preprocessor is None:
+            return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+        return self.preprocessor(x, y, sample_weight)
+
+    def _as_dataset(
+        self,
+        x,
+        y=None,
+        sample_weight=None,
+        batch_size=None,
+        shuffle=False,
+        drop_remainder=False,
+    ):
+        """Raw data as a batched, preprocessed `tf.data.Dataset`.
+
+        Returns `None` for prepared in-memory data and data Keras iterates
+        itself (the caller hands it to Keras), and a dataset of prepared
+        inputs as it is.
+        """
+        batch_size = inputs.check_batch_size(batch_size)
+        if inputs.passed_to_keras(x):
+            return None
+        dataset = inputs.given_dataset(x, y, sample_weight)
+        if dataset is None:
+            data = inputs.unpack(x, y, sample_weight)
+            if self.input_form(inputs.sample_spec(data)) is None:
+                return None
+            # In-memory data is a collection of samples, whatever their rank.
+            dataset = inputs.sliced(keras.utils.pack_x_y_sample_weight(*data), shuffle)
+            form = inputs.SAMPLES
+        else:
+            form = self.input_form(dataset.element_spec)
+            if form is None:
+                return dataset
+        if form == inputs.SAMPLES:
+            dataset = self._batch(dataset, batch_size, drop_remainder)
+        elif batch_size is not None:
+            warnings.warn(
+                f"batch_size={batch_size} is ignored: the dataset is already "
+                "batched (as Keras ignores it for any tf.data.Dataset).",
+                stacklevel=3,
+            )
+
+        batch = tf.nest.flatten(dataset.element_spec)[0].shape[0]
+
+        def preprocess(*sample):
+            prepared = self.preprocess_samples(*sample)
+            if self.static_shapes and batch is not None:
+                # Tokenizers lose the static batch size; TPUs need it back.
+                prepared = tf.nest.map_structure(
+                    lambda t: tf.ensure_shape(t, [batch] + t.shape[1:]), prepared
+                )
+            return prepared
+
+        dataset = dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        self._check_prepared(dataset.element_spec)
+        return pipeline.finish(dataset)
+
+    def _check_prepared(self, spec):
+        """Refuses preprocessed data that lacks some of the model's inputs.
+
+        Checked before Keras traces anything, so a wrong call creates no
+        variable and the model stays usable.
+        """
+        expected = self.input if isinstance(self.input, dict) else None
+        given = inputs.element_parts(spec)[0]
+        if expected is None or not isinstance(given, dict):
+            return
+        missing = sorted(set(expected) - set(given))
+        if missing:
+            raise ValueError(
+                f"The preprocessor turns this data into the inputs "
+                f"{sorted(given)}, but {type(self).__name__} also needs "
+                f"{missing}. Pass the labels as well (e.g. (source, target) "
+                "pairs), or, to generate outputs, call the task's own method "
+                "(e.g. `translate` or `caption`)."
+            )
+
+    def _validation(self, validation, batch_size):
+        if validation is None:
+            return None
+        if isinstance(validation, tuple):
+            prepared = self._as_dataset(
+                *validation, batch_size=batch_size, drop_remainder=True
+            )
+        elif isinstance(validation, tf.data.Dataset):
+            prepared = self._as_dataset(validation, drop_remainder=True)
+        else:
+            prepared = self._as_dataset(
+                validation, batch_size=batch_size, drop_remainder=True
+            )
+        return validation if prepared is None else prepared
+
+    def _retrace_after_failure(self):
+        """Drops the step functions of a failed call.
+
+        A call that fails while Keras traces its step leaves a function
+        that may not create variables any more; the next call then traces
+        a new one, so a failed `fit` leaves the model usable.
+        """
+        self.train_function = None
+        self.test_function = None
+        self.predict_function = None
+
+    def fit(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        """Trains on raw or prepared data in any form of `zoo.base.raw_inputs.FORMS`.
+
+        Raw data goes through the preprocessor inside `tf.data`: lists and
+        arrays are shuffled each epoch (unless `shuffle=False`) and batched
+        by `batch_size` (default 32); an unbatched `tf.data.Dataset` is
+        batched by `batch_size`, a batched one is used as it is (its
+        shuffling is the caller's). `validation_data` takes the same forms.
+        A call that fails (wrong data) leaves the model usable.
+
+        Args:
+            x: the data: `x` (with `y`), a list of `(x, y[, w])` tuples, a
+                tuple `(x, y[, w])`, or a `tf.data.Dataset`.
+            y: optional labels, when `x` holds only the inputs.
+            batch_size: optional int. Samples per step for unbatched data.
+            sample_weight: optional per-sample weights.
+            **kwargs: `keras.Model.fit` arguments (`epochs`,
+                `validation_data`, `callbacks`, `shuffle`, ...).
+
+        Returns:
+            The Keras `History`.
+
+        Raises:
+            ValueError: data in no accepted form (the message lists them),
+                labels given twice, or data the preprocessor cannot turn
+                into every model input.
+
+        Example:
+        >>> words = keras.layers.StringLookup(vocabulary=["in", "the", "beginning"])
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> outputs = keras.layers.Dense(1)(keras.layers.Embedding(4, 2)(ids))
+        >>> model = Task(ids, outputs, preprocessor=inputs.FeaturePreprocessor(words))
+        >>> model.compile("sgd", "mse")
+        >>> pairs = [("in", 1.0), ("the", 0.0), ("beginning", 0.5)]
+        >>> history = model.fit(pairs, batch_size=2, epochs=2, verbose=0)
+        >>> history = model.fit(["in", "the"], [1.0, 0.0], verbose=0)  # x and y
+        >>> history = model.fit((["in", "the"], [1.0, 0.0]), verbose=0)  # a tuple
+        >>> data = tf.data.Dataset.from_tensor_slices((["in", "the"], [1.0, 0.0]))
+        >>> history = model.fit(data, batch_size=2, verbose=0)  # unbatched
+        >>> history = model.fit(data.batch(2), verbose=0)  # batched
+        >>> len(history.history["loss"])
+        1
+        """
+        shuffle = kwargs.pop("shuffle", True)
+        validation = kwargs.pop("validation_data", None)
+        dataset = self._as_dataset(
+            x, y, sample_weight, batch_size, shuffle=shuffle, drop_remainder=True
+        )
+        validation = self._validation(validation, batch_size)
+        try:
+            if dataset is None:
+                return super().fit(
+                    x,
+                    y,
+                    batch_size=batch_size,
+                    sample_weight=sample_weight,
+                    validation_data=validation,
+                    shuffle=shuffle,
+                    **kwargs,
+                )
+            # Raw samples were shuffled before batching (lists) or are the
+            # caller's dataset to shuffle (tf.data), so Keras must not.
+            return super().fit(
+                dataset, validation_data=validation, shuffle=False, **kwargs
+            )
+        except Exception:
+            self._retrace_after_failure()
+            raise
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        """Evaluates on raw or prepared data in any form of `zoo.base.raw_inputs.FORMS`.
+
+        The forms and batching are those of `fit` (without shuffling).
+
+        Args:
+            x, y, batch_size, sample_weight: the data, as `fit` takes it.
+            **kwargs: `keras.Model.evaluate` arguments (`return_dict`, ...).
+
+        Returns:
+            The loss (and metrics), as `keras.Model.evaluate` returns them.
+
+        Example:
+        >>> words = keras.layers.StringLookup(vocabulary=["in", "the", "beginning"])
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> embedded = keras.layers.Embedding(4, 1, embeddings_initializer="zeros")
+        >>> model = Task(ids, embedded(ids), preprocessor=inputs.FeaturePreprocessor(words))
+        >>> model.compile("sgd", "mse")
+        >>> model.evaluate([("in", 1.0), ("the", 3.0)], verbose=0)  # (1 + 9) / 2
+        5.0
+        """
+        dataset = self._as_dataset(x, y, sample_weight, batch_size, drop_remainder=True)
+        try:
+            if dataset is None:
+                return super().evaluate(
+                    x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
+                )
+            return super().evaluate(dataset, **kwargs)
+        except Exception:
+            self._retrace_after_failure()
+            raise
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """Model outputs for raw or prepared inputs in any form of `fit`.
+
+        Labels in the data (pairs, a tuple, a dataset of `(x, y)`) are
+        ignored. A generative task's raw inputs lack the decoder input, so
+        `predict` refuses them and names the method to call instead (e.g.
+        `translate`, `caption`).
+
+        Args:
+            x: the inputs: a list or array of `x`, a list of `(x, y)`
+                tuples, a tuple `(x, y)`, or a `tf.data.Dataset`.
+            batch_size: optional int. Samples per step for unbatched data.
+            **kwargs: `keras.Model.predict` arguments (`verbose`, ...).
+
+        Returns:
+            NumPy outputs, as `keras.Model.predict` returns them.
+
+        Example:
+        >>> words = keras.layers.StringLookup(vocabulary=["in", "the", "beginning"])
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> model = Task(ids, ids, preprocessor=inputs.FeaturePreprocessor(words))
+        >>> model.predict(["the", "beginning", "end"], verbose=0).tolist()
+        [2, 3, 0]
+        >>> data = tf.data.Dataset.from_tensor_slices(["in", "end"])
+        >>> model.predict(data, batch_size=2, verbose=0).tolist()
+        [1, 0]
+        """
+        if not isinstance(x, tf.data.Dataset) and not inputs.passed_to_keras(x):
+            x, _, _ = inputs.unpack(x)
+        elif isinstance(x, tf.data.Dataset) and isinstance(x.element_spec, tuple):
+            x = x.map(lambda x, *labels: x)
+        dataset = self._as_dataset(x, batch_size=batch_size)
+        try:
+            if dataset is None:
+                return super().predict(x, batch_size=batch_size, **kwargs)
+            return super().predict(dataset, **kwargs)
+        except Exception:
+            self._retrace_after_failure()
+            raise
+
+    # Distribution ------------------------------------------------------------
+
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
+        """The compiled loss, averaged over the global batch under `tf.distribute`.
+
+        Keras divides each replica's loss by that replica's own count of
+        (unmasked) outputs, e.g. target tokens, and then averages the
+        replicas, so a token in a short slice of the batch would weigh more
+        than one in a long slice. The sample weights of each replica are
+        scaled instead (`zoo.base.distributed_loss.global_average_weights`), which
+        makes the summed gradients those of the mean over every output of
+        the global batch, as on one device; the value returned is adjusted
+        (without touching its gradient) so that the loss Keras logs is that
+        mean too (`zoo.base.distributed_loss.logged_as_share`). On one device
+        this is Keras's loss.
+
+        Example:
+        >>> ids = keras.Input((1,), name="ids")
+        >>> model = Task(ids, ids)
+        >>> model.compile(loss="mse")
+        >>> float(model.compute_loss(y=tf.ones((2, 1)), y_pred=tf.zeros((2, 1))))
+        1.0
+        """
+        sample_weight = distributed_loss.global_average_weights(
+            y, y_pred, sample_weight
+        )
+        loss = super().compute_loss(x, y, y_pred, sample_weight, training=training)
+        return distributed_loss.logged_as_share(
+            loss, distributed_loss.batch_samples(x, y)
+        )
+
+    def train_step(self, data):
+        """Keras's training step, its logs shaped for multi-worker reduction.
+
+        The loss is `compute_loss`'s (a mean over the global batch); the
+        logs get the leading axis `MultiWorkerMirroredStrategy` reduces
+        over (`distributed_loss.per_worker_logs`), unchanged elsewhere.
+        """
+        return distributed_loss.per_worker_logs(super().train_step(data))
+
+    def test_step(self, data):
+        """Keras's evaluation step, its logs as in `train_step`."""
+        return distributed_loss.per_worker_logs(super().test_step(data))
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Keras 3 builds from the first distributed batch averaged over the
+        # replicas, which fails under MultiWorkerMirroredStrategy; this
+        # worker's part has the shapes (`distributed_loss.local_batch`).
+        strategy = self._distribute_strategy
+        if iterator is not None and strategy is not None:
+            for _, _, batches in iterator:
+                data_batch = distributed_loss.local_batch(strategy, next(batches))
+                break
+            iterator = None
+        return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
+    # Config and presets ------------------------------------------------------
+
+    def get_config(self):
+        """The constructor arguments, with the serialized preprocessor.
+
+        A task built on a backbone lists the backbone's arguments flat,
+        under the task's names (as configs saved before the backbones
+        existed do), then its own arguments, read from the attributes of
+        the same names. A `Task` built from inputs and outputs has a
+        functional config.
+        """
+        pre = self.preprocessor
+        pre = None if pre is None else keras.saving.serialize_keras_object(pre)
+        if self.backbone_arguments is None:
+            config = super().get_config()
+            if pre is not None:
+                config[PREPROCESSOR_KEY] = pre
+            return config
+        config = base_config(self)
+        config.update(self.backbone_arguments.config(self.backbone))
+        for name in ArgumentsOf(type(self)).names:
+            if name not in ("backbone", PREPROCESSOR_KEY):
+                config[name] = getattr(self, name)
+        config[PREPROCESSOR_KEY] = pre
+        return config
+
+    @classmethod
+    def parameter_count(cls, config):
+        """The parameters `cls.from_config(config)` would create, unbuilt.
+
+        Asked by `from_config` before anything is built: a config above
+        `zoo.base.parameter_budget.MAX_PARAMETERS` is refused there. The
+        backbone counts its part (`Backbone.parameter_count`); a task with
+        layers of its own on top adds theirs.
+
+        Args:
+            config: dict. The task's config (its constructor arguments).
+
+        Returns:
+            int, exact but for the bound of the alignment function
+            (`zoo.base.parameter_budget.score_parameters`); `None` for a task
+            built from inputs and outputs (no backbone to ask).
+
+        Raises:
+            ValueError: a size the constructor would refuse.
+
+        Example:
+        >>> from zoo.transformer import Transformer
+        >>> config = {"vocabulary_size": 20, "num_layers": 1, "hidden_dim": 8,
+        ...           "intermediate_dim": 16, "num_heads": 2}
+        >>> Transformer.parameter_count(config) == Transformer(**config).count_params()
+        True
+        """
+        arguments = cls.backbone_arguments
+        if arguments is None:
+            return None
+        return arguments.cls.parameter_count(**arguments.values(config))
+
+    @classmethod
+    def from_config(cls, config):
+        """Rebuilds a task from its `get_config()`.
+
+        Zoo models' configs are their constructor arguments, with the
+        preprocessor serialized as a Keras object (or given as a layer) and
+        the dtype policy as a dict; a `Task` built from inputs and outputs
+        has a functional config.
+
+        Example:
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> model = Task(ids, keras.layers.Embedding(4, 2)(ids))
+        >>> type(Task.from_config(model.get_config())).__name__
+        'Task'
+        """
+        config = with_dtype_policy(config)
+        count = cls.parameter_count(config)
+        if count is not None:
+            parameter_budget.check(cls.__name__, count)
+        pre = config.get(PREPROCESSOR_KEY)
+        if isinstance(pre, dict):
+            config[PREPROCESSOR_KEY] = keras.saving.deserialize_keras_object(pre)
+        if {"layers", "input_layers", "output_layers"} <= set(config):
+            pre = config.pop(PREPROCESSOR_KEY, None)
+            model = keras.Model.from_config.__func__(cls, config)
+            model.preprocessor = pre
+            return model
+        return cls(**config)
+
+    def save_to_preset(self, directory, metadata=None):
+        """Saves config, weights, preprocessor (with assets) and metadata.
+
+        Args:
+            directory: str or path-like. The preset directory to write
+                (replaced whole if it holds a preset).
+            metadata: optional dict stored in `metadata.json` (metrics, the
+                training command, data split, hardware).
+
+        Returns:
+            The metadata written.
+
+        Example:
+        >>> import tempfile
+        >>> words = keras.layers.StringLookup(vocabulary=["in", "the"])
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> model = Task(ids, keras.layers.Embedding(3, 2)(ids),
+        ...              preprocessor=inputs.FeaturePreprocessor(words))
+        >>> meta = model.save_to_preset(tempfile.mkdtemp(), metadata={"note": "tiny"})
+        >>> sorted(meta["files"]), meta["note"]
+        (['config.json', 'model.weights.h5', 'preprocessor.json'], 'tiny')
+        """
+        return presets.save_preset(
+            self, directory, preprocessor=self.preprocessor, metadata=metadata
+        )
+
+    def export(self, filepath, format="tf_saved_model", verbose=None, **options):
+        """Writes a serving SavedModel: raw inputs in, finished outputs out.
+
+        The `"tf_saved_model"` format is the export of the task's kind
+        (`export_serving`): tokenization, the beam search and
+        detokenization (or the image handling) run inside the graph, so
+        the artefact loads with `tf.saved_model.load` where neither the zoo,
+        `keras_attention` nor Keras can be imported, and `python -m zoo
+        serve` serves it. `python -m zoo export` writes the same. A task of
+        no kind refuses it (as the CLI does); any other `format` is
+        `keras.Model.export`'s, of the tensors-in, tensors-out model.
+
+        Args:
+            filepath: str or path-like. The directory to write.
+            format: str. Defaults to `"tf_saved_model"`.
+            verbose: optional bool, passed on to `keras.Model.export`.
+            **options: the kind's export settings (e.g. `beam_width` for the
+                generative tasks), else `keras.Model.export`'s.
+
+        Returns:
+            The export's description (a dict) for the zoo's exports, else
+            what `keras.Model.export` returns.
+
+        Raises:
+            ValueError: a task of no kind, with `format="tf_saved_model"`.
+
+        Example:
+        >>> import tempfile
+        >>> import numpy as np
+        >>> from zoo.serving import export
+        >>> from zoo.ram import RecurrentAttentionModel
+        >>> model = RecurrentAttentionModel(
+        ...     num_classes=3, num_glimpses=2, patch_size=4, glimpse_units=4,
+        ...     location_units=4, glimpse_output_units=8, units=8, seed=0,
+        ...     class_names=["cat", "dog", "owl"])
+        >>> with tempfile.TemporaryDirectory() as directory:
+        ...     description = model.export(directory)
+        ...     exported = export.load(directory)  # TensorFlow alone runs it
+        >>> description["kind"], description["signatures"]
+        ('classification', ['serve', 'serve_bytes'])
+        >>> outputs = exported(image=np.zeros((2, 28, 28, 1), "uint8"))
+        >>> outputs["class_name"].shape, outputs["probabilities"].shape
+        ((2,), (2, 3))
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> Task(ids, ids).export("unused")
+        Traceback (most recent call last):
+        ...
+        ValueError: Task has no kind (translation, captioning or classification), so it has no serving export: subclass a kind of zoo, or call keras.Model.export(model, path) for the tensors-in, tensors-out model.
+        """
+        if format != "tf_saved_model":
+            return super().export(filepath, format=format, verbose=verbose, **options)
+        return self.export_serving(filepath, **options)
+
+    def export_serving(self, filepath, **options):
+        """The kind's SavedModel (see `export`); its description as a dict.
+
+        A kind overrides it with its exporter; here, a task of no kind
+        refuses with a `ValueError`.
+
+        Example:
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> Task(ids, ids).export_serving("unused")
+        Traceback (most recent call last):
+        ...
+        ValueError: Task has no kind (translation, captioning or classification), so it has no serving export: subclass a kind of zoo, or call keras.Model.export(model, path) for the tensors-in, tensors-out model.
+        """
+        raise ValueError(
+            _no_kind(self, "serving export") + ": subclass a kind of zoo, or "
+            "call keras.Model.export(model, path) for the tensors-in, "
+            "tensors-out model."
+        )
+
+    def evaluate_split(
+        self, split="test", limit=None, beam_width=None, sword_path=None, data_path=None
+    ):
+        """Scores the task on a held-out split (`python -m zoo evaluate`).
+
+        A kind overrides it with its metrics, printed and returned; a task
+        of no kind refuses with a `ValueError`.
+
+        Args:
+            split: str. The split to score. Defaults to `"test"`.
+            limit: optional int. Score the first `limit` samples.
+            beam_width: optional int. The beam of a generative task.
+            sword_path: optional str. The SWORD folder of the Bible texts.
+            data_path: optional str. The Fashion-MNIST IDX folder.
+
+        Returns:
+            The kind's scores (a dict, or the error for a classifier).
+
+        Example:
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> Task(ids, ids).evaluate_split()
+        Traceback (most recent call last):
+        ...
+        ValueError: Task has no kind (translation, captioning or classification), so it has no held-out evaluation.
+        """
+        raise ValueError(_no_kind(self, "held-out evaluation") + ".")
+
+    @classmethod
+    def metrics_summary(cls, metrics):
+        """One line of the quality a preset of this task records (`metrics`).
+
+        Each kind reads the metrics its evaluation writes; a task of no
+        kind reports none.
+
+        Example:
+        >>> Task.metrics_summary({"loss": 1.0})
+        '(no metrics recorded)'
+        """
+        return "(no metrics recorded)"
+
+    @classmethod
+    def preset_note(cls, metadata):
+        """A line on what a preset of this task is good for, or `None`.
+
+        `python -m zoo presets` prints it under the preset (a glimpse
+        classifier: the image sizes of its training canvas).
+
+        Example:
+        >>> Task.preset_note({"class_name": "Task"}) is None
+        True
+        """
+        return None
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, **overrides):
+        """Loads a shipped preset by name, or a preset directory.
+
+        The preset is verified and loaded safely (`keras_attention.presets`);
+        its preprocessor (with its assets, e.g. vocabularies) becomes the
+        model's `preprocessor` argument. It is then checked for consistency:
+        its vocabularies must match the model's vocabulary sizes and
+        `end_token_id`, and its sequence lengths must lie in
+        `[2, MAX_SEQUENCE_LENGTH]`. `Task.from_preset` loads any task class;
+        a subclass's `from_preset` refuses a preset of another class.
+
+        Args:
+            preset: str or path-like. A name from `zoo.list_presets()`, or a
+                directory (see `resolve_preset`).
+            load_weights: bool. Defaults to `True`.
+            **overrides: config entries to change (e.g. `dropout=0.0`).
+
+        Returns:
+            The model, with its preprocessor and `model.preset_metadata`.
+
+        Raises:
+            ValueError: an unknown name, or a `PresetError` naming what is
+                wrong with the directory.
+
+        Example:
+        >>> import tempfile
+        >>> features = keras.Input((2,), name="features")
+        >>> model = Task(features, keras.layers.Dense(1)(features))
+        >>> directory = tempfile.mkdtemp()
+        >>> _ = model.save_to_preset(directory)
+        >>> loaded = Task.from_preset(directory)
+        >>> all((a == b).all() for a, b in zip(loaded.get_weights(), model.get_weights()))
+        True
+        """
+        directory = resolve_preset(preset)
+
+        def give_preprocessor(config, preprocessor):
+            if preprocessor is not None:
+                config[PREPROCESSOR_KEY] = preprocessor
+
+        model, _, meta = presets.load_preset(
+            directory,
+            expected_class=None if cls is Task else cls,
+            load_weights=load_weights,
+            configure=give_preprocessor,
+            **overrides,
+        )
+        _check_consistent(model, directory)
+        model.preset_metadata = meta
+        return model
+
+
+def _no_kind(task, what):
+    """Why a task of no kind has no `what`."""
+    return (
+        f"{type(task).__name__} has no kind (translation, captioning or "
+        f"classification), so it has no {what}"
+    )
+
+
+# The longest sequence length a preset may ask for (an edited 10**12 would
+# only fail when `translate` allocates it).
+MAX_SEQUENCE_LENGTH = 8192
+
+
+def _check_consistent(model, directory):
+    """Refuses a loaded preset whose preprocessor and model disagree."""
+    pre = getattr(model, "preprocessor", None)
+    if pre is None:
+        return
+    for key, value in pre.get_config().items():
+        if key.endswith("sequence_length") and isinstance(value, int):
+            if not 2 <= value <= MAX_SEQUENCE_LENGTH:
+                raise presets.PresetError(
+                    f"Preset {directory}: its preprocessor's {key}={value} is "
+                    f"outside [2, {MAX_SEQUENCE_LENGTH}]."
+                )
+    config = model.get_config()
+    for attribute in ("tokenizer", "source_tokenizer", "target_tokenizer"):
+        tokenizer = getattr(pre, attribute, None)
+        if not hasattr(tokenizer, "vocabulary_size"):
+            continue
+        key = attribute.replace("tokenizer", "vocabulary_size")
+        expected = config.get(key) or config.get("vocabulary_size")
+        size = tokenizer.vocabulary_size()
+        if expected is not None and size != expected:
+            raise presets.PresetError(
+                f"Preset {directory}: its {attribute} vocabulary holds {size} "
+                f"tokens, but the model was built for {expected} (the "
+                "vocabulary or the config was edited)."
+            )
+    end = config.get("end_token_id")
+    tokenizer = getattr(pre, "target_tokenizer", getattr(pre, "tokenizer", None))
+    if isinstance(end, int) and hasattr(tokenizer, "token_to_id"):
+        if tokenizer.token_to_id("[END]") != end:
+            raise presets.PresetError(
+                f"Preset {directory}: the model's end_token_id={end} is not "
+                "the id of [END] in its vocabulary."
+            )
+
+
+def list_presets():
+    """Returns `{name: directory}` of every preset shipped with the zoo.
+
+    A shipped preset is a folder of `zoo/<model>/presets/` that holds a
+    `metadata.json`; `Task.from_preset` (and each model's) takes its name.
+
+    Example:
+    >>> found = list_presets()
+    >>> "seq2seq_bahdanau_bible_en_es" in found
+    True
+    >>> name = "ram_fashion_mnist_cluttered_100_long"
+    >>> found[name].endswith(os.path.join("zoo", "ram", "presets", name))
+    True
+    """
+    found = {}
+    root = ZOO_DIR
+    for model_dir in sorted(os.listdir(root)):
+        shipped = os.path.join(root, model_dir, "presets")
+        if not os.path.isdir(shipped):
+            continue
+        for name in sorted(os.listdir(shipped)):
+            if os.path.isfile(os.path.join(shipped, name, presets.METADATA_FILE)):
+                found[name] = os.path.join(shipped, name)
+    return found
+
+
+def _is_path(preset):
+    """A path-like object, or a str with a separator or a leading `.` or `~`."""
+    if not isinstance(preset, str):
+        return True
+    separators = [s for s in (os.sep, os.altsep) if s]
+    return preset.startswith((".", "~")) or any(s in preset for s in separators)
+
+
+def resolve_preset(preset):
+    """Maps a preset name or directory to its directory, with clear errors.
+
+    A path (path-like, or a str that holds a separator or starts with `.`
+    or `~`) is a directory. A bare name is a shipped preset, never a folder
+    of the current directory: a folder named like a shipped preset cannot
+    stand in for it (a warning says which one is loaded); write `./name`
+    to load the folder.
+
+    Args:
+        preset: str or path-like.
+
+    Returns:
+        The directory (str).
+    """
+    if not isinstance(preset, (str, os.PathLike)):
+        raise TypeError(
+            f"`preset` must be a name or a path. Received: preset={preset!r:.80}"
+        )
+    if _is_path(preset):
+        return os.path.expanduser(os.fspath(preset))
+    available = list_presets()
+    local = os.path.isdir(preset)
+    if preset in available:
+        if local:
+            warnings.warn(
+                f"Loading the shipped preset {preset!r} ({available[preset]}), "
+                f"not the folder {preset!r} of the current directory: pass "
+                f"'./{preset}' to load that folder.",
+                stacklevel=3,
+            )
+        return available[preset]
+    names = ", ".join(available) or "(none shipped yet)"
+    hint = f" To load the folder {preset!r} here, pass './{preset}'." if local else ""
+    raise ValueError(
+        f"Unknown preset {preset!r}: not a path, and not one of the "
+        f"shipped presets: {names}.{hint}"
+    )

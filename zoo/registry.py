@@ -1,0 +1,177 @@
+"""The family registry: every zoo family, registered by its own package.
+
+A family's `__init__.py` calls `register(__name__, TaskClass, PRESETS,
+summary)`; the CLI (`train MODEL`, `presets`), `examples/demo.py` and the
+cross-family tests read the registry instead of lists of their own. A
+family is named after its folder (`zoo/<name>/`), which holds its presets
+(`presets/<preset>/`), its model card (`README.md`) and its training script
+(`train.py`, run by `python -m zoo train <name>`). Its kind is its task's
+(`TaskClass.kind`: `"translation"`, `"captioning"` or `"classification"`).
+
+This module imports nothing of the zoo, so a family of any layer may
+register.
+
+Example:
+>>> import zoo
+>>> family = get("seq2seq")
+>>> family.task.__name__, family.kind, list(family.presets)
+('Seq2Seq', 'translation', ['seq2seq_bahdanau_bible_en_es'])
+>>> family.card.endswith(os.path.join("zoo", "seq2seq", "README.md"))
+True
+>>> for_class_name("Seq2Seq") is family, for_class_name("Task")
+(True, None)
+"""
+
+import dataclasses
+import os
+import sys
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """One registered family.
+
+    Attributes:
+        name: str. The family's folder, and `train NAME`'s name.
+        module: str. The family's package (e.g. `"zoo.seq2seq"`).
+        task: the task class (a subclass of a kind).
+        presets: dict `{preset name: one-line description}` of the presets
+            it ships, in `zoo/<name>/presets/`.
+        summary: str. One line for `train --help`.
+        folder: str. The family's folder.
+
+    Example:
+    >>> import zoo
+    >>> family = get("ram")
+    >>> family.name, family.module, family.task.__name__
+    ('ram', 'zoo.ram', 'RecurrentAttentionModel')
+    """
+
+    name: str
+    module: str
+    task: type
+    presets: dict
+    summary: str
+    folder: str
+
+    @property
+    def kind(self):
+        """The kind of the family's task (`"translation"`, ...).
+
+        Example:
+        >>> import zoo
+        >>> get("show_attend_tell").kind
+        'captioning'
+        """
+        return self.task.kind
+
+    @property
+    def card(self):
+        """The path of the family's model card (`README.md`).
+
+        Example:
+        >>> import zoo
+        >>> os.path.isfile(get("ram").card)
+        True
+        """
+        return os.path.join(self.folder, "README.md")
+
+    @property
+    def train_module(self):
+        """The module `python -m zoo train NAME` runs (`<module>.train`).
+
+        Example:
+        >>> import zoo
+        >>> get("transformer").train_module
+        'zoo.transformer.train'
+        """
+        return f"{self.module}.train"
+
+    def preset_folder(self, preset):
+        """The folder of one of its presets.
+
+        Example:
+        >>> import zoo
+        >>> family = get("seq2seq")
+        >>> os.path.isdir(family.preset_folder("seq2seq_bahdanau_bible_en_es"))
+        True
+        """
+        return os.path.join(self.folder, "presets", preset)
+
+
+_FAMILIES = {}
+
+
+def register(module, task, presets, summary):
+    """Registers the family whose package is `module` (its `__name__`).
+
+    Args:
+        module: str. The family package's `__name__`; its last part is the
+            family's name.
+        task: the family's task class.
+        presets: dict `{name: description}` of its shipped presets.
+        summary: str. One line for `train --help`.
+
+    Returns:
+        The `Family`.
+
+    Raises:
+        ValueError: another family has this name, or a preset name is
+            already another family's.
+    """
+    name = module.rsplit(".", 1)[-1]
+    family = Family(
+        name=name,
+        module=module,
+        task=task,
+        presets=dict(presets),
+        summary=summary,
+        folder=os.path.dirname(os.path.abspath(sys.modules[module].__file__)),
+    )
+    if name in _FAMILIES and _FAMILIES[name].task is not task:
+        raise ValueError(f"A family named {name!r} is already registered.")
+    taken = {p: f.name for f in _FAMILIES.values() if f.name != name for p in f.presets}
+    clashes = sorted(set(family.presets) & set(taken))
+    if clashes:
+        raise ValueError(
+            f"Family {name!r}: presets {clashes} are already registered by "
+            f"{sorted({taken[p] for p in clashes})}."
+        )
+    _FAMILIES[name] = family
+    return family
+
+
+def families(kind=None):
+    """The registered families, by name; only those of `kind` if given."""
+    return [
+        _FAMILIES[name]
+        for name in sorted(_FAMILIES)
+        if kind is None or _FAMILIES[name].kind == kind
+    ]
+
+
+def names():
+    """The registered families' names, sorted."""
+    return sorted(_FAMILIES)
+
+
+def get(name):
+    """The family called `name`, or a `ValueError` naming the choices."""
+    if name not in _FAMILIES:
+        raise ValueError(
+            f"Unknown family {name!r}. Choose one of: {', '.join(names())}."
+        )
+    return _FAMILIES[name]
+
+
+def for_class_name(class_name):
+    """The family whose task class is called `class_name`, or `None`."""
+    for family in _FAMILIES.values():
+        if family.task.__name__ == class_name:
+            return family
+    return None
+
+
+def presets():
+    """`{preset name: family}` of every registered preset."""
+    return {p: f for f in families() for p in f.presets}

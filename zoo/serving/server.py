@@ -1,0 +1,766 @@
+"""An HTTP server over an exported SavedModel (`zoo.serving.export`), bounded for a network.
+
+`serve(directory)` (`python -m zoo serve DIR`) answers three protocols on one
+port, with the standard library's `http.server`:
+
+- TensorFlow Serving's REST API, so that a client written for
+  `tensorflow_model_server` works unchanged: `POST
+  /v1/models/NAME[/versions/N]:predict` with `{"signature_name": ...,
+  "instances": [...]}` (row format; the answer is `{"predictions": [...]}`)
+  or `{"inputs": ...}` (columnar; `{"outputs": ...}`), binary strings as
+  `{"b64": "..."}`; `GET /v1/models/NAME` (the model's status) and `GET
+  /v1/models/NAME/metadata` (its signatures). Errors are `{"error": ...}`.
+- KServe's Open Inference Protocol v2 (`zoo.serving.v2_protocol`): `GET /v2`,
+  `GET /v2/health/ready`, `GET /v2/models/NAME`, `POST
+  /v2/models/NAME/infer` (with its `id` and requested `outputs`).
+- The zoo's own, older paths: `POST /v1/predict` takes the inputs of the
+  signature that matches its fields (`{"text": [...]}`, `{"image": [...]}`,
+  `{"image_bytes": [base64, ...]}`, a scalar such as `beam_width` as a
+  number) and answers `{"signature", "predictions": [{output: value}, ...]}`;
+  `GET /v1/metadata` gives the export's description; `GET /` a page to try
+  the model in a browser (`page.html`, beside this module).
+
+Every request is bounded (`zoo.serving.requests.Limits`, each a `python -m zoo
+serve` flag, checked by `zoo.serving.requests.Signatures`): the
+body's size, the time a client has to send it, its rows, the pixels of each
+image (read from the PNG / JPEG / GIF / BMP header before anything decodes
+it), a translator's `beam_width` and `max_length` (the smaller of the
+export's own limits and the server's), the time a request may wait for its
+answer; a fixed pool of worker threads handles connections, and one more
+than its queue holds gets a 503. Requests are run by one
+`zoo.serving.batcher.Batcher` thread in
+model calls of at most `max_batch` rows, taken in turn from every waiting
+request, so that a one-sentence request is not stuck behind a
+1,000-sentence one. Bad input gets a 4xx with a JSON error naming the field;
+a POST must say `Content-Type: application/json` (or come, without an
+`Origin`, from a client such as `curl -d`) and a request's `Host` must
+be a loopback name or one allowed with `allow_hosts` (what stops a web page
+from posting to a server on the reader's laptop). SIGTERM (`serve`) stops
+accepting, answers the requests already accepted, and returns.
+"""
+
+import base64
+import json
+import os
+import queue
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from zoo.serving import v2_protocol as serving_v2
+from zoo.serving.batcher import Batcher
+from zoo.serving.requests import (  # noqa: F401 - Parsed, _demo_exported: examples
+    BYTES_SUFFIX,
+    Limits,
+    Parsed,
+    RequestError,
+    Signatures,
+    _demo_exported,
+    check_depth,
+)
+
+#: What `curl -d` sends without `-H 'Content-Type: ...'`.
+CURL_DEFAULT_TYPE = "application/x-www-form-urlencoded"
+#: Host names every server answers to.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+#: The demo page, beside this module.
+PAGE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "page.html")
+
+
+def _json_value(value, name=""):
+    """A NumPy output as JSON: text for strings (`{"b64"}` for `*_bytes`), lists."""
+    if isinstance(value, bytes):
+        if name.endswith(BYTES_SUFFIX):
+            return {"b64": base64.b64encode(value).decode("ascii")}
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            return [_json_value(v, name) for v in value.tolist()]
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _busy_answer(message):
+    """A whole HTTP 503 answer, written before the request is read."""
+    body = json.dumps({"error": message}).encode("utf-8")
+    head = (
+        "HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+class ModelServer(HTTPServer):
+    """An `HTTPServer` holding the export, its `Batcher` and a bounded pool.
+
+    Accepted connections wait in a queue of `limits.max_queued` for one of
+    `limits.workers` threads (one more gets a 503 at once); a watchdog
+    closes a connection whose request has not arrived in
+    `limits.read_timeout` seconds. `server_close()` stops accepting, lets the
+    workers answer every connection already accepted, then stops.
+
+    Args:
+        address: `(host, port)`; port `0` picks a free one
+            (`server_address` tells which).
+        signatures: a `Signatures`.
+        limits: a `Limits`. Defaults to `signatures.limits`.
+        allow_hosts: iterable of str. `Host` names answered besides the
+            loopback ones (and the bound address); `"*"` allows any.
+        model_name: str. The name in TF Serving's paths. Defaults to the
+            export's preset (or folder) name.
+        version: str. The version TF Serving's paths report. Defaults to
+            `"1"`.
+
+    Example (`make_server(directory)` builds one for an export):
+    >>> import json, threading, urllib.request
+    >>> server = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported()),
+    ...     model_name="lengths")
+    >>> threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+    >>> url = "http://127.0.0.1:%d" % server.server_address[1]
+    >>> def post(path, body):
+    ...     request = urllib.request.Request(url + path, json.dumps(body).encode(),
+    ...         headers={"Content-Type": "application/json"})
+    ...     try:
+    ...         with urllib.request.urlopen(request) as answer:
+    ...             return json.load(answer)
+    ...     except urllib.error.HTTPError as error:
+    ...         return error.code, json.load(error)
+    >>> post("/v1/models/lengths:predict", {"instances": ["ab", "c"]})
+    {'predictions': [2, 1]}
+    >>> post("/v1/predict", {"text": ["ab", "c"]})
+    {'signature': 'serving_default', 'predictions': [{'length': 2}, {'length': 1}]}
+    >>> post("/v1/predict", {"txt": ["ab"]})
+    (400, {'error': "The fields ['txt'] match no signature: send {text}.", 'field': 'txt'})
+    >>> server.shutdown()
+    >>> server.server_close()  # and the workers and the batcher's thread
+    """
+
+    # Concurrent clients connect at once; the default backlog of 5 resets them.
+    request_queue_size = 128
+
+    def __init__(
+        self,
+        address,
+        signatures,
+        limits=None,
+        allow_hosts=(),
+        model_name=None,
+        version="1",
+    ):
+        self.signatures = signatures
+        self.limits = limits or signatures.limits
+        exported = signatures.exported
+        self.model_name = model_name or _model_name(exported)
+        self.version = str(version)
+        super().__init__(address, Handler)
+        bound = str(self.server_address[0]).lower()
+        self.allowed_hosts = {*LOOPBACK_HOSTS, *(h.lower() for h in allow_hosts)}
+        if bound not in ("0.0.0.0", "::", ""):
+            self.allowed_hosts.add(bound)
+        self.batcher = Batcher(
+            signatures,
+            delay=self.limits.batch_delay,
+            max_rows=self.limits.max_batch,
+            max_cost=self.limits.max_request_pixels,
+            timeout=self.limits.request_timeout,
+        )
+        self._connections = queue.Queue(self.limits.max_queued)
+        self._receiving = {}
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._workers = [
+            threading.Thread(target=self._work, daemon=True, name=f"zoo-serve-{i}")
+            for i in range(self.limits.workers)
+        ]
+        self._watchdog = threading.Thread(target=self._watch, daemon=True)
+        for thread in (*self._workers, self._watchdog):
+            thread.start()
+
+    def process_request(self, request, client_address):
+        """Queues an accepted connection for a worker, or answers 503 at once.
+
+        Example (one worker, one place in the queue: a third idle
+        connection is turned away):
+        >>> server = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported(),
+        ...     Limits(workers=1, max_queued=1, read_timeout=1.0)))
+        >>> threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+        >>> idle = [socket.create_connection(server.server_address) for _ in range(3)]
+        >>> idle[2].recv(1000).split(b"\\r\\n")[0]
+        b'HTTP/1.0 503 Service Unavailable'
+        >>> for connection in idle:
+        ...     connection.close()
+        >>> server.shutdown()
+        >>> server.server_close()
+        """
+        try:
+            self._connections.put_nowait((request, client_address))
+        except queue.Full:
+            try:
+                request.settimeout(1.0)
+                request.sendall(
+                    _busy_answer(
+                        f"The server is busy ({self.limits.workers} workers, "
+                        f"{self.limits.max_queued} waiting): retry later."
+                    )
+                )
+            except OSError:
+                pass
+            self.shutdown_request(request)
+
+    def _work(self):
+        while True:
+            item = self._connections.get()
+            if item is None:
+                return
+            request, client_address = item
+            # Each read waits at most `read_timeout`; the watchdog closes the
+            # connection if the whole request takes longer.
+            request.settimeout(self.limits.read_timeout)
+            with self._lock:
+                self._receiving[request] = time.monotonic() + self.limits.read_timeout
+            try:
+                self.finish_request(request, client_address)
+            except Exception as error:  # noqa: BLE001 - one connection's failure
+                print(f"zoo serve: connection failed: {error!r}", file=sys.stderr)
+            finally:
+                self._received(request)
+                self.shutdown_request(request)
+
+    def _received(self, connection):
+        """`connection`'s request has arrived: the watchdog leaves it."""
+        with self._lock:
+            self._receiving.pop(connection, None)
+
+    def _watch(self):
+        while not self._closed.wait(0.2):
+            now = time.monotonic()
+            with self._lock:
+                late = [c for c, end in self._receiving.items() if end < now]
+                for connection in late:
+                    del self._receiving[connection]
+            for connection in late:
+                try:
+                    connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def server_close(self):
+        """Stops accepting, answers what was accepted, stops the threads."""
+        super().server_close()
+        if self._closed.is_set():
+            return
+        for _ in self._workers:
+            self._connections.put(None)
+        for thread in self._workers:
+            thread.join()
+        self._closed.set()
+        self._watchdog.join()
+        self.batcher.close()
+
+
+def _model_name(exported):
+    """The export's name in TF Serving's paths: its preset's, else its folder's."""
+    metadata = exported.metadata
+    name = metadata.get("preset") or getattr(exported, "path", None) or "model"
+    name = os.path.basename(os.path.normpath(str(name)))
+    if name.isdigit():  # A version folder: the model's name is its parent's.
+        name = os.path.basename(os.path.dirname(os.path.normpath(exported.path)))
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "model"
+
+
+#: `/v1/models/NAME[/versions/N|/labels/L][:predict|/metadata]`.
+_TF_SERVING_PATH = re.compile(
+    r"/v1/models/(?P<name>[^/:]+)"
+    r"(?:/versions/(?P<version>[^/:]+)|/labels/(?P<label>[^/:]+))?"
+    r"(?::(?P<verb>[a-z]+)|(?P<metadata>/metadata))?"
+)
+
+#: `/v2/models/NAME[/versions/V][/ready|/infer]`.
+_V2_PATH = re.compile(
+    r"/v2/models/(?P<name>[^/]+)(?:/versions/(?P<version>[^/]+))?(?P<verb>/ready|/infer)?"
+)
+
+#: TensorFlow's names of the dtypes (`DataType` enum names).
+_DATA_TYPES = {
+    "string": "DT_STRING",
+    "float32": "DT_FLOAT",
+    "float64": "DT_DOUBLE",
+    "float16": "DT_HALF",
+    "bfloat16": "DT_BFLOAT16",
+    "bool": "DT_BOOL",
+}
+
+
+def _tensor_info(spec, tensor_name):
+    """A `TensorInfo` protobuf's JSON, as TF Serving's metadata gives it."""
+    dtype = _DATA_TYPES.get(spec.dtype.name, "DT_" + spec.dtype.name.upper())
+    dims = [{"size": str(-1 if d is None else d), "name": ""} for d in spec.shape]
+    return {
+        "dtype": dtype,
+        "tensor_shape": {"dim": dims, "unknown_rank": spec.shape.rank is None},
+        "name": tensor_name,
+    }
+
+
+class Handler(BaseHTTPRequestHandler):
+    """The routes of a `ModelServer`: TF Serving's REST API and the zoo's own.
+
+    Every answer is JSON (but the page); an error is `{"error": ...}` with
+    its HTTP status (and `"field"` on the zoo's own paths). Any failure of
+    the handler itself is a 500 with the error's type, never a closed
+    connection or a traceback.
+
+    Example:
+    >>> import urllib.request
+    >>> server = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported()),
+    ...     model_name="lengths")
+    >>> threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+    >>> url = "http://127.0.0.1:%d" % server.server_address[1]
+    >>> with urllib.request.urlopen(url + "/v1/models/lengths") as answer:
+    ...     json.load(answer)["model_version_status"][0]["state"]
+    'AVAILABLE'
+    >>> try:
+    ...     urllib.request.urlopen(url + "/v1/models/other/metadata")
+    ... except urllib.error.HTTPError as error:
+    ...     print(error.code, json.load(error))
+    404 {'error': 'Servable not found for request: Latest(other)'}
+    >>> server.shutdown()
+    >>> server.server_close()
+    """
+
+    server_version = "zoo-serve/2"
+    sys_version = ""  # The Server header does not tell the Python version.
+
+    def log_message(self, format, *args):  # noqa: A002 - the base signature
+        pass
+
+    def send_error(self, code, message=None, explain=None):
+        """`http.server`'s own errors (bad request line, ...), as JSON.
+
+        Example:
+        >>> server = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported()))
+        >>> threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+        >>> with socket.create_connection(server.server_address) as connection:
+        ...     connection.sendall(b"NONSENSE\\r\\n\\r\\n")
+        ...     answer = b"".join(iter(lambda: connection.recv(1000), b""))
+        >>> answer.split(b"\\r\\n")[0], json.loads(answer.split(b"\\r\\n\\r\\n")[1])
+        (b'HTTP/1.0 400 Bad Request', {'error': "Bad request syntax ('NONSENSE')"})
+        >>> server.shutdown()
+        >>> server.server_close()
+        """
+        self.close_connection = True
+        # A request line too broken to name its version still gets a status.
+        self.request_version = "HTTP/1.0"
+        self._send(code, {"error": message or HTTPStatus(code).phrase})
+
+    def _send(self, status, body, content_type="application/json"):
+        data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
+        try:
+            self.send_response(int(status))
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            if int(status) == HTTPStatus.SERVICE_UNAVAILABLE:
+                self.send_header("Retry-After", "1")
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:  # The client left.
+            self.close_connection = True
+
+    def do_GET(self):
+        self._answer(self._get)
+
+    def do_POST(self):
+        self._answer(self._post)
+
+    def _answer(self, route):
+        tf_serving = False
+        try:
+            self._check_host()
+            path = urlsplit(self.path).path
+            match = _TF_SERVING_PATH.fullmatch(path)
+            # TF Serving's and KServe's errors are `{"error"}` alone.
+            v2 = path == "/v2" or path.startswith("/v2/")
+            tf_serving = match is not None or v2
+            if v2:
+                route = self._v2
+            status, body, content_type = HTTPStatus.OK, *route(path, match)
+        except RequestError as error:
+            self.close_connection = True
+            status, body, content_type = error.status, {"error": str(error)}, None
+            if not tf_serving:
+                body["field"] = error.field
+        except Exception as error:  # noqa: BLE001 - answered, the server lives on
+            self.close_connection = True
+            print(
+                f"zoo serve: {self.command} {self.path[:200]}: {error!r}",
+                file=sys.stderr,
+            )
+            status = HTTPStatus.INTERNAL_SERVER_ERROR
+            body, content_type = (
+                {"error": f"The server failed: {type(error).__name__}"},
+                None,
+            )
+        self._send(status, body, content_type or "application/json")
+
+    def _check_host(self):
+        """A `Host` (and `Origin`) that is not ours is refused: DNS rebinding."""
+        allowed = self.server.allowed_hosts
+        if "*" in allowed:
+            return
+        for header in ("Host", "Origin"):
+            value = self.headers.get(header)
+            if value is None:
+                continue
+            try:
+                host = urlsplit(value if header == "Origin" else "//" + value).hostname
+            except ValueError:  # e.g. "[::1" (an unclosed IPv6 address)
+                host = None
+            if host is None or host.rstrip(".") not in allowed:
+                raise RequestError(
+                    f"The {header} {value[:100]!r} is not one this server answers "
+                    "to: a loopback name, or one given with --allow-host.",
+                    status=HTTPStatus.FORBIDDEN,
+                )
+
+    def _get(self, path, match):
+        signatures = self.server.signatures
+        metadata = signatures.exported.metadata
+        if match is not None:
+            self._check_model(match, "metadata" if match["metadata"] else "status")
+            if match["metadata"]:
+                return self._tf_serving_metadata(), None
+            return {
+                "model_version_status": [
+                    {
+                        "version": self.server.version,
+                        "state": "AVAILABLE",
+                        "status": {"error_code": "OK", "error_message": ""},
+                    }
+                ]
+            }, None
+        if path == "/":
+            with open(PAGE_FILE, encoding="utf-8") as f:
+                page = f.read()
+            for key, value in {
+                "__KIND__": metadata.get("kind", "model"),
+                "__MODEL__": self.server.model_name,
+                "__TITLE__": metadata.get("preset") or metadata.get("model", ""),
+            }.items():
+                page = page.replace(
+                    key, json.dumps(value)[1:-1].replace("<", "\\u003c")
+                )
+            return page.encode("utf-8"), "text/html; charset=utf-8"
+        if path == "/v1/metadata":
+            return {"metadata": metadata, "signatures": signatures.describe()}, None
+        raise RequestError(f"No page {path[:200]}.", status=HTTPStatus.NOT_FOUND)
+
+    def _post(self, path, match):
+        signatures = self.server.signatures
+        if match is not None:
+            self._check_model(match, "predict")
+            parsed, form = signatures.parse_tf_serving(self._json())
+            outputs = self._run(parsed)
+            return _tf_serving_answer(outputs, parsed.rows, form), None
+        if path != "/v1/predict":
+            raise RequestError(
+                f"No endpoint {path[:200]}: POST to /v1/models/"
+                f"{self.server.model_name}:predict or /v1/predict.",
+                status=HTTPStatus.NOT_FOUND,
+            )
+        parsed = signatures.parse(self._json())
+        outputs = self._run(parsed)
+        predictions = [
+            {k: _json_value(v[i], k) for k, v in sorted(outputs.items())}
+            for i in range(parsed.rows)
+        ]
+        return {"signature": parsed.signature, "predictions": predictions}, None
+
+    def _v2(self, path, match):
+        """KServe's Open Inference Protocol (`zoo.serving.v2_protocol`)."""
+        server = self.server
+        if self.command == "GET" and path in ("/v2/health/live", "/v2/health/ready"):
+            return {path.rsplit("/", 1)[1]: True}, None
+        if self.command == "GET" and path == "/v2":
+            import zoo
+
+            return serving_v2.server_metadata(zoo.__version__), None
+        found = _V2_PATH.fullmatch(path)
+        if found is None:
+            raise RequestError(f"No page {path[:200]}.", status=HTTPStatus.NOT_FOUND)
+        name, version, verb = found["name"], found["version"], found["verb"]
+        if name != server.model_name or version not in (None, server.version):
+            raise RequestError(
+                f"No model {name!r} (version {version}): this server has "
+                f"{server.model_name!r} version {server.version}.",
+                status=HTTPStatus.NOT_FOUND,
+            )
+        wanted = {"GET": (None, "/ready"), "POST": ("/infer",)}[self.command]
+        if verb not in wanted:
+            raise RequestError(
+                f"No {self.command} {path[:200]}: GET the model or /ready, POST /infer.",
+                status=HTTPStatus.NOT_FOUND,
+            )
+        if verb == "/ready":
+            return {"name": name, "ready": True}, None
+        if verb is None:
+            return serving_v2.metadata(server.signatures, name, server.version), None
+        body = self._json()
+        parsed = serving_v2.parse(server.signatures, body)
+        function = server.signatures.functions[parsed.signature]
+        request_id, wanted = serving_v2.request_options(
+            body, function.structured_outputs
+        )
+        outputs = self._run(parsed)
+        outputs = {key: outputs[key] for key in wanted}
+        return serving_v2.answer(outputs, name, server.version, request_id), None
+
+    def _run(self, parsed):
+        return self.server.batcher.submit(
+            parsed.signature, parsed.inputs, parsed.rows, parsed.costs
+        )
+
+    def _check_model(self, match, verb):
+        """TF Serving's 404 for another model or version, 400 for a verb."""
+        server = self.server
+        wanted = match["name"], match["version"], match["label"]
+        if wanted[0] != server.model_name or wanted[1] not in (None, server.version):
+            which = (
+                f"Specific({wanted[0]}, {wanted[1]})"
+                if wanted[1]
+                else f"Latest({wanted[0]})"
+            )
+            raise RequestError(
+                f"Servable not found for request: {which}", status=HTTPStatus.NOT_FOUND
+            )
+        if wanted[2] is not None:
+            raise RequestError(
+                f"This server has no version labels. Received: label {wanted[2]!r}",
+                status=HTTPStatus.NOT_FOUND,
+            )
+        asked = match["verb"] or ("metadata" if match["metadata"] else "status")
+        if asked != verb:
+            raise RequestError(
+                "This server answers POST :predict, GET (status) and GET "
+                f"/metadata. Received: {self.command} {asked}",
+                status=HTTPStatus.NOT_FOUND,
+            )
+
+    def _tf_serving_metadata(self):
+        signatures = self.server.signatures
+        definitions = {}
+        for name, function in signatures.functions.items():
+            inputs = signatures.inputs[name]
+            outputs = function.structured_outputs
+            definitions[name] = {
+                "inputs": {
+                    k: _tensor_info(s, f"{name}_{k}:0") for k, s in inputs.items()
+                },
+                "outputs": {
+                    k: _tensor_info(outputs[k], f"StatefulPartitionedCall:{i}")
+                    for i, k in enumerate(sorted(outputs))
+                },
+                "method_name": "tensorflow/serving/predict",
+            }
+        return {
+            "model_spec": {
+                "name": self.server.model_name,
+                "signature_name": "",
+                "version": self.server.version,
+            },
+            "metadata": {"signature_def": {"signature_def": definitions}},
+        }
+
+    def _json(self):
+        """The body, checked (type, length, arrival time, depth) and decoded."""
+        kind = self.headers.get("Content-Type", "")
+        media = kind.split(";")[0].strip().lower()
+        # curl's `-d` without a type (as in TF Serving's own examples) is
+        # taken from a client that is not a browser: no Origin header.
+        curl = media in ("", CURL_DEFAULT_TYPE) and "Origin" not in self.headers
+        if media != "application/json" and not curl:
+            raise RequestError(
+                "A POST must carry its JSON with `Content-Type: application/json`. "
+                f"Received: {kind[:60]!r}",
+                status=HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+            )
+        if self.headers.get("Transfer-Encoding"):
+            raise RequestError(
+                "Send the body with a Content-Length (no Transfer-Encoding).",
+                status=HTTPStatus.LENGTH_REQUIRED,
+            )
+        length = self.headers.get("Content-Length")
+        if length is None:
+            raise RequestError(
+                "The request needs a Content-Length.", status=HTTPStatus.LENGTH_REQUIRED
+            )
+        length = length.strip()
+        if not (length.isascii() and length.isdigit()):
+            raise RequestError(
+                f"The Content-Length must be a count of bytes. Received: {length[:40]!r}"
+            )
+        limit = self.server.limits.max_request_bytes
+        if len(length) > 18 or int(length) > limit:
+            raise RequestError(
+                f"The body holds {length[:40]} bytes; the limit is {limit} "
+                "(max_request_bytes).",
+                status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+            )
+        data = self._read(int(length))
+        try:
+            body = json.loads(data)
+        except (ValueError, RecursionError) as error:
+            reason = "nested too deeply" if isinstance(error, RecursionError) else error
+            raise RequestError(f"The body is not JSON: {reason}"[:300]) from None
+        check_depth(body)
+        return body
+
+    def _read(self, length):
+        """`length` bytes of body, within the request's `read_timeout`."""
+        chunks, left = [], length
+        try:
+            while left:
+                chunk = self.rfile.read1(min(left, 2**16))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+        except (TimeoutError, OSError):
+            pass
+        self.server._received(self.connection)
+        if left:
+            raise RequestError(
+                f"The body stopped after {length - left} of {length} bytes "
+                f"(a request must arrive within {self.server.limits.read_timeout:g} s).",
+                status=HTTPStatus.REQUEST_TIMEOUT,
+            )
+        return b"".join(chunks)
+
+
+def _tf_serving_answer(outputs, rows, form):
+    """TF Serving's answer: `{"predictions": rows}` or `{"outputs": columns}`.
+
+    A signature with one output gives its values alone, without its name.
+    """
+    names = sorted(outputs)
+    if form == "row":
+        rows = [{k: _json_value(outputs[k][i], k) for k in names} for i in range(rows)]
+        if len(names) == 1:
+            rows = [row[names[0]] for row in rows]
+        return {"predictions": rows}
+    columns = {k: _json_value(outputs[k], k) for k in names}
+    return {"outputs": columns[names[0]] if len(names) == 1 else columns}
+
+
+def saved_model_folder(directory):
+    """`(folder, version)` of an export, or of the newest version under it.
+
+    `directory` is a SavedModel (version `"1"`), or a model base folder as
+    `tensorflow_model_server --model_base_path` takes it: numbered version
+    folders, the largest served.
+
+    Example:
+    >>> import tempfile
+    >>> base = tempfile.mkdtemp()
+    >>> for version in ("1", "10", "9"):
+    ...     os.makedirs(os.path.join(base, version))
+    ...     open(os.path.join(base, version, "saved_model.pb"), "w").close()
+    >>> folder, version = saved_model_folder(base)
+    >>> os.path.basename(folder), version
+    ('10', '10')
+    """
+    if os.path.isfile(os.path.join(directory, "saved_model.pb")):
+        return directory, "1"
+    versions = [
+        name
+        for name in os.listdir(directory)
+        if name.isdigit()
+        and os.path.isfile(os.path.join(directory, name, "saved_model.pb"))
+    ]
+    if not versions:
+        raise FileNotFoundError(
+            f"{directory!r} holds no saved_model.pb, nor numbered version "
+            "folders with one (write one with `python -m zoo export`)."
+        )
+    version = max(versions, key=int)
+    return os.path.join(directory, version), str(int(version))
+
+
+def make_server(
+    directory,
+    host="127.0.0.1",
+    port=8501,
+    allow_hosts=(),
+    model_name=None,
+    **limits,
+):
+    """Loads an export and returns its (not yet serving) `ModelServer`.
+
+    Call `serve_forever()` on it (e.g. in a thread), then `shutdown()` and
+    `server_close()`.
+
+    Args:
+        directory: str. A SavedModel written by `zoo.serving.export`, or a folder of
+            numbered versions of one (TF Serving's layout).
+        host: str. Defaults to `"127.0.0.1"`.
+        port: int. `0` picks a free port. Defaults to `8501`.
+        allow_hosts: iterable of str. `Host` names answered besides the
+            loopback ones. Defaults to none.
+        model_name: str. The name in TF Serving's paths. Defaults to the
+            export's preset (or folder) name.
+        **limits: `Limits` fields (`max_request_bytes`, `max_rows`,
+            `request_timeout`, ...).
+    """
+    from zoo.serving.export import load
+
+    folder, version = saved_model_folder(directory)
+    limits = Limits(**limits)
+    signatures = Signatures(load(folder), limits)
+    return ModelServer(
+        (host, port), signatures, limits, allow_hosts, model_name, version
+    )
+
+
+def serve(directory, host="127.0.0.1", port=8501, **options):
+    """Serves an export over HTTP until Ctrl-C or SIGTERM (`python -m zoo serve`).
+
+    Either signal stops accepting connections; the requests already
+    accepted are answered before this returns.
+
+    Args:
+        directory: str. A SavedModel written by `zoo.serving.export` (or a folder
+            of numbered versions of one).
+        host: str. Defaults to `"127.0.0.1"`.
+        port: int. Defaults to `8501`.
+        **options: `make_server` settings (`allow_hosts`, `model_name` and
+            the `Limits`).
+    """
+    server = make_server(directory, host, port, **options)
+    host, port = server.server_address[:2]
+
+    def stop(signum, frame):
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    print(
+        f"Serving {directory} as {server.model_name!r} on http://{host}:{port}/ "
+        f"(TF Serving: /v1/models/{server.model_name}:predict; Ctrl-C stops)",
+        flush=True,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.server_close()
+    print("Stopped: every accepted request was answered.", flush=True)

@@ -1,0 +1,14 @@
+"""Training: the shared harness, its run directory, CLI flags and callbacks.
+
+- `zoo.training.harness`: `TrainingRun` (budgets, checkpoints, resume,
+  metadata, the preset), `compile_classifier`.
+- `zoo.training.run_directory`: the run folder a training resumes from.
+- `zoo.training.flags`: the command-line flags every `train.py` shares.
+- `zoo.training.callbacks`: step and time budgets, annealing.
+
+Each family's `train.py` keeps only what is its own.
+"""
+
+from zoo.training.harness import TrainingRun, compile_classifier
+
+__all__ = ["TrainingRun", "compile_classifier"]
