@@ -10,6 +10,9 @@ weights); then `--rounds` rounds time each variant once in turn, so a load
 that drifts during the run weighs on all of them alike. Prints the median
 times and each chunked variant's ratio to the full path at the same T
 (below 1: chunking is faster), with the machine's load before and after.
+`--modes eager,graph,compiled` times the same variants op by op (a layer
+called outside `fit`), in a `tf.function` without XLA (TensorFlow) and
+compiled, in one run; each ratio is to the full path of its own mode.
 
 This is what `keras_attention.layers.dispatch.CPU_CHUNK_THRESHOLD` and
 `CPU_CHUNK_SIZE` come from.
@@ -18,6 +21,7 @@ Usage:
     python benchmarks/attention_crossover.py                     # 512..4096
     python benchmarks/attention_crossover.py --lengths 1024,2048 --chunks 256,512
     KERAS_BACKEND=jax python benchmarks/attention_crossover.py
+    python benchmarks/attention_crossover.py --lengths 4096 --chunks 256 --modes eager,graph,compiled
 """
 
 import argparse
@@ -36,6 +40,59 @@ from machine import describe  # noqa: E402
 from keras_attention.layers import MultiHeadAttention  # noqa: E402
 
 HEADS, KEY_DIM = 8, 64
+
+
+def eager(layer, x):
+    """`(forward, forward_and_backward)` of `layer(x, x)` run op by op, as a
+    user calls a layer outside `fit` (TensorFlow and PyTorch eager, JAX
+    without `jit`)."""
+    backend = keras.config.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        x = tf.constant(x)
+
+        def both():
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                out = tf.reduce_sum(layer(x, x))
+            return [
+                g.numpy() for g in tape.gradient(out, [x, *layer.trainable_variables])
+            ]
+
+        return (lambda: layer(x, x).numpy()), both
+    if backend == "jax":
+        import jax
+
+        def both():
+            def loss(x):
+                return layer(x, x).sum()
+
+            return jax.block_until_ready(jax.grad(loss)(x))
+
+        return (lambda: jax.block_until_ready(layer(x, x))), both
+    return compiled(layer, x)  # PyTorch: always eager
+
+
+def graph(layer, x, jit_compile=False):
+    """`(forward, forward_and_backward)` in a `tf.function`, without XLA
+    unless `jit_compile`."""
+    import tensorflow as tf
+
+    x = tf.constant(x)
+
+    @tf.function(jit_compile=jit_compile)
+    def forward():
+        return layer(x, x)
+
+    @tf.function(jit_compile=jit_compile)
+    def both():
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            out = tf.reduce_sum(layer(x, x))
+        return tape.gradient(out, [x, *layer.trainable_variables])
+
+    return (lambda: forward().numpy()), (lambda: [g.numpy() for g in both()])
 
 
 def compiled(layer, x):
@@ -59,22 +116,7 @@ def compiled(layer, x):
 
         return run(lambda: forward(x)), run(lambda: grads(trainable, x))
     if backend == "tensorflow":
-        import tensorflow as tf
-
-        x = tf.constant(x)
-
-        @tf.function(jit_compile=True)
-        def forward():
-            return layer(x, x)
-
-        @tf.function(jit_compile=True)
-        def both():
-            with tf.GradientTape() as tape:
-                tape.watch(x)
-                out = tf.reduce_sum(layer(x, x))
-            return tape.gradient(out, [x, *layer.trainable_variables])
-
-        return (lambda: forward().numpy()), (lambda: [g.numpy() for g in both()])
+        return graph(layer, x, jit_compile=True)
     if backend == "torch":
         import torch
 
@@ -98,7 +140,17 @@ def main(argv=None):
     parser.add_argument("--lengths", default="512,1024,2048,3072,4096")
     parser.add_argument("--chunks", default="512")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--modes",
+        default="compiled",
+        help="comma-separated: compiled (jit / XLA), eager (op by op), "
+        "graph (tf.function without XLA, TensorFlow only)",
+    )
     args = parser.parse_args(argv)
+    modes = args.modes.split(",")
+    runners = {"compiled": compiled, "eager": eager, "graph": graph}
+    if not set(modes) <= set(runners):
+        parser.error(f"--modes takes {', '.join(runners)}; got {args.modes!r}")
     lengths = [int(t) for t in args.lengths.split(",")]
     chunks = [int(c) for c in args.chunks.split(",")]
     print(f"backend: {keras.config.backend()}; keras {keras.__version__}")
@@ -108,17 +160,23 @@ def main(argv=None):
     for length in lengths:
         x = np.random.default_rng(0).normal(size=(1, length, HEADS * KEY_DIM))
         x = x.astype("float32")
-        variants = {"full": {"chunk_threshold": None}}
-        for chunk in chunks:
-            variants[f"chunked c={chunk}"] = {"chunk_threshold": 0, "chunk_size": chunk}
+        variants = {}
+        for mode in modes:
+            # Ratios are to the full path of the same mode.
+            variants[(mode, "full")] = {"chunk_threshold": None}
+            for chunk in chunks:
+                variants[(mode, f"chunked c={chunk}")] = {
+                    "chunk_threshold": 0,
+                    "chunk_size": chunk,
+                }
         runs = {}
-        for name, config in variants.items():
+        for (mode, name), config in variants.items():
             keras.utils.set_random_seed(0)
             layer = MultiHeadAttention(HEADS, KEY_DIM, **config)
             layer(x[:, :8], x[:, :8])
-            forward, both = compiled(layer, x)
+            forward, both = runners[mode](layer, x)
             forward(), both()  # compile and warm up
-            runs[name] = (forward, both)
+            runs[(mode, name)] = (forward, both)
         times = {name: ([], []) for name in runs}
         for _ in range(args.rounds):
             for name, (forward, both) in runs.items():
@@ -126,17 +184,17 @@ def main(argv=None):
                     start = time.perf_counter()
                     fn()
                     out.append(time.perf_counter() - start)
-        full = [statistics.median(t) for t in times["full"]]
-        for name, (fwd, bwd) in times.items():
+        for (mode, name), (fwd, bwd) in times.items():
+            full = [statistics.median(t) for t in times[(mode, "full")]]
             fwd, bwd = statistics.median(fwd), statistics.median(bwd)
             rows.append(
-                f"| {length} | {name} | {fwd * 1e3:.1f} | {bwd * 1e3:.1f} | "
+                f"| {length} | {mode} | {name} | {fwd * 1e3:.1f} | {bwd * 1e3:.1f} | "
                 f"{fwd / full[0]:.2f} | {bwd / full[1]:.2f} |"
             )
         print(f"T={length} done; {describe()}", flush=True)
     print()
-    print("| T | path | fwd ms | fwd+bwd ms | fwd / full | fwd+bwd / full |")
-    print("|---:|:---|---:|---:|---:|---:|")
+    print("| T | mode | path | fwd ms | fwd+bwd ms | fwd / full | fwd+bwd / full |")
+    print("|---:|:---|:---|---:|---:|---:|---:|")
     print("\n".join(rows))
     print(describe())
 

@@ -4,8 +4,10 @@ import keras
 from keras import ops
 
 from keras_attention import scores
+from keras_attention.arguments import int_argument
 from keras_attention.layers import dispatch
 from keras_attention.layers.chunked import chunked_attention
+from keras_attention.layers.fused import dot_product_scale, fused_attention
 from keras_attention.layers.masking import masked_softmax, merge_masks
 from keras_attention.scores.location import Location
 
@@ -103,6 +105,18 @@ class Attention(keras.layers.Layer):
 
     Windows, masks and modes combine freely (e.g. hard local-p attention).
 
+    Global soft attention with a (scaled) dot product, `"scaled_dot"` or
+    `"dot"` without a learned scale, takes the backend's fused
+    `keras.ops.dot_product_attention` kernel, at every length, where
+    `keras_attention.layers.dispatch` finds that kernel memory-efficient
+    for the device, compute dtype and mask (PyTorch on CPU and CUDA; JAX on
+    a GPU in bfloat16 or float16 without a mask or with the causal one
+    only), and nothing needs the weights: no `window`, no `return_*`
+    output, no `projected_key`, no dropout while training, not under
+    float16 (where the explicit path scores in float32). Rows with nothing
+    to attend to still give zeros. Every other alignment function, and
+    every other device, keeps the explicit path or the chunked one below.
+
     Long sequences in soft mode take a memory-efficient exact path: when the
     number of values `Tv` is above `chunk_threshold`, the layer calls
     `keras_attention.layers.chunked.chunked_attention` (online softmax over
@@ -149,11 +163,14 @@ class Attention(keras.layers.Layer):
             `None` (Keras: `"dot"`).
         chunk_threshold: `"auto"`, int or None. Above this number of
             values `Tv`, soft attention takes the memory-efficient chunked
-            path (see above); `None` disables it; `"auto"` is the device's
-            crossover, `dispatch.auto_threshold` (1,023 on a CPU under
-            TensorFlow or JAX, 4,096 elsewhere). Defaults to `"auto"`.
+            path (see above); `None` disables it; `"auto"` keeps the fused
+            kernel where it is memory-efficient and elsewhere is the
+            device's crossover, `dispatch.auto_threshold` (1,023 on a CPU
+            under TensorFlow or JAX, 3,071 there while TensorFlow runs
+            eagerly, 4,096 elsewhere); an int chunks above it on any
+            device (`0`: always). Defaults to `"auto"`.
         chunk_size: `"auto"` or int. Queries and values per chunk on the
-            chunked path (`"auto"`: `dispatch.auto_chunk_size`). Defaults
+            chunked path (`"auto"`: `dispatch.chunk_size`). Defaults
             to `"auto"`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
@@ -257,25 +274,12 @@ class Attention(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        dispatch.check(chunk_threshold, chunk_size)
+        chunk_threshold, chunk_size = dispatch.check(chunk_threshold, chunk_size)
         _check_choice("mode", mode, MODES)
         _check_choice("local", local, LOCAL_MODES)
         _check_choice("hard_estimator", hard_estimator, HARD_ESTIMATORS)
-        if window is not None and (
-            isinstance(window, bool) or not isinstance(window, int) or window < 1
-        ):
-            raise ValueError(
-                f"`window` must be None or an int >= 1. Received: window={window!r}"
-            )
-        if local_units is not None and (
-            isinstance(local_units, bool)
-            or not isinstance(local_units, int)
-            or local_units < 1
-        ):
-            raise ValueError(
-                "`local_units` must be None or a positive int. "
-                f"Received: local_units={local_units!r}"
-            )
+        window = int_argument("window", window, allowed=(None,))
+        local_units = int_argument("local_units", local_units, allowed=(None,))
         if not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
             raise ValueError(
                 f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}"
@@ -427,8 +431,19 @@ class Attention(keras.layers.Layer):
                 if value_mask is None
                 else ops.logical_and(ops.cast(value_mask, "bool"), key_mask)
             )
+        # The causal mask aligns the last query with the last value: with
+        # `Tq != Tv` that is no kernel's own causal mask.
+        aligned = query.shape[1] == value.shape[1]
+        kind = dispatch.mask_kind(
+            causal=use_causal_mask,
+            padding=query_mask is not None or value_mask is not None,
+            pairwise=attention_mask is not None or (use_causal_mask and not aligned),
+        )
+        scale = self._fused_scale(
+            query, value, key, returns, training, attention_mask, projected_key
+        )
         if self._takes_chunked_path(
-            query, value, returns, attention_mask, projected_key
+            query, value, returns, attention_mask, projected_key, scale, kind
         ):
             return self._chunked(
                 query,
@@ -441,9 +456,22 @@ class Attention(keras.layers.Layer):
                 causal_offset=value.shape[1] - query.shape[1],
                 training=training,
             )
+        fused = self._takes_fused_path(scale, kind, query)
+        if fused and kind != "pairwise":
+            return fused_attention(
+                query,
+                key,
+                value,
+                scale,
+                key_mask=value_mask,
+                query_mask=query_mask,
+                use_causal_mask=use_causal_mask,
+            )
         mask = merge_masks(
             query, value, query_mask, value_mask, attention_mask, use_causal_mask
         )
+        if fused:
+            return fused_attention(query, key, value, scale, attention_mask=mask)
         outputs = self._attend(
             query,
             value,
@@ -491,8 +519,18 @@ class Attention(keras.layers.Layer):
             query, value, key = (_flatten_batch(x, 2) for x in (query, value, key))
             if value_mask is not None:
                 value_mask = _flatten_batch(value_mask, 1)
-        if self._takes_chunked_path(query, value, returns):
-            weights = log_prob = distribution = None
+        # Keras's causal mask aligns the first query with the first value,
+        # as the fused kernels' own.
+        kind = dispatch.mask_kind(
+            causal=use_causal_mask, padding=value_mask is not None
+        )
+        scale = self._fused_scale(query, value, key, returns, training)
+        weights = log_prob = distribution = None
+        chunked = self._takes_chunked_path(
+            query, value, returns, None, None, scale, kind
+        )
+        fused = not chunked and self._takes_fused_path(scale, kind, query)
+        if chunked:
             context = self._chunked(
                 query,
                 value,
@@ -504,6 +542,15 @@ class Attention(keras.layers.Layer):
                 causal_offset=0,
                 training=training,
             )
+        elif fused and kind != "pairwise":
+            context = fused_attention(
+                query,
+                key,
+                value,
+                scale,
+                key_mask=value_mask,
+                use_causal_mask=use_causal_mask,
+            )
         else:
             causal = None
             if use_causal_mask:
@@ -511,9 +558,19 @@ class Attention(keras.layers.Layer):
                 cols = ops.expand_dims(ops.arange(ops.shape(value)[1]), 0)
                 causal = ops.expand_dims(rows >= cols, 0)
             score_mask = merge_masks(query, value, None, value_mask, causal)
-            context, weights, log_prob, distribution = self._attend(
-                query, value, key, score_mask, value_mask=value_mask, training=training
-            )
+            if fused:
+                context = fused_attention(
+                    query, key, value, scale, attention_mask=score_mask
+                )
+            else:
+                context, weights, log_prob, distribution = self._attend(
+                    query,
+                    value,
+                    key,
+                    score_mask,
+                    value_mask=value_mask,
+                    training=training,
+                )
         if flat:
             context = _unflatten_batch(context, batch_shape)
             weights = _unflatten_batch(weights, batch_shape)
@@ -524,8 +581,58 @@ class Attention(keras.layers.Layer):
             context = ops.where(row, context, ops.zeros_like(context))
         return _select((context, weights, log_prob, distribution), returns)
 
+    def _fused_scale(
+        self,
+        query,
+        value,
+        key,
+        returns,
+        training,
+        attention_mask=None,
+        projected_key=None,
+    ):
+        """The dot product's scale where the call can be fused, else None.
+
+        A fused kernel computes global soft attention of a (scaled) dot
+        product (`fused.dot_product_scale`) and nothing else: no window, no
+        weights or other `return_*` output, no `projected_key`, no dropout
+        while training, a mask of rank <= 3, known non-zero lengths, and
+        not under float16, where the explicit path scores in float32
+        (`scores.precision`) and the kernels would overflow.
+        """
+        q_len, v_len = query.shape[1], value.shape[1]
+        float16 = keras.backend.standardize_dtype(self.compute_dtype) == "float16"
+        if (
+            self.mode != "soft"
+            or self.window is not None
+            or any(returns)
+            or projected_key is not None
+            or (training and self.dropout > 0)
+            or float16
+            or not (_is_static_int(q_len) and q_len > 0)
+            or not (_is_static_int(v_len) and v_len > 0)
+            or (attention_mask is not None and len(attention_mask.shape) > 3)
+        ):
+            return None
+        return dot_product_scale(self.score_layer, key.shape[-1])
+
+    def _takes_fused_path(self, scale, mask, tensor):
+        """Whether a call that can be fused (`scale`) takes the fused kernel:
+        where the backend's is memory-efficient for the device, compute
+        dtype and `mask` (a `dispatch.mask_kind`)."""
+        return scale is not None and dispatch.fused_is_memory_efficient_here(
+            self.compute_dtype, mask, tensor
+        )
+
     def _takes_chunked_path(
-        self, query, value, returns, attention_mask=None, projected_key=None
+        self,
+        query,
+        value,
+        returns,
+        attention_mask=None,
+        projected_key=None,
+        fused_scale=None,
+        mask="none",
     ):
         """Whether the call uses `chunked_attention` (static shapes, flags).
 
@@ -534,7 +641,10 @@ class Attention(keras.layers.Layer):
         length unknown then (`None` in a TensorFlow graph, a JAX symbolic
         dimension while Keras infers a functional model's shapes) cannot
         be compared with `chunk_threshold`, so the call takes the full
-        path; its outputs have the same shapes and values.
+        path; its outputs have the same shapes and values. With
+        `chunk_threshold="auto"`, a call that can be fused (`fused_scale`)
+        does not chunk where the fused kernel is memory-efficient for
+        `mask` (a `dispatch.mask_kind`).
         """
         q_len, v_len = query.shape[1], value.shape[1]
         if (
@@ -553,9 +663,13 @@ class Attention(keras.layers.Layer):
             ops.convert_to_tensor(attention_mask).shape
         ) not in (2, 3):
             return False
-        # No fused path here: the device sets the threshold only.
         return dispatch.takes_chunked_path(
-            self.chunk_threshold, v_len, False, self.compute_dtype, "none", query
+            self.chunk_threshold,
+            v_len,
+            fused_scale is not None,
+            self.compute_dtype,
+            mask,
+            query,
         )
 
     def _chunked(

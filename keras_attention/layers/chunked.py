@@ -15,6 +15,7 @@ import math
 import keras
 from keras import ops
 
+from keras_attention.arguments import int_argument
 from keras_attention.layers.masking import masked_softmax
 
 # Fill of masked float32 scores: exp(fill - max) underflows to exactly zero
@@ -143,10 +144,7 @@ def chunked_attention(
         ("query_chunk_size", query_chunk_size),
         ("key_chunk_size", key_chunk_size),
     ):
-        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-            raise ValueError(
-                f"`{name}` must be a positive int. Received: {name}={size!r}"
-            )
+        int_argument(name, size)
     _check_options(dropout_rate, seed, score_fn, scale)
     if sliding_window is not None and (
         not isinstance(sliding_window, int)

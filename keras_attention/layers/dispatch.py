@@ -46,6 +46,8 @@ device (`0`: always; `None`: never).
 
 import keras
 
+from keras_attention.arguments import int_argument
+
 #: The default `chunk_threshold` / `chunk_size`: decided per call by device.
 AUTO = "auto"
 
@@ -59,6 +61,16 @@ AUTO = "auto"
 #: matrix anyway).
 CPU_CHUNK_THRESHOLD = 1023
 
+#: Above this many keys a CPU chunks while TensorFlow runs eagerly (a layer
+#: called outside `fit`, `predict` or a `tf.function`): the chunk loop then
+#: runs op by op, and below ~3,072 keys, where the full path's scores are
+#: small, it only costs time. Eager forward / forward + backward over the
+#: full path's, 512-blocks: 1.80 / 2.22 at T = 2,048, 0.98 / 1.17 at 3,072
+#: (`attention_crossover.py --lengths 2048,3072 --chunks 512 --modes
+#: eager`, load 5), 0.84-1.13 / 1.35-1.59 at 4,096 (below); 1.51 / 2.24 at
+#: 1,024, where compiled chunking was already faster.
+EAGER_CPU_CHUNK_THRESHOLD = 3071
+
 #: Above this many keys a GPU without a memory-efficient fused kernel (JAX
 #: float32, TensorFlow) or PyTorch's explicit path (a score other than
 #: scaled dot) chunks: there the explicit path is faster and the choice is
@@ -70,6 +82,19 @@ DEVICE_CHUNK_THRESHOLD = 4096
 #: the full path's time with 256 / 512 / 1,024 blocks on JAX, 0.46 / 0.52 /
 #: 0.85 on TensorFlow).
 CPU_CHUNK_SIZE = 256
+
+#: Queries and keys per block on a CPU while TensorFlow runs eagerly (a
+#: layer called outside `fit`, `predict` or a `tf.function`): each block's
+#: ops are dispatched from Python one by one, so fewer, larger blocks win.
+#: Eager forward / forward + backward time over the full path's at T =
+#: 4,096: 1.87 / 2.34 with 256-blocks, 1.13 / 1.59 with 512, 1.13 / 1.76
+#: with 1,024, 1.34 / 2.04 with 2,048 (2-core AMD EPYC, load 7.5,
+#: `attention_crossover.py --lengths 4096 --chunks 256,512,1024,2048
+#: --modes eager`); a second run, `--chunks 256,512 --modes
+#: eager,compiled` (load 7): 1.10 / 1.50 with 256, 0.84 / 1.35 with 512
+#: eagerly, and compiled 0.39 / 0.24 with 256, 0.36 / 0.45 with 512, so
+#: compiled code keeps `CPU_CHUNK_SIZE`.
+EAGER_CPU_CHUNK_SIZE = 512
 
 #: On an accelerator, the largest block of `(B * heads, c, c)` float32
 #: scores up to this many bytes (4,096 for B = 1 and 8 heads: on an H100 a
@@ -157,10 +182,13 @@ def fused_is_memory_efficient(backend, device, dtype, mask):
     return False
 
 
-def auto_threshold(backend, device):
-    """The number of keys above which `"auto"` chunks (no fused kernel)."""
+def auto_threshold(backend, device, eager=False):
+    """The number of keys above which `"auto"` chunks (no fused kernel).
+
+    `eager`: TensorFlow runs the call op by op (`tensorflow_eager()`).
+    """
     if device == "cpu" and backend != "torch":
-        return CPU_CHUNK_THRESHOLD
+        return EAGER_CPU_CHUNK_THRESHOLD if eager else CPU_CHUNK_THRESHOLD
     # PyTorch runs the chunked loop op by op, slower than its explicit
     # path at any length: there chunking is only for the memory.
     return DEVICE_CHUNK_THRESHOLD
@@ -211,41 +239,43 @@ def takes_chunked_path(chunk_threshold, key_length, fused, dtype, mask, tensor=N
         name, device = backend(), platform(tensor)
         if fused and fused_is_memory_efficient(name, device, dtype, mask):
             return False
-        chunk_threshold = auto_threshold(name, device)
+        chunk_threshold = auto_threshold(name, device, tensorflow_eager())
     return key_length > chunk_threshold
 
 
+def tensorflow_eager():
+    """Whether TensorFlow runs the call op by op (outside a `tf.function`)."""
+    if backend() != "tensorflow":
+        return False
+    import tensorflow as tf
+
+    return tf.executing_eagerly()
+
+
 def chunk_size(size, rows=None, tensor=None):
-    """The block size of a call: `size`, or `auto_chunk_size` for `"auto"`."""
+    """The block size of a call: `size`, or for `"auto"` `auto_chunk_size`
+    (`EAGER_CPU_CHUNK_SIZE` on a CPU while TensorFlow runs eagerly)."""
     if size != AUTO:
         return size
-    return auto_chunk_size(platform(tensor), rows)
+    device = platform(tensor)
+    if device == "cpu" and tensorflow_eager():
+        return EAGER_CPU_CHUNK_SIZE
+    return auto_chunk_size(device, rows)
 
 
 def check(chunk_threshold, chunk_size):
-    """Checks the `chunk_threshold` / `chunk_size` arguments of a layer."""
-    if (
-        chunk_threshold is not None
-        and chunk_threshold != AUTO
-        and (
-            isinstance(chunk_threshold, bool)
-            or not isinstance(chunk_threshold, int)
-            or chunk_threshold < 0
-        )
-    ):
-        raise ValueError(
-            "`chunk_threshold` must be 'auto', a non-negative int or None. "
-            f"Received: chunk_threshold={chunk_threshold!r}"
-        )
-    if chunk_size != AUTO and (
-        isinstance(chunk_size, bool)
-        or not isinstance(chunk_size, int)
-        or chunk_size < 1
-    ):
-        raise ValueError(
-            "`chunk_size` must be 'auto' or a positive int. Received: "
-            f"chunk_size={chunk_size!r}"
-        )
+    """Checks a layer's `chunk_threshold` and `chunk_size`; returns them."""
+    return (
+        int_argument(
+            "chunk_threshold", chunk_threshold, minimum=0, allowed=(AUTO, None)
+        ),
+        int_argument("chunk_size", chunk_size, allowed=(AUTO,)),
+    )
+
+
+def fused_is_memory_efficient_here(dtype, mask, tensor=None):
+    """`fused_is_memory_efficient` on this backend and `tensor`'s device."""
+    return fused_is_memory_efficient(backend(), platform(tensor), dtype, mask)
 
 
 #: Queries and keys per block of JAX's Triton flash kernel on a GPU

@@ -12,21 +12,12 @@ its bottom-right corner. The same location therefore means the same place on
 an image of any size.
 """
 
-import numbers
-
 import keras
 from keras import ops
 
+from keras_attention.arguments import int_argument
+
 PACKAGE = "keras_attention"
-
-
-def _positive_int(name, value):
-    """Returns `value` as an `int`, or raises if it is not an integer >= 1."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(
-            f"`{name}` must be an integer >= 1. Received: {name}={value!r}"
-        )
-    return int(value)
 
 
 def _check_input_shapes(layer, images_shape, locations_shape):
@@ -112,9 +103,9 @@ class GlimpseSensor(keras.layers.Layer):
 
     def __init__(self, patch_size, num_scales=1, scale_factor=2, **kwargs):
         super().__init__(**kwargs)
-        self.patch_size = _positive_int("patch_size", patch_size)
-        self.num_scales = _positive_int("num_scales", num_scales)
-        self.scale_factor = _positive_int("scale_factor", scale_factor)
+        self.patch_size = int_argument("patch_size", patch_size)
+        self.num_scales = int_argument("num_scales", num_scales)
+        self.scale_factor = int_argument("scale_factor", scale_factor)
 
     @property
     def patch_sides(self):
@@ -282,12 +273,12 @@ class GlimpseNetwork(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         self.glimpse_filters = _filters(glimpse_filters)
-        self.glimpse_units = _positive_int("glimpse_units", glimpse_units)
-        self.location_units = _positive_int("location_units", location_units)
-        self.output_units = _positive_int("output_units", output_units)
-        self.patch_size = _positive_int("patch_size", patch_size)
-        self.num_scales = _positive_int("num_scales", num_scales)
-        self.scale_factor = _positive_int("scale_factor", scale_factor)
+        self.glimpse_units = int_argument("glimpse_units", glimpse_units)
+        self.location_units = int_argument("location_units", location_units)
+        self.output_units = int_argument("output_units", output_units)
+        self.patch_size = int_argument("patch_size", patch_size)
+        self.num_scales = int_argument("num_scales", num_scales)
+        self.scale_factor = int_argument("scale_factor", scale_factor)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
 
@@ -433,15 +424,5 @@ def _filters(glimpse_filters):
             "`glimpse_filters` must be a sequence of integers >= 1 or None. "
             f"Received: glimpse_filters={glimpse_filters!r}"
         )
-    filters = list(glimpse_filters)
-    for value in filters:
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, numbers.Integral)
-            or value < 1
-        ):
-            raise ValueError(
-                "`glimpse_filters` must hold integers >= 1. "
-                f"Received: glimpse_filters={glimpse_filters!r}"
-            )
-    return [int(v) for v in filters] or None
+    filters = [int_argument("glimpse_filters", v) for v in glimpse_filters]
+    return filters or None

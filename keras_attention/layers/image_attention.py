@@ -4,8 +4,10 @@ import keras
 from keras import ops
 
 from keras_attention import scores
+from keras_attention.arguments import int_argument
 from keras_attention.layers import dispatch
 from keras_attention.layers.chunked import chunked_attention
+from keras_attention.layers.fused import dot_product_scale, fused_attention
 from keras_attention.layers.masking import masked_softmax
 
 
@@ -23,11 +25,19 @@ class ImageSelfAttention(keras.layers.Layer):
     that the block starts as the identity and the network learns how much
     attention to mix in.
 
-    Above `chunk_threshold` positions the attention is computed by
-    `chunked_attention` (exact, memory linear in the number of positions):
-    a 128x128 map has 16,384 positions, a score matrix of 1 GiB per image.
-    The default, `"auto"`, is the device's crossover
-    (`keras_attention.layers.dispatch.auto_threshold`).
+    With a (scaled) dot product, `"dot"` without a learned scale or
+    `"scaled_dot"`, and no dropout while training, the attention takes the
+    backend's fused `keras.ops.dot_product_attention` kernel where
+    `keras_attention.layers.dispatch` finds it memory-efficient for the
+    device and compute dtype (PyTorch on CPU and CUDA; JAX on a GPU in
+    bfloat16 or float16), at every size (the narrower of the key and value
+    widths gets zero channels: kernels want one width). Elsewhere, and for
+    every other score, above `chunk_threshold` positions the attention is
+    computed by `chunked_attention` (exact, memory linear in the number of
+    positions): a 128x128 map has 16,384 positions, a score matrix of 1
+    GiB per image. The default, `"auto"`, is the device's crossover
+    (`keras_attention.layers.dispatch.auto_threshold`); an int chunks
+    above it on any device.
 
     Args:
         key_dim: int or None. Channels of queries and keys. Defaults to
@@ -44,7 +54,7 @@ class ImageSelfAttention(keras.layers.Layer):
             which the chunked path is used; `None` never chunks, `"auto"`
             is the device's crossover. Defaults to `"auto"`.
         query_chunk_size: `"auto"` or int. Query chunk of the chunked
-            path (`"auto"`: `dispatch.auto_chunk_size`). Defaults to
+            path (`"auto"`: `dispatch.chunk_size`). Defaults to
             `"auto"`.
         key_chunk_size: `"auto"` or int. Key chunk of the chunked path.
             Defaults to `"auto"`.
@@ -91,27 +101,17 @@ class ImageSelfAttention(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (("key_dim", key_dim), ("value_dim", value_dim)):
-            if value is not None and not _positive_int(value):
-                raise ValueError(
-                    f"`{name}` must be a positive int or None. Received: {name}={value!r}"
-                )
-        for name, value in (
-            ("query_chunk_size", query_chunk_size),
-            ("key_chunk_size", key_chunk_size),
-        ):
-            if value != dispatch.AUTO and not _positive_int(value):
-                raise ValueError(
-                    f"`{name}` must be 'auto' or a positive int. Received: "
-                    f"{name}={value!r}"
-                )
-        if chunk_threshold not in (None, dispatch.AUTO) and not _positive_int(
-            chunk_threshold
-        ):
-            raise ValueError(
-                "`chunk_threshold` must be 'auto', a positive int or None. "
-                f"Received: chunk_threshold={chunk_threshold!r}"
-            )
+        key_dim = int_argument("key_dim", key_dim, allowed=(None,))
+        value_dim = int_argument("value_dim", value_dim, allowed=(None,))
+        chunk_threshold = int_argument(
+            "chunk_threshold", chunk_threshold, minimum=0, allowed=(dispatch.AUTO, None)
+        )
+        query_chunk_size = int_argument(
+            "query_chunk_size", query_chunk_size, allowed=(dispatch.AUTO,)
+        )
+        key_chunk_size = int_argument(
+            "key_chunk_size", key_chunk_size, allowed=(dispatch.AUTO,)
+        )
         if not 0.0 <= dropout < 1.0:
             raise ValueError(
                 f"`dropout` must be in [0, 1). Received: dropout={dropout!r}"
@@ -183,12 +183,21 @@ class ImageSelfAttention(keras.layers.Layer):
         query = flat(self.query_conv(inputs))
         key = flat(self.key_conv(inputs))
         value = flat(self.value_conv(inputs))
-        # No fused path here: the device sets the threshold only.
+        scale = self._fused_scale(positions, training)
         chunked = positions is not None and dispatch.takes_chunked_path(
-            self.chunk_threshold, positions, False, self.compute_dtype, "none", inputs
+            self.chunk_threshold,
+            positions,
+            scale is not None,
+            self.compute_dtype,
+            "none",
+            inputs,
         )
         if chunked:
             context = self._chunked(query, key, value, training)
+        elif scale is not None and dispatch.fused_is_memory_efficient_here(
+            self.compute_dtype, "none", inputs
+        ):
+            context = fused_attention(query, key, value, scale)
         else:
             weights = masked_softmax(self.score_layer(query, key))
             weights = ops.cast(weights, self.compute_dtype)
@@ -198,15 +207,23 @@ class ImageSelfAttention(keras.layers.Layer):
         output = self.output_conv(context)
         return inputs + ops.cast(self.gamma, self.compute_dtype) * output
 
+    def _fused_scale(self, positions, training):
+        """The dot product's scale where the call can be fused, else None.
+
+        The score must be a (scaled) dot product (`fused.dot_product_scale`),
+        the number of positions known and non-zero, no dropout while
+        training, and the compute dtype not float16 (where the explicit
+        path scores in float32 and the kernels would overflow).
+        """
+        float16 = keras.backend.standardize_dtype(self.compute_dtype) == "float16"
+        if not positions or (training and self.dropout > 0.0) or float16:
+            return None
+        return dot_product_scale(self.score_layer, self.query_conv.filters)
+
     def _chunked(self, query, key, value, training):
         """The attention of `call` by `chunked_attention`."""
-        score = self.score_layer
-        if isinstance(score, scores.ScaledDot):
-            options = {}  # the default scale, 1 / sqrt(key_dim)
-        elif isinstance(score, scores.Dot) and not score.use_scale:
-            options = {"scale": 1.0}
-        else:
-            options = {"score_fn": score}
+        scale = dot_product_scale(self.score_layer, key.shape[-1])
+        options = {"score_fn": self.score_layer} if scale is None else {"scale": scale}
         if training and self.dropout > 0.0:
             options["dropout_rate"] = self.dropout
             options["seed"] = keras.random.randint(
@@ -246,7 +263,3 @@ class ImageSelfAttention(keras.layers.Layer):
             }
         )
         return config
-
-
-def _positive_int(value):
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0

@@ -74,9 +74,18 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
     chunks from 1,024 keys on on a CPU, where chunking is already the
     faster, and above 4,096 on an accelerator or under PyTorch, where it is
     for the memory. An int chunks above it on any device (`0`: always),
-    `None` never. The chunked path gives the explicit path's outputs and gradients to float tolerance
-    (fully masked rows included), and is taken only when nothing needs the
-    full weights: static lengths, no cache, no `return_attention_scores`,
+    `None` never. The chunk loop is fastest compiled: called eagerly
+    under TensorFlow (outside `fit`, `predict` or a `tf.function`) its
+    blocks run op by op, so there a CPU chunks only above 3,071 keys, in
+    blocks of 512 (`dispatch.EAGER_CPU_CHUNK_THRESHOLD`,
+    `EAGER_CPU_CHUNK_SIZE`): at 4,096 keys its forward took 0.84-1.13x
+    the full path's time, where compiled it took 0.39-0.63x
+    (`benchmarks/attention_crossover.py --modes eager,compiled`, two runs
+    on a busy 2-core CPU). Wrap such calls in
+    `tf.function(jit_compile=True)` for the compiled speed.
+    The chunked path gives the explicit path's outputs and gradients to
+    float tolerance (fully masked rows included), and is taken only when
+    nothing needs the full weights: static lengths, no cache, no `return_attention_scores`,
     no `flash_attention=True`, a score that can be computed on chunks (not
     `"location"`), rank-3 inputs with the default `attention_axes`, and a
     subclass that does not override `_compute_attention` or
@@ -151,11 +160,12 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             `None` disables it; `"auto"` decides by backend, device, dtype
             and mask. Defaults to `"auto"`.
         chunk_size: `"auto"` or int. Queries and keys per chunk on the
-            chunked path; `"auto"` is 256 on a CPU and up to 4,096 on an
-            accelerator (`dispatch.auto_chunk_size`); under JAX on a GPU,
-            with no mask or a causal one, `"auto"` runs JAX's Triton flash
-            kernel instead of the loop (`dispatch.triton_flash_attention`).
-            Defaults to `"auto"`.
+            chunked path; `"auto"` is 256 on a CPU (512 while TensorFlow
+            runs eagerly) and up to 4,096 on an accelerator
+            (`dispatch.chunk_size`); under JAX on a GPU, with no mask or a
+            causal one, `"auto"` runs JAX's Triton flash kernel instead of
+            the loop (`dispatch.triton_flash_attention`). Defaults to
+            `"auto"`.
         window: int or None. Restricted self-attention radius `r >= 1`:
             query `i` sees keys `j` with `|i - j| <= r` (`i - r <= j <= i`
             when causal), computed blockwise in `O(r T d)` (see above).
@@ -269,8 +279,8 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         window=None,
         **kwargs,
     ):
-        dispatch.check(chunk_threshold, chunk_size)
-        _check_window(window, sliding_window, flash_attention)
+        chunk_threshold, chunk_size = dispatch.check(chunk_threshold, chunk_size)
+        window = _check_window(window, sliding_window, flash_attention)
         super().__init__(
             num_heads=num_heads,
             key_dim=key_dim,
@@ -1199,9 +1209,10 @@ def _check_batch(query_shape, value_shape, key_shape):
 
 
 def _check_window(window, sliding_window, flash_attention):
-    check_window(window)
+    """Checks `window` against the other band arguments; returns it."""
+    window = check_window(window)
     if window is None:
-        return
+        return None
     if sliding_window is not None:
         raise ValueError(
             "`window` (blockwise, |i - j| <= window) and Keras's `sliding_window` "
@@ -1213,6 +1224,7 @@ def _check_window(window, sliding_window, flash_attention):
             "`window` computes its own blocks and cannot use a flash kernel. "
             f"Received: window={window}, flash_attention=True"
         )
+    return window
 
 
 def _check_window_lengths(window, query_shape, key_shape):

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_attention.arguments import int_argument
 from keras_attention.layers.attention import Attention
 from keras_attention.scores.base import PACKAGE
 
@@ -101,11 +102,8 @@ class AttentionDecoderCell(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (("units", units), ("memory_dim", memory_dim)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(
-                    f"`{name}` must be a positive int. Received: {name}={value!r}"
-                )
+        units = int_argument("units", units)
+        memory_dim = int_argument("memory_dim", memory_dim)
         if cell not in ("lstm", "gru"):
             raise ValueError(f"`cell` must be 'lstm' or 'gru'. Received: cell={cell!r}")
         if style not in STYLES:

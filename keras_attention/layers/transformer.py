@@ -26,13 +26,12 @@ Both blocks compute their output spec from shapes (`compute_output_shape`,
 gives tensors in the compute dtype, as keras-hub's blocks do.
 """
 
-import numbers
-
 import keras
 from keras import ops, tree
 from keras.src.backend import get_keras_mask, set_keras_mask
 
 from keras_attention import scores
+from keras_attention.arguments import int_argument
 from keras_attention.layers import dispatch
 from keras_attention.layers.multi_head_attention import (
     MultiHeadAttention,
@@ -63,18 +62,10 @@ class _TransformerBlock(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        dispatch.check(chunk_threshold, chunk_size)
-        check_window(window)
-        if not isinstance(intermediate_dim, numbers.Integral) or intermediate_dim < 1:
-            raise ValueError(
-                "`intermediate_dim` must be a positive integer. "
-                f"Received: intermediate_dim={intermediate_dim}"
-            )
-        if not isinstance(num_heads, numbers.Integral) or num_heads < 1:
-            raise ValueError(
-                "`num_heads` must be a positive integer. "
-                f"Received: num_heads={num_heads}"
-            )
+        chunk_threshold, chunk_size = dispatch.check(chunk_threshold, chunk_size)
+        window = check_window(window)
+        intermediate_dim = int_argument("intermediate_dim", intermediate_dim)
+        num_heads = int_argument("num_heads", num_heads)
         if not 0.0 <= dropout < 1.0:
             raise ValueError(
                 f"`dropout` must be in [0, 1). Received: dropout={dropout}"

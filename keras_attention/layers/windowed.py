@@ -4,6 +4,7 @@ import math
 
 from keras import ops
 
+from keras_attention.arguments import int_argument
 from keras_attention.layers.chunked import _check_options, _keep
 from keras_attention.layers.masking import masked_softmax
 
@@ -85,8 +86,7 @@ def windowed_attention(
             f"D). Received: query.shape={tuple(query.shape)}, key.shape="
             f"{tuple(key.shape)}, value.shape={tuple(value.shape)}"
         )
-    if not isinstance(radius, int) or isinstance(radius, bool) or radius < 0:
-        raise ValueError(f"`radius` must be an int >= 0. Received: radius={radius!r}")
+    radius = int_argument("radius", radius, minimum=0)
     length = query.shape[1]
     if length is None or key.shape[1] != length or value.shape[1] != length:
         raise ValueError(
@@ -165,12 +165,7 @@ def windowed_attention(
 
 def check_window(window):
     """Checks a layer's `window` argument: a positive int or None."""
-    if window is not None and (
-        isinstance(window, bool) or not isinstance(window, int) or window < 1
-    ):
-        raise ValueError(
-            f"`window` must be a positive int or None. Received: window={window!r}"
-        )
+    return int_argument("window", window, allowed=(None,))
 
 
 def _band_of(attention_mask, heads, length, width, span, causal):

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_attention.arguments import int_argument
 from keras_attention.scores.base import PACKAGE, Score
 
 
@@ -55,10 +56,7 @@ class Additive(Score):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if units is not None and (not isinstance(units, int) or units < 1):
-            raise ValueError(
-                f"`units` must be a positive int or None. Received: units={units}"
-            )
+        units = int_argument("units", units, allowed=(None,))
         self.units = units
         self.use_bias = use_bias
         self.kernel_initializer = keras.initializers.get(kernel_initializer)

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_attention.arguments import int_argument
 from keras_attention.scores.base import PACKAGE, Score
 
 
@@ -46,13 +47,7 @@ class Location(Score):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if max_length is not None and (
-            not isinstance(max_length, int) or max_length < 1
-        ):
-            raise ValueError(
-                "`max_length` must be a positive int or None. "
-                f"Received: max_length={max_length}"
-            )
+        max_length = int_argument("max_length", max_length, allowed=(None,))
         self.max_length = max_length
         self.use_bias = use_bias
         self.kernel_initializer = keras.initializers.get(kernel_initializer)

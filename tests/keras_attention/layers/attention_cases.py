@@ -3,14 +3,22 @@
 A layer on a fast path (chunked or windowed attention) is compared with an
 explicit twin holding the same weights: the output, and the gradients of
 `sum(output * probe)` with respect to every input and every trainable
-weight, on TensorFlow and JAX. A spy counts the calls of the fast path, so
-a test also knows which path ran. Used by `test_chunked_dispatch.py`,
+weight, on TensorFlow, JAX and PyTorch (`../gradients.py`). A spy counts
+the calls of the fast path, so a test also knows which path ran. Used by
+`test_chunked_dispatch.py`, `test_dispatch.py`,
 `test_windowed_multi_head_attention.py` and `test_transformer_chunking.py`.
 """
 
-import keras
+import importlib.util
+import os
+
 import numpy as np
-import pytest
+
+_spec = importlib.util.spec_from_file_location(
+    "gradients", os.path.join(os.path.dirname(__file__), "..", "gradients.py")
+)
+gradients = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gradients)
 
 B, DIM, HEADS = 2, 8, 2
 
@@ -99,60 +107,12 @@ def value_and_grads(layer, inputs, kwargs, jit=False):
     Gradients with respect to each input, then each trainable weight, all as
     float32 NumPy arrays. The probe has the first input's shape (the layers
     here keep it). Eager, or compiled with `jit` (`tf.function(jit_compile=
-    True)`, `jax.jit`; PyTorch runs eagerly): compiling one program per case costs more than
-    running it op by op, on either backend.
+    True)`, `jax.jit`; PyTorch runs eagerly): compiling one program per case
+    costs more than running it op by op, on either backend.
     """
     probe = np.random.default_rng(5).normal(size=inputs[0].shape).astype("float32")
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        def run(*inputs):
-            with tf.GradientTape() as tape:
-                tape.watch(inputs)
-                output = layer(*inputs, **kwargs)
-                loss = tf.reduce_sum(tf.cast(output, "float32") * probe)
-            return output, tape.gradient(loss, [*inputs, *layer.trainable_variables])
-
-        if jit:
-            run = tf.function(run, jit_compile=True)
-        output, grads = run(*(tf.constant(x) for x in inputs))
-    elif backend == "jax":
-        import jax
-
-        non_trainable = [v.value for v in layer.non_trainable_variables]
-
-        def loss(trainable, *inputs):
-            output, _ = layer.stateless_call(
-                trainable, non_trainable, *inputs, **kwargs
-            )
-            return (output.astype("float32") * probe).sum(), output
-
-        argnums = tuple(range(len(inputs) + 1))
-        run = jax.value_and_grad(loss, argnums, has_aux=True)
-        if jit:
-            run = jax.jit(run)
-        trainable = [v.value for v in layer.trainable_variables]
-        (_, output), (weight_grads, *input_grads) = run(trainable, *inputs)
-        grads = [*input_grads, *weight_grads]
-    elif backend == "torch":
-        # Eager autograd (`jit` has no meaning here).
-        import torch
-
-        tensors = [torch.tensor(x, requires_grad=True) for x in inputs]
-        output = layer(*tensors, **kwargs)
-        loss = (output.float() * torch.tensor(probe)).sum()
-        targets = [*tensors, *(v.value for v in layer.trainable_variables)]
-        grads = torch.autograd.grad(loss, targets, allow_unused=True)
-        grads = [
-            torch.zeros_like(t) if g is None else g
-            for g, t in zip(grads, targets, strict=True)
-        ]
-        output = output.detach()
-    else:
-        pytest.skip(f"gradients are checked on TF, JAX and PyTorch, not {backend}")
-    to_np = keras.ops.convert_to_numpy
-    return to_np(output).astype("float32"), [to_np(g).astype("float32") for g in grads]
+    loss = gradients.weighted_sum(probe)
+    return gradients.value_and_gradients(layer, inputs, loss, kwargs, jit)
 
 
 def assert_same(got, expected, atol=2e-5, grad_atol=5e-5):

@@ -54,6 +54,10 @@ def paths(monkeypatch):
     monkeypatch.setattr(dispatch, "CPU_CHUNK_THRESHOLD", SMALL)
     monkeypatch.setattr(dispatch, "DEVICE_CHUNK_THRESHOLD", SMALL)
     monkeypatch.setattr(dispatch, "CPU_CHUNK_SIZE", 5)
+    monkeypatch.setattr(dispatch, "EAGER_CPU_CHUNK_SIZE", 7)
+    monkeypatch.setattr(dispatch, "EAGER_CPU_CHUNK_THRESHOLD", T)
+    # As if compiled: whether TensorFlow runs eagerly has its own tests.
+    monkeypatch.setattr(dispatch, "tensorflow_eager", lambda: False)
 
     def stub(backend, device):
         monkeypatch.setattr(dispatch, "backend", lambda: backend)
@@ -200,6 +204,62 @@ def test_auto_chunk_size_per_device(paths, device, size):
     assert paths["chunked"] == [size]
 
 
+@pytest.mark.parametrize(
+    ("backend", "device", "eager", "size"),
+    [
+        ("tensorflow", "cpu", True, 7),  # op by op: larger blocks
+        ("tensorflow", "cpu", False, 5),  # in a `tf.function`
+        ("tensorflow", "gpu", True, 4096),  # the accelerator's rule
+    ],
+)
+def test_auto_chunk_size_while_tensorflow_runs_eagerly(
+    paths, monkeypatch, backend, device, eager, size
+):
+    query, value = cases.data(T), cases.data(T, seed=1)
+    layer = MultiHeadAttention(num_heads=HEADS, key_dim=4, chunk_threshold=0)
+    layer(query, value)
+    paths["stub"](backend, device)
+    monkeypatch.setattr(dispatch, "tensorflow_eager", lambda: eager)
+    paths["chunked"].clear()
+    layer(query, value)
+    assert paths["chunked"] == [size]
+
+
+@pytest.mark.parametrize(
+    ("backend", "device", "eager", "path"),
+    [
+        ("tensorflow", "cpu", True, "fused"),  # T keys: not above eager's
+        ("tensorflow", "cpu", False, "chunked"),  # compiled: above the CPU's
+        ("jax", "cpu", True, "chunked"),  # (no eager TensorFlow on JAX)
+        ("tensorflow", "gpu", True, "chunked"),  # the accelerator's rule
+    ],
+)
+def test_auto_threshold_while_tensorflow_runs_eagerly(
+    paths, monkeypatch, backend, device, eager, path
+):
+    query, value = cases.data(T), cases.data(T, seed=1)
+    layer = MultiHeadAttention(num_heads=HEADS, key_dim=4)
+    layer(query, value)
+    paths["stub"](backend, device)
+    monkeypatch.setattr(
+        dispatch, "tensorflow_eager", lambda: eager and backend == "tensorflow"
+    )
+    _reset(paths)
+    layer(query, value)
+    assert _took(paths) == path
+
+
+def test_tensorflow_eager_is_read_from_tensorflow():
+    if keras.config.backend() != "tensorflow":
+        assert not dispatch.tensorflow_eager()
+        return
+    import tensorflow as tf
+
+    assert dispatch.tensorflow_eager()
+    traced = tf.function(lambda: tf.constant(dispatch.tensorflow_eager()))
+    assert not traced().numpy()
+
+
 def test_auto_chunk_size_bounds_the_block():
     for rows in (1, 8, 32, 128, 512, 10**4):
         size = dispatch.auto_chunk_size("gpu", rows)
@@ -223,32 +283,201 @@ def test_auto_chunk_size_bounds_the_block():
 )
 def test_auto_threshold(backend, device, threshold):
     assert dispatch.auto_threshold(backend, device) == getattr(dispatch, threshold)
+    eager = "EAGER_CPU_CHUNK_THRESHOLD" if threshold == "CPU_CHUNK_THRESHOLD" else None
+    expected = getattr(dispatch, eager or threshold)
+    assert dispatch.auto_threshold(backend, device, eager=True) == expected
 
 
-@pytest.mark.parametrize("layer_cls", ["attention", "image"])
-@pytest.mark.parametrize(("backend", "device"), [("torch", "cpu"), ("jax", "cpu")])
-def test_attention_and_image_layers_chunk_by_device(paths, layer_cls, backend, device):
-    """No fused path in these layers: the device's threshold only."""
+def _took(paths):
+    return "chunked" if paths["chunked"] else "fused" if paths["fused"] else "explicit"
+
+
+def _numpy(x):
+    return keras.ops.convert_to_numpy(keras.ops.cast(x, "float32"))
+
+
+def _reset(paths):
+    paths["chunked"].clear()
+    paths["fused"] = 0
+
+
+# `Attention`'s masks: every `MASKS` form, plus rows with nothing to attend
+# to (an example with no value, masked queries), which the fused kernels
+# average uniformly and the layer must give as zeros.
+def _attention_masks(kind):
+    if kind != "empty_rows":
+        return MASKS[kind]
+    values = cases.padding(T)
+    values[1] = False
+    return {"value_mask": values, "query_mask": cases.query_padding(T)}
+
+
+@pytest.mark.parametrize(
+    ("backend", "device", "dtype", "mask", "path"),
+    RULES
+    + [
+        ("torch", "cpu", "float32", "empty_rows", "fused"),
+        ("jax", "gpu", "mixed_bfloat16", "empty_rows", "chunked"),
+    ],
+)
+def test_attention_auto_path_per_rule(paths, backend, device, dtype, mask, path):
+    """`Attention(mode="soft")` with the scaled dot product: MHA's rules."""
+    query, value = cases.data(T), cases.data(T, seed=1)
+    layer = Attention(dtype=dtype)
+    kwargs = _attention_masks(mask)
     paths["stub"](backend, device)
-    if layer_cls == "attention":
-        query, value = cases.data(T), cases.data(T, seed=1)
-        out = Attention()(query, value)
-        ref = Attention(chunk_threshold=None)(query, value)
-        positions = T
+    _reset(paths)
+    out = _numpy(layer(query, value, **kwargs))
+    assert _took(paths) == path
+    # The weights need the explicit path, whatever the device.
+    _reset(paths)
+    ref, _ = layer(query, value, return_attention_scores=True, **kwargs)
+    assert _took(paths) == "explicit"
+    atol = 3e-2 if "bfloat16" in dtype else 2e-5
+    np.testing.assert_allclose(out, _numpy(ref), atol=atol)
+    if mask == "empty_rows":
+        np.testing.assert_array_equal(out[1], 0.0)
+
+
+LEARNED_SCALE = {"class_name": "dot", "config": {"use_scale": True}}
+
+
+@pytest.mark.parametrize(
+    ("score", "config", "kwargs", "path"),
+    [
+        ("scaled_dot", {}, {}, "fused"),
+        ("dot", {}, {}, "fused"),  # Keras's score, a scale of 1
+        (LEARNED_SCALE, {}, {}, "chunked"),
+        ("general", {}, {}, "chunked"),
+        ("cosine", {}, {}, "chunked"),
+        ("scaled_dot", {"dropout": 0.5}, {"training": True}, "chunked"),
+        ("scaled_dot", {"dropout": 0.5}, {"training": False}, "fused"),
+        ("scaled_dot", {"dtype": "mixed_float16"}, {}, "chunked"),
+        ("scaled_dot", {"window": 2}, {}, "explicit"),
+        ("scaled_dot", {"mode": "hard"}, {}, "explicit"),
+        ("scaled_dot", {}, {"return_attention_scores": True}, "explicit"),
+    ],
+)
+def test_attention_fuses_only_a_scaled_dot_product(paths, score, config, kwargs, path):
+    query, value = cases.data(T), cases.data(T, seed=1)
+    layer = Attention(score=score, seed=0, **config)
+    paths["stub"]("torch", "gpu")
+    _reset(paths)
+    layer(query, value, **kwargs)
+    assert _took(paths) == path
+
+
+@pytest.mark.parametrize("call", ["tensor", "list"])
+@pytest.mark.parametrize(("q_len", "value_dim"), [(T, DIM), (5, DIM), (T, 3), (T, 11)])
+def test_attention_fused_alignment_and_widths(paths, call, q_len, value_dim):
+    """The causal mask's alignment (the tensor call's last query with the
+    last value, the list call's first with the first), padding, and values
+    narrower or wider than the keys (zero channels make them one width)."""
+    rng = np.random.default_rng(4)
+    query, key = cases.data(q_len), cases.data(T, seed=1)
+    value = rng.normal(size=(B, T, value_dim)).astype("float32")
+    values = cases.padding(T)
+    layer = Attention()
+    paths["stub"]("torch", "cpu")
+    _reset(paths)
+    if call == "tensor":
+        kwargs = {"value_mask": values, "use_causal_mask": True}
+        out = layer(query, value, key, **kwargs)
+        ref, _ = layer(query, value, key, return_attention_scores=True, **kwargs)
     else:
-        images = np.random.default_rng(0).normal(size=(B, 3, 4, 8)).astype("float32")
-        layer = ImageSelfAttention(gamma_initializer="ones", seed=0)
-        out = layer(images)
-        twin = ImageSelfAttention(chunk_threshold=None, gamma_initializer="ones")
-        twin(images)
-        twin.set_weights(layer.get_weights())
-        ref = twin(images)
-        positions = 12
-    limit = dispatch.auto_threshold(backend, device)
-    assert bool(paths["chunked"]) is (positions > limit)
-    np.testing.assert_allclose(
-        keras.ops.convert_to_numpy(out), keras.ops.convert_to_numpy(ref), atol=2e-5
+        kwargs = {"mask": [None, values], "use_causal_mask": True}
+        out = layer([query, value, key], **kwargs)
+        ref, _ = layer([query, value, key], return_attention_scores=True, **kwargs)
+    assert paths["fused"] == 1 and not paths["chunked"]
+    assert tuple(out.shape) == (B, q_len, value_dim)
+    np.testing.assert_allclose(_numpy(out), _numpy(ref), atol=2e-5)
+
+
+def test_attention_fused_gradients_match_the_explicit_path(paths):
+    """Rows with nothing to attend to: zero outputs and finite gradients,
+    those of the explicit path (which the weights ask for)."""
+    query, value = cases.data(T), cases.data(T, seed=1)
+    kwargs = _attention_masks("empty_rows")
+    probe = np.random.default_rng(5).normal(size=query.shape).astype("float32")
+    loss = cases.gradients.weighted_sum(probe)
+    layer = Attention()
+    layer(query, value)  # built, for JAX's `stateless_call`
+    paths["stub"]("torch", "cpu")
+    _reset(paths)
+    fused = cases.gradients.value_and_gradients(layer, [query, value], loss, kwargs)
+    assert _took(paths) == "fused"
+    _reset(paths)
+    (context, _), grads = cases.gradients.value_and_gradients(
+        layer,
+        [query, value],
+        lambda outputs: loss(outputs[0]),
+        {**kwargs, "return_attention_scores": True},
     )
+    assert _took(paths) == "explicit"
+    cases.assert_same(fused, (context, grads))
+
+
+# (backend, device, dtype) -> `ImageSelfAttention`'s path: it has no mask.
+IMAGE_RULES = [
+    ("torch", "gpu", "float32", "fused"),
+    ("torch", "cpu", "float32", "fused"),
+    ("torch", "cpu", "mixed_bfloat16", "fused"),
+    ("jax", "gpu", "mixed_bfloat16", "fused"),
+    ("jax", "gpu", "float32", "chunked"),
+    ("jax", "cpu", "float32", "chunked"),
+    ("tensorflow", "gpu", "mixed_bfloat16", "chunked"),
+    ("tensorflow", "cpu", "float32", "chunked"),
+]
+
+
+def _image_pair(images, **config):
+    """An `ImageSelfAttention` with `"auto"` and its explicit twin."""
+    layer = ImageSelfAttention(gamma_initializer="ones", seed=0, **config)
+    twin = ImageSelfAttention(
+        chunk_threshold=None, gamma_initializer="ones", seed=0, **config
+    )
+    layer(images)
+    twin(images)
+    twin.set_weights(layer.get_weights())
+    return layer, twin
+
+
+@pytest.mark.parametrize(("backend", "device", "dtype", "path"), IMAGE_RULES)
+@pytest.mark.parametrize("score", ["dot", "scaled_dot"])
+def test_image_attention_auto_path_per_rule(paths, backend, device, dtype, path, score):
+    """12 positions; the default widths (key 1, value 4 channels) differ."""
+    images = np.random.default_rng(0).normal(size=(B, 3, 4, 8)).astype("float32")
+    layer, twin = _image_pair(images, score=score, dtype=dtype)
+    paths["stub"]("tensorflow", "cpu")  # no fused kernel: the explicit path
+    _reset(paths)
+    ref = _numpy(twin(images))
+    assert _took(paths) == "explicit"
+    paths["stub"](backend, device)
+    _reset(paths)
+    out = _numpy(layer(images))
+    assert _took(paths) == path
+    atol = 3e-2 if "bfloat16" in dtype else 2e-5
+    np.testing.assert_allclose(out, ref, atol=atol)
+
+
+@pytest.mark.parametrize(
+    ("config", "kwargs", "path"),
+    [
+        ({"score": "general"}, {}, "chunked"),
+        ({"dropout": 0.5}, {"training": True}, "chunked"),
+        ({"dropout": 0.5}, {"training": False}, "fused"),
+        ({"dtype": "mixed_float16"}, {}, "chunked"),
+        ({"chunk_threshold": 0}, {}, "chunked"),  # an int forces it
+    ],
+)
+def test_image_attention_fuses_only_a_scaled_dot_product(paths, config, kwargs, path):
+    images = np.random.default_rng(0).normal(size=(B, 3, 4, 8)).astype("float32")
+    layer = ImageSelfAttention(seed=0, **config)
+    layer(images)
+    paths["stub"]("torch", "gpu")
+    _reset(paths)
+    layer(images, **kwargs)
+    assert _took(paths) == path
 
 
 def test_platform_is_the_backends_device():

@@ -9,6 +9,9 @@ mixed-precision layer would give, bounded by `scale`, at most 1e4 (float16
 inputs themselves end at 65504).
 """
 
+import importlib.util
+import os
+
 import keras
 import numpy as np
 import pytest
@@ -16,6 +19,12 @@ from keras import ops
 
 from keras_attention import scores
 from keras_attention.layers import Attention
+
+_spec = importlib.util.spec_from_file_location(
+    "gradients", os.path.join(os.path.dirname(__file__), "..", "gradients.py")
+)
+gradients = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gradients)
 
 SCALES = (1.0, 100.0, 300.0, 1e3, 1e4)
 POLICIES = ("mixed_float16", "mixed_bfloat16")
@@ -49,35 +58,8 @@ def to_numpy(x):
 
 def value_and_gradients(layer, inputs, weight):
     """The layer's output and the gradients of `sum(output * weight)` with
-    respect to each input and each trainable weight, on TF or JAX."""
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        with tf.GradientTape() as tape:
-            tape.watch(inputs)
-            output = layer(*inputs)
-            loss = tf.reduce_sum(tf.cast(output, "float32") * weight)
-        sources = [*inputs, *layer.trainable_variables]
-        grads = tape.gradient(loss, sources)
-        grads = [np.zeros(1) if g is None else to_numpy(g) for g in grads]
-        return to_numpy(output), grads
-    if backend == "jax":
-        import jax
-
-        non_trainable = [v.value for v in layer.non_trainable_variables]
-
-        def loss_fn(trainable, inputs):
-            output, _ = layer.stateless_call(trainable, non_trainable, *inputs)
-            loss = jax.numpy.sum(output.astype("float32") * weight)
-            return loss, output
-
-        trainable = [v.value for v in layer.trainable_variables]
-        (_, output), (g_weights, g_inputs) = jax.value_and_grad(
-            loss_fn, argnums=(0, 1), has_aux=True
-        )(trainable, list(inputs))
-        return to_numpy(output), [to_numpy(g) for g in (*g_inputs, *g_weights)]
-    pytest.skip(f"no gradient helper for the {backend} backend")
+    respect to each input and each trainable weight, on any backend."""
+    return gradients.value_and_gradients(layer, inputs, gradients.weighted_sum(weight))
 
 
 def make_score(name, seed=0):

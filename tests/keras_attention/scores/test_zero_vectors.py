@@ -4,46 +4,29 @@ Masked attention layers output zero rows, which the next layer scores; a
 NaN there (e.g. the gradient of a square root at 0) makes training diverge.
 """
 
+import importlib.util
+import os
+
 import keras
 import numpy as np
 import pytest
 
 from keras_attention import scores
 
+_spec = importlib.util.spec_from_file_location(
+    "gradients", os.path.join(os.path.dirname(__file__), "..", "gradients.py")
+)
+gradients = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gradients)
+
 
 def loss_and_gradients(layer, query, key, directions):
     """`sum(score * directions)` and its gradients with respect to the query,
-    the key and each trainable weight, on the TensorFlow or JAX backend."""
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        query, key = tf.convert_to_tensor(query), tf.convert_to_tensor(key)
-        with tf.GradientTape() as tape:
-            tape.watch([query, key])
-            loss = tf.reduce_sum(layer(query, key) * directions)
-        sources = [query, key, *layer.trainable_variables]
-        grads = tape.gradient(loss, sources)
-        # None: no path (the location score uses the key only for its length).
-        grads = [
-            np.zeros(s.shape, "float32") if g is None else g.numpy()
-            for g, s in zip(grads, sources, strict=True)
-        ]
-        return loss.numpy(), grads
-    if backend == "jax":
-        import jax
-
-        def loss_fn(trainable, query, key):
-            non_trainable = [v.value for v in layer.non_trainable_variables]
-            out, _ = layer.stateless_call(trainable, non_trainable, query, key)
-            return jax.numpy.sum(out * directions)
-
-        trainable = [v.value for v in layer.trainable_variables]
-        loss, (g_weights, g_query, g_key) = jax.value_and_grad(
-            loss_fn, argnums=(0, 1, 2)
-        )(trainable, query, key)
-        return np.asarray(loss), [np.asarray(g) for g in (g_query, g_key, *g_weights)]
-    pytest.skip(f"no gradient helper for the {backend} backend")
+    the key and each trainable weight, on any backend."""
+    values, grads = gradients.value_and_gradients(
+        layer, [query, key], gradients.weighted_sum(directions)
+    )
+    return np.sum(values * directions), grads
 
 
 @pytest.mark.parametrize("name", sorted(scores.ALIASES))
