@@ -158,7 +158,7 @@ def request_options(body, output_names):
     >>> request_options({"outputs": [{"name": "c"}]}, ["a", "b"])
     Traceback (most recent call last):
     ...
-    zoo.serving_inputs.RequestError: `outputs[0]` must name one of the outputs ['a', 'b']. Received: {'name': 'c'}
+    zoo.serving.requests.RequestError: `outputs[0]` must name one of the outputs ['a', 'b']. Received: {'name': 'c'}
     """
     request_id = body.get("id")
     if request_id is not None and not isinstance(request_id, str):
