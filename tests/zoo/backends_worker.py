@@ -17,6 +17,8 @@ IMAGES = 4
 
 
 def _translation(name, cls, pairs):
+    import keras
+
     model = cls.from_preset(name)
     sources = [source for source, _ in pairs]
     translations = model.translate(sources, beam_width=2)
@@ -26,11 +28,23 @@ def _translation(name, cls, pairs):
         sources[:2], [target for _, target in pairs[:2]]
     )
     logits = model.predict(prepared, verbose=0)
+    model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return {
+        "evaluate": model.evaluate(pairs, batch_size=2, verbose=0, return_dict=True),
         "translations": translations,
         "greedy": [[int(t) for t in row] for row in greedy],
         "logits": [[float(v) for v in row] for row in logits[:, 0, :8]],
     }
+
+
+def _evaluate(model, x, y):
+    import keras
+
+    model.compile(
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
+    return model.evaluate(x, y, batch_size=2, verbose=0, return_dict=True)
 
 
 def outputs():
@@ -48,24 +62,26 @@ def outputs():
         "transformer": _translation("transformer_bible_en_es", Transformer, pairs),
     }
     ram = RecurrentAttentionModel.from_preset("ram_fashion_mnist_cluttered_100_long")
-    images = fashion_mnist.load("test", "cluttered", canvas_size=100, sample=True)[0][
-        :IMAGES
-    ]
+    data = fashion_mnist.load("test", "cluttered", canvas_size=100, sample=True)
+    images, labels = data[0][:IMAGES], data[1][:IMAGES]
     names, scores = ram.classify(images, top_k=2)
     probabilities = ram.predict(images, verbose=0)
     result["ram"] = {
         "classes": np.asarray(names).tolist(),
         "scores": np.asarray(scores).tolist(),
         "probabilities": np.asarray(probabilities).tolist(),
+        "evaluate": _evaluate(ram, images, labels),
     }
     captioner = ShowAttendTell.from_preset("show_attend_tell_fashion_scenes")
-    scene_images = scenes.load("test", num_scenes=IMAGES, sample=True)["images"]
+    scene = scenes.load("test", num_scenes=IMAGES, sample=True)
+    scene_images = scene["images"]
     captions = captioner.caption(scene_images, beam_width=2)
     prepared = captioner.preprocessor(scene_images[:2])
     tokens = captioner.generate(prepared["images"], max_length=6)
     maps = captioner.attention_maps(scene_images[:2], tokens)
     result["show_attend_tell"] = {
         "captions": captions,
+        "evaluate": _evaluate(captioner, scene_images, scene["captions"]),
         "tokens": [[int(t) for t in row] for row in tokens],
         "attention": [np.asarray(m["weights"]).tolist() for m in maps],
     }
