@@ -6,8 +6,9 @@ called directly. Under JAX or PyTorch Keras would convert its raw inputs to
 that backend's tensors (strings cannot be) and hand TensorFlow tensors to a
 model that takes NumPy; so, as keras-hub's preprocessing layers do, a
 `Preprocessor` takes its inputs as they come and, called outside a
-TensorFlow graph on another backend, returns NumPy arrays (inside `tf.data`
-its outputs stay TensorFlow tensors, which Keras's data adapter converts).
+TensorFlow graph on another backend, returns NumPy arrays on JAX (PyTorch's
+Keras layers hand back torch tensors themselves); inside `tf.data` its
+outputs stay TensorFlow tensors, which Keras's data adapter converts.
 """
 
 import keras
@@ -44,8 +45,8 @@ class Preprocessor(keras.layers.Layer):
     TensorFlow ops. The layer takes raw inputs as they are (strings, NumPy
     arrays, lists, TensorFlow tensors: Keras does not convert them to the
     backend's tensors) and, called eagerly on a backend other than
-    TensorFlow, returns NumPy arrays (`as_numpy`), which a model on that
-    backend takes.
+    TensorFlow, returns arrays a model on that backend takes: NumPy
+    (`as_numpy`) on JAX, torch tensors on PyTorch.
 
     Args:
         **kwargs: base layer arguments.
