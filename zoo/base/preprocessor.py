@@ -52,6 +52,7 @@ class Preprocessor(keras.layers.Layer):
         **kwargs: base layer arguments.
 
     Example:
+    >>> import numpy as np
     >>> class Lengths(Preprocessor):
     ...     def call(self, x):
     ...         return tf.strings.length(x)
