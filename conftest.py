@@ -2,7 +2,9 @@
 
 `make test` runs `tests/` and `--doctest-modules keras_attention zoo` in one
 pytest run on TensorFlow, then `tests/keras_attention` and the
-`keras_attention` examples in one run on JAX, each on two processes
+`keras_attention` examples (with `tests/zoo/test_backends.py`, the zoo's
+verbs compared with TensorFlow) in one run on JAX and one on PyTorch, each
+on two processes
 (pytest-xdist, a module's tests on one process). On a backend other than TensorFlow, tests marked
 `tensorflow_only` are skipped; so are the examples of the modules in
 `TENSORFLOW_ONLY_EXAMPLES`, whose subject is a TensorFlow object.

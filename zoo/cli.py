@@ -21,6 +21,7 @@ import tempfile
 import warnings
 
 from zoo import registry
+from zoo.base import backends
 from zoo.base.task import Task, list_presets
 from zoo.training.flags import positive_int, program_name
 
@@ -587,7 +588,7 @@ def main(argv=None, prog=PROG):
             "export": _export,
             "serve": _serve,
         }[args.command](args)
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError, backends.BackendError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 

@@ -6,6 +6,10 @@
   takes, batching, the preprocessor's input form).
 - `zoo.base.backbone`, `zoo.base.constructor_arguments`: the backbone and
   the arguments a task passes on to it.
+- `zoo.base.preprocessor`: `Preprocessor`, the base layer of preprocessors
+  (TensorFlow preprocessing that feeds a model on any Keras backend).
+- `zoo.base.backends`: which backend runs; `require_tensorflow` for what is
+  TensorFlow-only (the serving export, `tf.distribute`).
 - `zoo.base.generation`: `GenerativeTask` (cached greedy and beam search).
 - `zoo.base.distributed_loss`, `zoo.base.teacher_forcing`,
   `zoo.base.truncation`: loss corrections under `tf.distribute`, the

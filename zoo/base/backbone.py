@@ -9,6 +9,7 @@ are handled here once, for the backbones and (through `set_dtype_policy`,
 
 import keras
 
+from zoo.base import backends
 from zoo.base.constructor_arguments import ArgumentsOf, check_model_arguments
 
 
@@ -166,6 +167,11 @@ class Backbone(keras.Model):
     ...
     TypeError: Doubler got unexpected keyword arguments: unit. Received: unit=4
     """
+
+    def __setattr__(self, name, value):
+        # Layers named before the graph is built (PyTorch).
+        if not backends.set_before_init(self, name, value):
+            super().__setattr__(name, value)
 
     def __init__(self, inputs, outputs, dtype=None, **kwargs):
         check_model_arguments(type(self).__name__, kwargs)

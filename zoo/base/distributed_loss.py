@@ -7,7 +7,9 @@ global batch. `Task.compute_loss` weights each replica's share with
 `global_average_weights`; loss terms a model adds itself (e.g. REINFORCE)
 use `global_batch_mean`; `logged_as_share` fixes the value Keras logs.
 Outside a replica context, or with one replica, every function is the
-identity (or the plain mean), so single-device training is unchanged.
+identity (or the plain mean), so single-device training is unchanged; so it
+is on a backend other than TensorFlow (no `tf.distribute` there), where the
+functions compute with `keras.ops`.
 
 Example:
 >>> import numpy as np
@@ -15,11 +17,16 @@ Example:
 3.0
 """
 
+import keras
 import tensorflow as tf
+
+from zoo.base import backends
 
 
 def _replicas():
     """`(replica context or None, number of replicas in sync)`."""
+    if not backends.on_tensorflow():
+        return None, 1
     context = tf.distribute.get_replica_context()
     return context, tf.distribute.get_strategy().num_replicas_in_sync
 
@@ -71,8 +78,10 @@ def batch_samples(x, y):
     >>> int(batch_samples({"ids": np.zeros((4, 7))}, None))
     4
     """
-    first = next((t for t in tf.nest.flatten((x, y)) if t is not None), None)
-    return 0 if first is None else tf.shape(first)[0]
+    first = next((t for t in keras.tree.flatten((x, y)) if t is not None), None)
+    if first is None:
+        return 0
+    return tf.shape(first)[0] if backends.on_tensorflow() else keras.ops.shape(first)[0]
 
 
 def logged_as_share(value, samples, total=None):
@@ -133,6 +142,8 @@ def global_batch_mean(values):
     >>> float(global_batch_mean(tf.constant([1.0, 2.0, 6.0])))
     3.0
     """
+    if not backends.on_tensorflow():
+        return keras.ops.mean(keras.ops.cast(values, "float32"))
     samples = tf.shape(values)[0]
     count = tf.cast(samples, "float32")
     context, replicas = _replicas()

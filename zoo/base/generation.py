@@ -166,8 +166,6 @@ class GenerativeTask(Task):
     ((1, 6, 5), [0, 1, 2])
     """
 
-    preprocessor = None
-
     #: Keys of the dict `encode` returns that `next` reads and never changes
     #: (encoder outputs, cross-attention keys/values). The search gets them
     #: as its `static_cache`: a beam search tiles them once instead of
@@ -238,7 +236,7 @@ class GenerativeTask(Task):
         >>> pre.start_id, pre.end_id, pre.pad_id
         (2, 3, 0)
         """
-        if self.preprocessor is None:
+        if getattr(self, "preprocessor", None) is None:
             raise ValueError(
                 f"{verb} needs a preprocessor (its start/end/pad token ids and "
                 "sequence length). Received: preprocessor=None"

@@ -27,6 +27,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from zoo.base.preprocessor import Preprocessor
+
 SAMPLES = "samples"
 BATCHES = "batches"
 
@@ -211,8 +213,10 @@ def _spec(value):
     if isinstance(value, (tf.Tensor, tf.RaggedTensor)):
         return tf.type_spec_from_value(value[0])
     value = np.asarray(value) if not _array_like(value) else value
-    kind = np.dtype(value.dtype).kind if not isinstance(value, tf.Tensor) else None
-    dtype = tf.string if kind in ("U", "S", "O") else tf.as_dtype(value.dtype)
+    if isinstance(value, np.ndarray) and value.dtype.kind in ("U", "S", "O"):
+        dtype = tf.string
+    else:  # NumPy, or a JAX or PyTorch tensor
+        dtype = tf.as_dtype(keras.backend.standardize_dtype(value.dtype))
     return tf.TensorSpec(tuple(value.shape[1:]), dtype)
 
 
@@ -402,7 +406,7 @@ def input_form(preprocessor, spec):
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class FeaturePreprocessor(keras.layers.Layer):
+class FeaturePreprocessor(Preprocessor):
     """Makes a one-argument Keras layer a preprocessor of raw `x`.
 
     The layer maps a batch of raw `x` (e.g. strings through

@@ -15,7 +15,7 @@ import keras
 import tensorflow as tf
 
 from keras_attention import presets
-from zoo.base import distributed_loss, parameter_budget
+from zoo.base import backends, distributed_loss, parameter_budget
 from zoo.base import raw_inputs as inputs
 from zoo.base.backbone import base_config, set_dtype_policy, with_dtype_policy
 from zoo.base.constructor_arguments import ArgumentsOf
@@ -87,6 +87,11 @@ class Task(keras.Model):
     #: (`zoo.base.constructor_arguments.ArgumentsOf(TheBackbone)`); `None` for a task
     #: built from inputs and outputs.
     backbone_arguments = None
+
+    def __setattr__(self, name, value):
+        # Layers named before the graph is built (PyTorch).
+        if not backends.set_before_init(self, name, value):
+            super().__setattr__(name, value)
 
     def __init__(self, *args, backbone=None, preprocessor=None, dtype=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -513,18 +518,47 @@ class Task(keras.Model):
             loss, distributed_loss.batch_samples(x, y)
         )
 
-    def train_step(self, data):
+    def train_step(self, *args):
         """Keras's training step, its logs shaped for multi-worker reduction.
 
-        The loss is `compute_loss`'s (a mean over the global batch); the
-        logs get the leading axis `MultiWorkerMirroredStrategy` reduces
-        over (`distributed_loss.per_worker_logs`), unchanged elsewhere.
+        The loss is `compute_loss`'s (a mean over the global batch); under
+        TensorFlow the logs get the leading axis `MultiWorkerMirroredStrategy`
+        reduces over (`distributed_loss.per_worker_logs`), unchanged
+        elsewhere. (JAX passes `(state, data)` and gets `(logs, state)`.)
         """
-        return distributed_loss.per_worker_logs(super().train_step(data))
+        if not backends.on_tensorflow():
+            return super().train_step(*args)
+        return distributed_loss.per_worker_logs(super().train_step(*args))
 
-    def test_step(self, data):
+    def test_step(self, *args):
         """Keras's evaluation step, its logs as in `train_step`."""
-        return distributed_loss.per_worker_logs(super().test_step(data))
+        if not backends.on_tensorflow():
+            return super().test_step(*args)
+        return distributed_loss.per_worker_logs(super().test_step(*args))
+
+    def predict_step(self, *args):
+        """Keras's prediction step, returning `prediction_outputs` of its outputs.
+
+        (JAX passes `(state, data)` and gets `(outputs, state)`.)
+        """
+        result = super().predict_step(*args)
+        if keras.backend.backend() == "jax":
+            outputs, state = result
+            return self.prediction_outputs(outputs), state
+        return self.prediction_outputs(result)
+
+    def prediction_outputs(self, outputs):
+        """What `predict` returns of the model's outputs: all of them here.
+
+        A task whose model returns more than its prediction (e.g. a dict
+        with `"logits"` and diagnostics) overrides it.
+
+        Example:
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> Task(ids, ids).prediction_outputs({"logits": 1})
+        {'logits': 1}
+        """
+        return outputs
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         # Keras 3 builds from the first distributed batch averaged over the
@@ -676,6 +710,9 @@ class Task(keras.Model):
 
         Raises:
             ValueError: a task of no kind, with `format="tf_saved_model"`.
+            zoo.base.backends.BackendError: `format="tf_saved_model"` on a
+                backend other than TensorFlow (the export is a TensorFlow
+                graph).
 
         Example:
         >>> import tempfile
@@ -702,6 +739,7 @@ class Task(keras.Model):
         """
         if format != "tf_saved_model":
             return super().export(filepath, format=format, verbose=verbose, **options)
+        backends.require_tensorflow("`export` (the serving SavedModel)")
         return self.export_serving(filepath, **options)
 
     def export_serving(self, filepath, **options):

@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from zoo.base import raw_inputs as inputs
+from zoo.base.preprocessor import Preprocessor
 from zoo.base.raw_inputs import checked_images
 from zoo.base.teacher_forcing import teacher_forcing
 from zoo.base.truncation import warn_truncated
@@ -42,7 +43,7 @@ def image_batch(images, name="images"):
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class CaptionPreprocessor(keras.layers.Layer):
+class CaptionPreprocessor(Preprocessor):
     """Converts images and WordPiece-tokenizes captions for a captioner.
 
     Images of any size and channel count (`(batch, H, W)` gray, or

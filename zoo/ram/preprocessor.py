@@ -9,6 +9,7 @@ import tensorflow as tf
 from keras import ops
 
 from zoo.base import raw_inputs as inputs
+from zoo.base.preprocessor import Preprocessor
 
 LUMA = (0.2989, 0.5870, 0.1140)  # ITU-R 601, as tf.image.rgb_to_grayscale
 
@@ -59,7 +60,7 @@ def to_model_pixels(pixels, integer, channels):
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class ImagePreprocessor(keras.layers.Layer):
+class ImagePreprocessor(Preprocessor):
     """Checks image batches of any dtype and colour layout for the model.
 
     `(batch, height, width)` gets a channel axis; the channel count must be

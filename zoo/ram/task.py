@@ -291,9 +291,9 @@ class RecurrentAttentionModel(ClassificationTask):
         """
         return super().compute_metrics(x, y, y_pred["logits"], sample_weight)
 
-    def predict_step(self, data):
-        """Keras's prediction step, keeping only the `"logits"` output."""
-        return super().predict_step(data)["logits"]
+    def prediction_outputs(self, outputs):
+        """`predict` keeps only the `"logits"` output."""
+        return outputs["logits"]
 
     def predict(self, x, batch_size=None, **kwargs):
         """Class logits `(batch, num_classes)` of images as `fit` takes them.

@@ -26,6 +26,7 @@ import sys
 import tempfile
 import textwrap
 
+from zoo.base import backends
 from zoo.base.task import Task
 
 #: Packages `run_without_zoo` hides from its subprocess.
@@ -79,6 +80,7 @@ def export_preset(preset, directory, beam_width=None, dtype=None, **options):
     Returns:
         The export's description, with the `preset` added.
     """
+    backends.require_tensorflow("`export` (the serving SavedModel)")
     task = Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
     if beam_width is not None:
         options["beam_width"] = beam_width

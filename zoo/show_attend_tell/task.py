@@ -287,9 +287,9 @@ class ShowAttendTell(CaptioningTask):
         """
         return super().compute_metrics(x, y, y_pred["logits"], sample_weight)
 
-    def predict_step(self, data):
-        """Keras's prediction step, keeping only the `"logits"` output."""
-        return super().predict_step(data)["logits"]
+    def prediction_outputs(self, outputs):
+        """`predict` keeps only the `"logits"` output."""
+        return outputs["logits"]
 
     # Generation --------------------------------------------------------------
 

@@ -35,6 +35,7 @@ import sys
 
 import keras
 
+from zoo.base import backends
 from zoo.training.callbacks import StepBudget, TimeBudget
 from zoo.training.flags import check_file, check_folder, fail
 from zoo.training.run_directory import RunDirectory, Stage, default_run_dir
@@ -273,6 +274,33 @@ class Fit:
         }
 
 
+def strategy_for(name):
+    """The strategy of `--strategy name` on the backend Keras runs.
+
+    On TensorFlow, `keras_attention.training.strategy.get_strategy(name)`.
+    `tf.distribute` strategies are TensorFlow objects: on another backend
+    only `auto` and `default` are accepted (TensorFlow's default strategy,
+    no distribution); any other name stops the script with one line naming
+    the backend (exit 2).
+
+    Example:
+    >>> strategy_for("default").num_replicas_in_sync
+    1
+    """
+    from keras_attention.training.strategy import get_strategy
+
+    if backends.on_tensorflow():
+        return get_strategy(name)
+    if name not in ("auto", "default"):
+        try:
+            backends.require_tensorflow(f"--strategy {name}")
+        except backends.BackendError as e:
+            fail(str(e))
+    import tensorflow as tf
+
+    return tf.distribute.get_strategy()
+
+
 class TrainingRun:
     """One run of a training script: outputs, seed, strategy, budgets, metadata.
 
@@ -310,8 +338,6 @@ class TrainingRun:
     """
 
     def __init__(self, module, args, argv=None, folders=(), files=()):
-        from keras_attention.training.strategy import get_strategy
-
         self.args = args
         self.command = command_line(module, argv)
         if args.out:
@@ -337,7 +363,7 @@ class TrainingRun:
             run_dir = default_run_dir(args.out or args.results)
         self.directory = RunDirectory(run_dir, vars(args), self.command)
         keras.utils.set_random_seed(args.seed)
-        self.strategy = get_strategy(args.strategy)
+        self.strategy = strategy_for(args.strategy)
         self._static = set()
         self.last_fit = None  # Its history is the preset's (`save_preset`).
         self._stages = {}

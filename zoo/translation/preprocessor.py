@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from zoo.base import raw_inputs as inputs
+from zoo.base.preprocessor import Preprocessor
 from zoo.base.teacher_forcing import teacher_forcing
 from zoo.base.truncation import warn_truncated
 from zoo.data import vocabulary as vocabularies
@@ -45,7 +46,7 @@ def glue_punctuation(text):
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class TranslationPreprocessor(keras.layers.Layer):
+class TranslationPreprocessor(Preprocessor):
     """WordPiece-tokenizes and packs translation pairs inside `tf.data`.
 
     The source becomes `encoder_token_ids` (`tokens [END] [PAD]...`); the
