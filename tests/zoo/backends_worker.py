@@ -50,10 +50,10 @@ def _evaluate(model, x, y):
 def outputs():
     import numpy as np
 
+    from zoo import registry
     from zoo.data import bible, fashion_mnist, parallel_text, scenes
     from zoo.ram import RecurrentAttentionModel
     from zoo.seq2seq import Seq2Seq
-    from zoo.show_attend_tell import ShowAttendTell
     from zoo.transformer import Transformer
 
     pairs = parallel_text.read_tsv(bible.sample_path("test"))[:VERSES]
@@ -72,19 +72,23 @@ def outputs():
         "probabilities": np.asarray(probabilities).tolist(),
         "evaluate": _evaluate(ram, images, labels),
     }
-    captioner = ShowAttendTell.from_preset("show_attend_tell_fashion_scenes")
     scene = scenes.load("test", num_scenes=IMAGES, sample=True)
     scene_images = scene["images"]
-    captions = captioner.caption(scene_images, beam_width=2)
-    prepared = captioner.preprocessor(scene_images[:2])
-    tokens = captioner.generate(prepared["images"], max_length=6)
-    maps = captioner.attention_maps(scene_images[:2], tokens)
-    result["show_attend_tell"] = {
-        "captions": captions,
-        "evaluate": _evaluate(captioner, scene_images, scene["captions"]),
-        "tokens": [[int(t) for t in row] for row in tokens],
-        "attention": [np.asarray(m["weights"]).tolist() for m in maps],
-    }
+    for family, preset in (
+        ("show_attend_tell", "show_attend_tell_fashion_scenes"),
+        ("transformer_captioner", "transformer_captioner_fashion_scenes"),
+    ):
+        captioner = registry.get(family).task.from_preset(preset)
+        captions = captioner.caption(scene_images, beam_width=2)
+        prepared = captioner.preprocessor(scene_images[:2])
+        tokens = captioner.generate(prepared["images"], max_length=6)
+        maps = captioner.attention_maps(scene_images[:2], tokens)
+        result[family] = {
+            "captions": captions,
+            "evaluate": _evaluate(captioner, scene_images, scene["captions"]),
+            "tokens": [[int(t) for t in row] for row in tokens],
+            "attention": [np.asarray(m["weights"]).tolist() for m in maps],
+        }
     return result
 
 

@@ -97,8 +97,9 @@ def test_ram_classifies_as_on_tensorflow(results):
     _close(list(here["evaluate"].values()), list(tensorflow["evaluate"].values()))
 
 
-def test_captions_and_attention_equal_tensorflows(results):
-    here, tensorflow = (r["show_attend_tell"] for r in results)
+@pytest.mark.parametrize("family", ["show_attend_tell", "transformer_captioner"])
+def test_captions_and_attention_equal_tensorflows(results, family):
+    here, tensorflow = (r[family] for r in results)
     assert len(here["captions"]) == backends_worker.IMAGES
     assert here["captions"] == tensorflow["captions"]
     assert here["tokens"] == tensorflow["tokens"]
@@ -109,7 +110,7 @@ def test_captions_and_attention_equal_tensorflows(results):
 
 # PyTorch runs the smallest smoke test of each family (its GRU Seq2Seq is
 # the slowest there); JAX all of them.
-FIT_CASES = ["transformer", "ram", "show_attend_tell"]
+FIT_CASES = ["transformer", "ram", "show_attend_tell", "transformer_captioner"]
 if BACKEND != "torch":
     FIT_CASES.insert(0, "seq2seq")
 
