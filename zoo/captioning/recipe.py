@@ -7,13 +7,15 @@ pairs, the small CNN's pretraining as an item classifier, and the held-out
 evaluation.
 """
 
+import time
+
 import keras
 import numpy as np
 import tensorflow as tf
 
 from zoo.captioning.evaluation import bleu_scores, evaluate_scenes
 from zoo.data import captions as caption_data
-from zoo.data import fashion_mnist
+from zoo.data import fashion_mnist, vocabulary
 from zoo.data import scenes as scene_data
 from zoo.training.callbacks import TimeBudget
 from zoo.training.harness import compile_classifier
@@ -141,3 +143,74 @@ def data_metadata(args, splits):
         data["images_dir"] = args.images_dir
         data["image_size"] = args.image_size
     return data
+
+
+def train_captioner(run, args, build_model, early_stopping_patience, describe=""):
+    """A captioning family's whole run: data, model, pretraining, fit, test.
+
+    Loads the splits (`load_data`), learns the WordPiece vocabulary on the
+    training captions, builds the compiled model inside the run's strategy
+    (`build_model(args, vocab, image_shape)`), pretrains its CNN for
+    `--pretrain-minutes`, fits with learning-rate decay and early stopping
+    on the validation loss, evaluates the test split at `--beam-widths` and
+    writes the preset (`TrainingRun.save_and_finish`; the per-epoch history
+    goes to its own file).
+
+    Args:
+        run: the script's `zoo.training.harness.TrainingRun`.
+        args: the parsed options (`--data`, `--vocabulary-size`, ...).
+        build_model: `fn(args, vocab, image_shape) -> compiled task`.
+        early_stopping_patience: int. Epochs without a better validation
+            loss before the fit stops (the best weights are kept).
+        describe: str. Printed after the parameter count (e.g. the
+            attention kind).
+
+    Returns:
+        `(model, metadata)`.
+    """
+    start = time.time()
+    splits = train, validation, test = load_data(args)
+    print(
+        f"data: {len(train['captions'])} train, {len(validation['captions'])} "
+        f"validation, {len(test['captions'])} test captions "
+        f"({time.time() - start:.0f} s)"
+    )
+    vocab = vocabulary.train_wordpiece(train["captions"], args.vocabulary_size)
+    print(f"vocabulary: {len(vocab)} subwords")
+    image_shape = train["images"].shape[1:]
+    image_shape = (*image_shape, 1) if len(image_shape) == 2 else image_shape
+    with run.strategy.scope():
+        model = build_model(args, vocab, image_shape)
+    print(
+        f"model: {model.count_params():,} parameters, {describe}"
+        f"{model.grid_shape[0]}x{model.grid_shape[1]} grid; {run.describe_strategy()}"
+    )
+
+    pretraining = None
+    if args.pretrain_minutes > 0:
+        with run.strategy.scope():
+            pretraining = pretrain_encoder(model, args, run)
+
+    static = run.static_shapes(model)
+    fit = run.fit(
+        model,
+        dataset(train, args.batch_size, args.seed, drop_remainder=static),
+        validation_data=dataset(
+            validation, args.batch_size, args.seed, False, drop_remainder=static
+        ),
+        callbacks=[
+            keras.callbacks.ReduceLROnPlateau(
+                monitor="val_loss", factor=0.3, patience=2, min_lr=1e-5, verbose=1
+            ),
+            keras.callbacks.EarlyStopping(
+                monitor="val_loss",
+                patience=early_stopping_patience,
+                restore_best_weights=True,
+            ),
+        ],
+    )
+    metrics = {"encoder_pretraining": pretraining, **fit.metrics()}
+    widths = [int(w) for w in args.beam_widths.split(",")]
+    metrics["test"] = evaluate_test_split(model, test, widths)
+    data = data_metadata(args, splits)
+    return model, run.save_and_finish(model, "image captioning", data, metrics)

@@ -25,18 +25,7 @@ that resumes a killed run: encoder pretraining, then training) are those of
 every training script (`zoo.training.flags`, `zoo.training.harness`).
 """
 
-import time
-
-import keras
-
-from zoo.captioning.recipe import (
-    data_metadata,
-    dataset,
-    evaluate_test_split,
-    load_data,
-    pretrain_encoder,
-)
-from zoo.data import vocabulary
+from zoo.captioning.recipe import train_captioner
 from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
 from zoo.training.flags import pick_options, training_parser
 from zoo.training.harness import TrainingRun, compile_classifier
@@ -120,50 +109,9 @@ def build_model(args, vocab, image_shape):
 def main(argv=None):
     args = parse_args(argv)
     run = TrainingRun("zoo.show_attend_tell.train", args, argv)
-    start = time.time()
-    splits = train, validation, test = load_data(args)
-    print(
-        f"data: {len(train['captions'])} train, {len(validation['captions'])} "
-        f"validation, {len(test['captions'])} test captions "
-        f"({time.time() - start:.0f} s)"
+    return train_captioner(
+        run, args, build_model, 3, describe=f"{args.attention} attention, "
     )
-    vocab = vocabulary.train_wordpiece(train["captions"], args.vocabulary_size)
-    print(f"vocabulary: {len(vocab)} subwords")
-    image_shape = train["images"].shape[1:]
-    image_shape = (*image_shape, 1) if len(image_shape) == 2 else image_shape
-    with run.strategy.scope():
-        model = build_model(args, vocab, image_shape)
-    print(
-        f"model: {model.count_params():,} parameters, {args.attention} attention, "
-        f"{model.grid_shape[0]}x{model.grid_shape[1]} grid; {run.describe_strategy()}"
-    )
-
-    pretraining = None
-    if args.pretrain_minutes > 0:
-        with run.strategy.scope():
-            pretraining = pretrain_encoder(model, args, run)
-
-    static = run.static_shapes(model)
-    fit = run.fit(
-        model,
-        dataset(train, args.batch_size, args.seed, drop_remainder=static),
-        validation_data=dataset(
-            validation, args.batch_size, args.seed, False, drop_remainder=static
-        ),
-        callbacks=[
-            keras.callbacks.ReduceLROnPlateau(
-                monitor="val_loss", factor=0.3, patience=2, min_lr=1e-5, verbose=1
-            ),
-            keras.callbacks.EarlyStopping(
-                monitor="val_loss", patience=3, restore_best_weights=True
-            ),
-        ],
-    )
-    metrics = {"encoder_pretraining": pretraining, **fit.metrics()}
-    widths = [int(w) for w in args.beam_widths.split(",")]
-    metrics["test"] = evaluate_test_split(model, test, widths)
-    data = data_metadata(args, splits)
-    return model, run.save_and_finish(model, "image captioning", data, metrics)
 
 
 if __name__ == "__main__":

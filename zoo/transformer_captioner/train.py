@@ -21,21 +21,8 @@ run directory that resumes a killed run) are those of every training
 script (`zoo.arguments`, `zoo.training`).
 """
 
-import json
-import os
-import time
-
-import keras
-
 from zoo.captioning import CaptionPreprocessor
-from zoo.captioning.recipe import (
-    data_metadata,
-    dataset,
-    evaluate_test_split,
-    load_data,
-    pretrain_encoder,
-)
-from zoo.data import vocabulary
+from zoo.captioning.recipe import train_captioner
 from zoo.training.flags import pick_options, training_parser
 from zoo.training.harness import TrainingRun, compile_classifier
 from zoo.transformer_captioner.task import TransformerCaptioner
@@ -44,9 +31,6 @@ from zoo.transformer_captioner.task import TransformerCaptioner
 MODEL_OPTIONS = (
     "encoder_layers decoder_layers hidden_dim intermediate_dim num_heads dropout"
 ).split()
-
-#: Where the per-epoch history of a run goes (one JSON file per preset).
-HISTORY_DIR = os.path.join("experiments", "transformer_captioner", "history")
 
 
 def parse_args(argv=None):
@@ -81,11 +65,6 @@ def parse_args(argv=None):
     )
     p.add_argument("--pretrain-items", type=int, default=20000)
     p.add_argument("--beam-widths", default="1,4")
-    p.add_argument(
-        "--history-dir",
-        default=HISTORY_DIR,
-        help="folder of the per-epoch history file (default: %(default)s)",
-    )
     return p.parse_args(argv)
 
 
@@ -102,69 +81,10 @@ def build_model(args, vocab, image_shape):
     return model
 
 
-def write_history(args, run, history):
-    """Writes the per-epoch history to `--history-dir`; returns its path.
-
-    The file names the preset and the command beside the history, as the
-    other families' history files do.
-    """
-    name = os.path.basename(os.path.normpath(args.out or args.results or "run"))
-    path = os.path.join(args.history_dir, f"{name}.json")
-    os.makedirs(args.history_dir, exist_ok=True)
-    record = {"preset": name, "command": run.command, "history": history}
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=1)
-    print(f"history written to {path}")
-    return path
-
-
 def main(argv=None):
     args = parse_args(argv)
     run = TrainingRun("zoo.transformer_captioner.train", args, argv)
-    start = time.time()
-    splits = train, validation, test = load_data(args)
-    print(
-        f"data: {len(train['captions'])} train, {len(validation['captions'])} "
-        f"validation, {len(test['captions'])} test captions "
-        f"({time.time() - start:.0f} s)"
-    )
-    vocab = vocabulary.train_wordpiece(train["captions"], args.vocabulary_size)
-    print(f"vocabulary: {len(vocab)} subwords")
-    image_shape = (*train["images"].shape[1:3], 1)
-    with run.strategy.scope():
-        model = build_model(args, vocab, image_shape)
-    print(
-        f"model: {model.count_params():,} parameters, "
-        f"{model.grid_shape[0]}x{model.grid_shape[1]} grid; {run.describe_strategy()}"
-    )
-
-    pretraining = None
-    if args.pretrain_minutes > 0:
-        with run.strategy.scope():
-            pretraining = pretrain_encoder(model, args, run)
-
-    static = run.static_shapes(model)
-    fit = run.fit(
-        model,
-        dataset(train, args.batch_size, args.seed, drop_remainder=static),
-        validation_data=dataset(
-            validation, args.batch_size, args.seed, False, drop_remainder=static
-        ),
-        callbacks=[
-            keras.callbacks.ReduceLROnPlateau(
-                monitor="val_loss", factor=0.3, patience=2, min_lr=1e-5, verbose=1
-            ),
-            keras.callbacks.EarlyStopping(
-                monitor="val_loss", patience=4, restore_best_weights=True
-            ),
-        ],
-    )
-    metrics = {"encoder_pretraining": pretraining, **fit.metrics()}
-    metrics["history_file"] = write_history(args, run, metrics.pop("history"))
-    widths = [int(w) for w in args.beam_widths.split(",")]
-    metrics["test"] = evaluate_test_split(model, test, widths)
-    data = data_metadata(args, splits)
-    return model, run.save_and_finish(model, "image captioning", data, metrics)
+    return train_captioner(run, args, build_model, 4, describe="")
 
 
 if __name__ == "__main__":
