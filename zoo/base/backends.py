@@ -14,7 +14,13 @@ import keras
 
 
 class BackendError(RuntimeError):
-    """A TensorFlow-only feature asked for on another Keras backend."""
+    """A TensorFlow-only feature asked for on another Keras backend.
+
+    Example:
+    >>> error = BackendError("`export` needs the TensorFlow backend")
+    >>> isinstance(error, RuntimeError), str(error)
+    (True, '`export` needs the TensorFlow backend')
+    """
 
 
 def on_tensorflow():

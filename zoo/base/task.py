@@ -547,18 +547,25 @@ class Task(keras.Model):
             return self.prediction_outputs(outputs), state
         return self.prediction_outputs(result)
 
-    def prediction_outputs(self, outputs):
-        """What `predict` returns of the model's outputs: all of them here.
+    #: The output `predict` returns of a model whose outputs are a dict
+    #: (e.g. `"logits"` beside diagnostics); `None`: all of them.
+    prediction_key = None
 
-        A task whose model returns more than its prediction (e.g. a dict
-        with `"logits"` and diagnostics) overrides it.
+    def prediction_outputs(self, outputs):
+        """What `predict` returns of the model's outputs (`prediction_key`).
 
         Example:
         >>> ids = keras.Input((), dtype="int64", name="ids")
         >>> Task(ids, ids).prediction_outputs({"logits": 1})
         {'logits': 1}
+        >>> class Classifier(Task):
+        ...     prediction_key = "logits"
+        >>> Classifier(ids, ids).prediction_outputs({"logits": 1, "steps": 2})
+        1
         """
-        return outputs
+        if self.prediction_key is None:
+            return outputs
+        return outputs[self.prediction_key]
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         # Keras 3 builds from the first distributed batch averaged over the

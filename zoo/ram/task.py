@@ -291,9 +291,8 @@ class RecurrentAttentionModel(ClassificationTask):
         """
         return super().compute_metrics(x, y, y_pred["logits"], sample_weight)
 
-    def prediction_outputs(self, outputs):
-        """`predict` keeps only the `"logits"` output."""
-        return outputs["logits"]
+    #: `predict` keeps only the `"logits"` output.
+    prediction_key = "logits"
 
     def predict(self, x, batch_size=None, **kwargs):
         """Class logits `(batch, num_classes)` of images as `fit` takes them.

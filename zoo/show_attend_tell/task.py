@@ -287,9 +287,8 @@ class ShowAttendTell(CaptioningTask):
         """
         return super().compute_metrics(x, y, y_pred["logits"], sample_weight)
 
-    def prediction_outputs(self, outputs):
-        """`predict` keeps only the `"logits"` output."""
-        return outputs["logits"]
+    #: `predict` keeps only the `"logits"` output.
+    prediction_key = "logits"
 
     # Generation --------------------------------------------------------------
 
