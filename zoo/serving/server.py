@@ -189,14 +189,23 @@ class ModelServer(HTTPServer):
     def process_request(self, request, client_address):
         """Queues an accepted connection for a worker, or answers 503 at once.
 
-        Example (one worker, one place in the queue: a third idle
-        connection is turned away):
+        Example (one worker, one place in the queue: of three idle
+        connections, one is read by the worker, one waits and one is turned
+        away at once, whichever order the worker takes them in):
         >>> server = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported(),
-        ...     Limits(workers=1, max_queued=1, read_timeout=1.0)))
+        ...     Limits(workers=1, max_queued=1, read_timeout=30.0)))
         >>> threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
-        >>> idle = [socket.create_connection(server.server_address) for _ in range(3)]
-        >>> idle[2].recv(1000).split(b"\\r\\n")[0]
-        b'HTTP/1.0 503 Service Unavailable'
+        >>> idle = [
+        ...     socket.create_connection(server.server_address, timeout=3)
+        ...     for _ in range(3)
+        ... ]
+        >>> def first_line(connection):
+        ...     try:
+        ...         return connection.recv(1000).split(b"\\r\\n")[0]
+        ...     except TimeoutError:
+        ...         return None  # held by the worker or waiting in the queue
+        >>> [first_line(c) for c in idle].count(b"HTTP/1.0 503 Service Unavailable")
+        1
         >>> for connection in idle:
         ...     connection.close()
         >>> server.shutdown()
