@@ -1,10 +1,12 @@
 """Time and peak memory of attention against the sequence length T.
 
-Four self-attention layers of the same size, batch 1, 8 heads of 64
+Five self-attention layers of the same size, batch 1, 8 heads of 64
 (d_model 512), projections included:
 
 - `keras`: `keras.layers.MultiHeadAttention` (the backend picks its fused
   or explicit path; on CPU both hold the `(B, heads, T, T)` scores);
+- `default`: `keras_attention.layers.MultiHeadAttention` as constructed by
+  default: the path its dispatch picks for this backend, device and T;
 - `full`: `keras_attention.layers.MultiHeadAttention(chunk_threshold=None)`,
   the full path, `(B, heads, T, T)` scores materialised;
 - `chunked`: the same layer with `chunk_threshold=0, chunk_size=--chunk`
@@ -72,7 +74,7 @@ from machine import available_gib, describe, reset_peak, status_kib
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-METHODS = ("keras", "full", "chunked", "windowed")
+METHODS = ("keras", "default", "full", "chunked", "windowed")
 LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 QUICK_LENGTHS = (256, 512, 1024)
 HEADS, KEY_DIM, WINDOW, CHUNK = 8, 64, 128, 512
@@ -87,6 +89,8 @@ def _layer(method, window, chunk=CHUNK):
 
     if method == "keras":
         return keras.layers.MultiHeadAttention(HEADS, KEY_DIM)
+    if method == "default":  # what the layer's dispatch picks on this device
+        return MultiHeadAttention(HEADS, KEY_DIM)
     if method == "full":
         return MultiHeadAttention(HEADS, KEY_DIM, chunk_threshold=None)
     if method == "chunked":
