@@ -6,6 +6,7 @@ import numpy as np
 from keras import ops
 from keras.src.backend import set_keras_mask
 
+from zoo.base.cached_decoder import decoder_caches, decoder_step
 from zoo.base.constructor_arguments import ArgumentsOf
 from zoo.transformer import configs
 from zoo.transformer.backbone import PAD_ID, TransformerBackbone
@@ -146,20 +147,11 @@ class Transformer(TranslationTask):
         if isinstance(inputs, dict):
             inputs = inputs["encoder_token_ids"]
         output, mask = self.backbone.call_encoder(inputs)
-        batch = ops.shape(output)[0]
-        head_dim = self.hidden_dim // self.num_heads
-        shape = (batch, self.num_heads, max_length, head_dim)
         blocks = self.backbone.decoder_blocks
-        return {
-            "self_attention_cache": tuple(
-                (ops.zeros(shape, self.compute_dtype),) * 2 for _ in blocks
-            ),
-            "cross_attention_cache": tuple(
-                block.compute_cross_attention_cache(output, split=True)
-                for block in blocks
-            ),
-            "encoder_padding_mask": mask,
-        }
+        cache = decoder_caches(
+            blocks, output, self.num_heads, max_length, self.compute_dtype
+        )
+        return {**cache, "encoder_padding_mask": mask}
 
     def next(self, prompt, cache, index):
         """One cached decoding step: `(logits, attention, cache)`.
@@ -194,32 +186,17 @@ class Transformer(TranslationTask):
         token = ops.expand_dims(ops.take(prompt, start, axis=1), 1)
         backbone = self.backbone
         x = backbone.embed(token, backbone.target_embedding, start_index=start)
-        last = backbone.decoder_blocks[-1]
-        self_caches = []
-        for block, self_cache, cross_cache in zip(
+        x, attention, cache = decoder_step(
             backbone.decoder_blocks,
-            cache["self_attention_cache"],
-            cache["cross_attention_cache"],
-        ):
-            # The encoder sequence argument is ignored when the
-            # cross-attention cache is given (it holds the projections).
-            outputs = block(
-                x,
-                x,
-                encoder_padding_mask=cache["encoder_padding_mask"],
-                self_attention_cache=self_cache,
-                self_attention_cache_update_index=start,
-                cross_attention_cache=cross_cache,
-                return_attention_scores=block is last,
-            )
-            x, self_cache = outputs[0], outputs[1]
-            self_caches.append(self_cache)
-        weights = ops.cast(outputs[3][:, :, 0, :], "float32")
+            x,
+            cache,
+            start,
+            encoder_padding_mask=cache["encoder_padding_mask"],
+        )
         if backbone.decoder_norm is not None:
             x = backbone.decoder_norm(x)
         logits = backbone.target_embedding(x, reverse=True)[:, 0]
-        cache = {**cache, "self_attention_cache": tuple(self_caches)}
-        return logits, ops.mean(weights, axis=1), cache
+        return logits, attention, cache
 
     def head_attention(self, inputs, tokens):
         """Each head's cross-attention of the last decoder layer over tokens.

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from zoo.base.cached_decoder import decoder_caches, decoder_step
 from zoo.base.constructor_arguments import ArgumentsOf
 from zoo.captioning.preprocessor import fitted
 from zoo.captioning.task import CaptioningTask
@@ -135,19 +136,13 @@ class TransformerCaptioner(CaptioningTask):
         if isinstance(inputs, dict):
             inputs = inputs["images"]
         grid = self.backbone.call_encoder(inputs)
-        batch = ops.shape(grid)[0]
-        head_dim = self.hidden_dim // self.num_heads
-        shape = (batch, self.num_heads, max_length, head_dim)
-        blocks = self.backbone.decoder_blocks
-        return {
-            "self_attention_cache": tuple(
-                (ops.zeros(shape, self.compute_dtype),) * 2 for _ in blocks
-            ),
-            "cross_attention_cache": tuple(
-                block.compute_cross_attention_cache(grid, split=True)
-                for block in blocks
-            ),
-        }
+        return decoder_caches(
+            self.backbone.decoder_blocks,
+            grid,
+            self.num_heads,
+            max_length,
+            self.compute_dtype,
+        )
 
     def next(self, prompt, cache, index):
         """One cached decoding step: `(logits (B, V), attention (B, L), cache)`.
@@ -174,29 +169,9 @@ class TransformerCaptioner(CaptioningTask):
         token = ops.expand_dims(ops.take(prompt, start, axis=1), 1)
         backbone = self.backbone
         x = backbone.embed(token, start_index=start)
-        last = backbone.decoder_blocks[-1]
-        self_caches = []
-        for block, self_cache, cross_cache in zip(
-            backbone.decoder_blocks,
-            cache["self_attention_cache"],
-            cache["cross_attention_cache"],
-        ):
-            # The encoder sequence argument is not read when the
-            # cross-attention cache is given (it holds the projections).
-            outputs = block(
-                x,
-                x,
-                self_attention_cache=self_cache,
-                self_attention_cache_update_index=start,
-                cross_attention_cache=cross_cache,
-                return_attention_scores=block is last,
-            )
-            x, self_cache = outputs[0], outputs[1]
-            self_caches.append(self_cache)
-        weights = ops.cast(outputs[3][:, :, 0, :], "float32")
+        x, attention, cache = decoder_step(backbone.decoder_blocks, x, cache, start)
         logits = backbone.token_embedding(backbone.decoder_norm(x), reverse=True)
-        cache = {**cache, "self_attention_cache": tuple(self_caches)}
-        return logits[:, 0], ops.mean(weights, axis=1), cache
+        return logits[:, 0], attention, cache
 
     def head_attention(self, images, tokens):
         """Each head's cross-attention of the last decoder block over the grid.
