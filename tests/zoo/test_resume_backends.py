@@ -14,15 +14,13 @@ new seeded order each epoch:
 2. this process opens the killed run's stage again, as a rerun of the
    command would, and resumes at epoch 2: the weights, the optimizer state
    and the loss history of the reference, within float tolerance.
-
-And a dropout model on data of unknown length (the other way Keras draws
-the epochs' shuffled orders) is broken off by an exception and resumed by a
-new `Stage` on a new model, to the weights of an unbroken fit.
+`test_training_resume.py` (in the same `make test` lines) resumes fits in
+this process: data of known and unknown length (Keras draws the epochs'
+shuffled orders differently), dropout, the stateful callbacks.
 """
 
 import os
 import signal
-import subprocess
 import sys
 
 import keras
@@ -32,11 +30,10 @@ import pytest
 from zoo.training import run_directory
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import tiny_models  # noqa: E402
-from interrupts import Interrupt, StopAt  # noqa: E402
+from interrupts import StopAt, finish, start_worker  # noqa: E402
 
 BACKEND = keras.backend.backend()
 
@@ -51,10 +48,7 @@ EPOCHS, STEPS, BATCH = 3, 3, 4
 
 
 def start(run_dir, out, *extra):
-    env = dict(os.environ, KERAS_BACKEND=BACKEND, CUDA_VISIBLE_DEVICES="")
-    command = [
-        sys.executable,
-        os.path.join(HERE, "fault_tolerance_worker.py"),
+    arguments = [
         "--run-dir", str(run_dir),
         "--out", str(out),
         "--case", CASE,
@@ -64,24 +58,9 @@ def start(run_dir, out, *extra):
         "--shuffle",
         *extra,
     ]  # fmt: skip
-    return subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    return start_worker(
+        os.path.join(HERE, "fault_tolerance_worker.py"), arguments, BACKEND
     )
-
-
-def finish(process):
-    try:
-        stdout, stderr = process.communicate(timeout=300)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    return process.returncode, stdout, stderr
 
 
 def _fit(stage, interrupt_at=None):
@@ -121,39 +100,5 @@ def test_sigkilled_fit_resumes_to_the_uninterrupted_weights(tmp_path):
     assert stage.initial_epoch == KILL_EPOCH and not stage.finished
     history, got = _fit(stage)
     assert len(history["loss"]) == EPOCHS
-    np.testing.assert_allclose(history["loss"], want_history["loss"], rtol=1e-6)
-    assert_same_state(got, want)
-
-
-def _dropout_fit(stage, interrupt_at=None):
-    """A dropout model on reshuffled data of unknown length."""
-    import tensorflow as tf
-
-    keras.utils.set_random_seed(0)
-    model = keras.Sequential(
-        [
-            keras.Input((4,)),
-            keras.layers.Dense(8, activation="relu"),
-            keras.layers.Dropout(0.5),
-            keras.layers.Dense(1),
-        ]
-    )
-    model.compile(keras.optimizers.Adam(0.05), "mse")
-    x = np.random.default_rng(0).normal(size=(32, 4)).astype("float32")
-    data = tf.data.Dataset.from_tensor_slices((x, x[:, :1])).shuffle(32, seed=1)
-    data = data.filter(lambda x, y: True).batch(8)
-    callbacks = [] if interrupt_at is None else [StopAt(interrupt_at)]
-    history = stage.fit(model, data, EPOCHS, callbacks, verbose=0)
-    return history.history, model.variables + model.optimizer.variables
-
-
-def test_interrupted_fit_of_unknown_length_resumes_to_the_same_weights(tmp_path):
-    want_history, want = _dropout_fit(run_directory.Stage(None))
-    path = str(tmp_path / "train")
-    with pytest.raises(Interrupt):
-        _dropout_fit(run_directory.Stage(path), interrupt_at=KILL_EPOCH)
-    stage = run_directory.Stage(path)
-    assert stage.initial_epoch == KILL_EPOCH
-    history, got = _dropout_fit(stage)
     np.testing.assert_allclose(history["loss"], want_history["loss"], rtol=1e-6)
     assert_same_state(got, want)
