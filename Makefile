@@ -38,16 +38,22 @@ format: $(STAMP)
 # (the CPU build, from the dev extra) to prove the layer math is
 # backend-agnostic (conftest.py skips what needs TensorFlow), and the zoo's
 # verbs, a short fit and the TensorFlow-only refusals on each family
-# (tests/zoo/test_backends.py, compared with a TensorFlow run).
+# (tests/zoo/test_backends.py, compared with a TensorFlow run), the
+# strategies (JAX's keras.distribution.DataParallel over two CPU devices)
+# and fits resumed from their run directory (SIGKILLed or interrupted).
 TEST_WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 test: lint
 	$(PYTEST) --doctest-modules tests keras_attention zoo
 	KERAS_BACKEND=jax $(PYTEST) -m "not tensorflow_only" \
-		--doctest-modules tests/keras_attention keras_attention tests/zoo/test_backends.py
+		--doctest-modules tests/keras_attention keras_attention tests/zoo/test_backends.py \
+		tests/zoo/test_distribution_backends.py tests/zoo/test_resume_backends.py \
+		tests/zoo/test_training_resume.py
 	KERAS_BACKEND=torch $(PYTEST) -m "not tensorflow_only" \
-		--doctest-modules tests/keras_attention keras_attention tests/zoo/test_backends.py
+		--doctest-modules tests/keras_attention keras_attention tests/zoo/test_backends.py \
+		tests/zoo/test_distribution_backends.py tests/zoo/test_resume_backends.py \
+		tests/zoo/test_training_resume.py
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/attention.py

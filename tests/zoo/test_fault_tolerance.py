@@ -32,7 +32,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 
 import numpy as np
@@ -41,7 +40,10 @@ import pytest
 pytestmark = pytest.mark.tensorflow_only
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+WORKER = os.path.join(HERE, "fault_tolerance_worker.py")
+sys.path.insert(0, HERE)
+from interrupts import finish, start_worker  # noqa: E402
+
 KILL_EPOCH, KILL_STEP = 2, 1
 EPOCHS, STEPS = 3, 3
 WEIGHTS, METADATA = "latest.weights.h5", "training_metadata.json"
@@ -53,43 +55,17 @@ CASE = "transformer"
 
 
 def start(backup, out, *extra):
-    env = dict(os.environ, KERAS_BACKEND="tensorflow", CUDA_VISIBLE_DEVICES="")
-    command = [
-        sys.executable,
-        os.path.join(HERE, "fault_tolerance_worker.py"),
-        "--backup",
-        str(backup),
-        "--out",
-        str(out),
-        "--epochs",
-        str(EPOCHS),
-        "--samples",
-        str(STEPS * 4),
-        "--batch-size",
-        "4",
+    arguments = [
+        "--backup", str(backup),
+        "--out", str(out),
+        "--epochs", str(EPOCHS),
+        "--samples", str(STEPS * 4),
+        "--batch-size", "4",
         "--double-checkpoint",
-        "--case",
-        CASE,
+        "--case", CASE,
         *extra,
-    ]
-    return subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def finish(process):
-    try:
-        stdout, stderr = process.communicate(timeout=300)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    return process.returncode, stdout, stderr
+    ]  # fmt: skip
+    return start_worker(WORKER, arguments, "tensorflow")
 
 
 def report(returncode, stdout, stderr):

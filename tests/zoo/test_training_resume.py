@@ -11,7 +11,9 @@ The other tests run `zoo.training.run_directory.Stage` in this process on a tiny
 with dropout, shuffled data and the stateful callbacks (EarlyStopping,
 ReduceLROnPlateau, the budgets): a `fit` broken off by an exception at an
 epoch's start, then resumed by a new `Stage` on a new model, ends with the
-weights, optimizer state and history of an unbroken `fit`.
+weights, optimizer state and history of an unbroken `fit`. `make test` runs
+them under JAX and PyTorch too (the command-line test stays on TensorFlow;
+`test_resume_backends.py` SIGKILLs a fit on the other backends).
 """
 
 import json
@@ -32,8 +34,6 @@ from zoo.transformer.averaging import Checkpoints
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from interrupts import Interrupt, StopAt  # noqa: E402 (tests/zoo/interrupts.py)
-
-pytestmark = pytest.mark.tensorflow_only
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EPOCHS = 3
@@ -83,6 +83,7 @@ def weights(preset):
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow_only
 def test_sigkilled_cli_run_resumes_to_the_uninterrupted_result(tmp_path):
     reference_out, out = tmp_path / "reference", tmp_path / "resumed"
     reference = start_cli(reference_out, tmp_path / "reference.log")

@@ -308,9 +308,18 @@ def case_with_samples(name):
 MULTI_WORKER_CASE = "transformer"
 
 
-def dataset(x, y, batch_size):
-    """`tf.data` of raw samples, batched, in a fixed order (no shuffling)."""
+def dataset(x, y, batch_size, shuffle_seed=None, sized=True):
+    """`tf.data` of raw samples, batched.
+
+    In a fixed order, or with `shuffle_seed` in a new seeded order each
+    epoch (`reshuffle_each_iteration`). With `sized=False` the number of
+    batches is unknown (as after bucketing by length).
+    """
     import tensorflow as tf
 
     data = tf.data.Dataset.from_tensor_slices((tf.constant(x), tf.constant(y)))
+    if shuffle_seed is not None:
+        data = data.shuffle(len(x), seed=shuffle_seed, reshuffle_each_iteration=True)
+    if not sized:
+        data = data.filter(lambda x, y: True)
     return data.batch(batch_size)

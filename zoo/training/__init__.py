@@ -3,6 +3,8 @@
 - `zoo.training.harness`: `TrainingRun` (budgets, checkpoints, resume,
   metadata, the preset), `compile_classifier`.
 - `zoo.training.run_directory`: the run folder a training resumes from.
+- `zoo.training.strategy`: the `--strategy` on each backend (`tf.distribute`
+  on TensorFlow, `keras.distribution.DataParallel` on JAX).
 - `zoo.training.flags`: the command-line flags every `train.py` shares.
 - `zoo.training.callbacks`: step and time budgets, annealing.
 

@@ -171,13 +171,15 @@ def add_training_arguments(
     parser.add_argument(
         "--strategy",
         default="auto",
-        help="tf.distribute strategy: auto, default, one_device, mirrored, "
-        "multi_worker or tpu (keras_attention.training.strategy.get_strategy)",
+        help="auto, default; TensorFlow's tf.distribute one_device, mirrored, "
+        "multi_worker, tpu; JAX's data_parallel (keras.distribution.DataParallel; "
+        "auto picks it with several devices). See zoo.training.strategy",
     )
     parser.add_argument(
         "--static-shapes",
         action="store_true",
-        help="fixed-size batches padded to the full length (automatic on TPUs)",
+        help="fixed-size batches padded to the full length (automatic on TPUs "
+        "and under DataParallel over several devices)",
     )
     parser.add_argument(
         "--max-minutes",

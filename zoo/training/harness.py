@@ -17,7 +17,8 @@ run.finish()
 
 The run owns: the command line (recorded exactly), output checks before any
 data is loaded (a bad path exits 2 with one `error:` line), the random seed,
-the `tf.distribute` strategy, static shapes, the time and step budgets
+the strategy (`zoo.training.strategy`: a `tf.distribute` strategy on
+TensorFlow, `keras.distribution.DataParallel` on JAX), static shapes, the time and step budgets
 (`--max-minutes`, `--max-steps`), the run directory that resumes a killed
 run (`zoo.training.run_directory`), history rounding, and the metadata every preset
 records as data: the command, options, seed, library versions and the
@@ -35,10 +36,10 @@ import sys
 
 import keras
 
-from zoo.base import backends
 from zoo.training.callbacks import StepBudget, TimeBudget
 from zoo.training.flags import check_file, check_folder, fail
 from zoo.training.run_directory import RunDirectory, Stage, default_run_dir
+from zoo.training.strategy import strategy_for
 
 __all__ = [
     "Fit",
@@ -50,6 +51,7 @@ __all__ = [
     "hardware",
     "history_file",
     "round_history",
+    "strategy_for",
     "versions",
 ]
 
@@ -274,41 +276,16 @@ class Fit:
         }
 
 
-def strategy_for(name):
-    """The strategy of `--strategy name` on the backend Keras runs.
-
-    On TensorFlow, `keras_attention.training.strategy.get_strategy(name)`.
-    `tf.distribute` strategies are TensorFlow objects: on another backend
-    only `auto` and `default` are accepted (TensorFlow's default strategy,
-    no distribution); any other name stops the script with one line naming
-    the backend (exit 2).
-
-    Example:
-    >>> strategy_for("default").num_replicas_in_sync
-    1
-    """
-    from keras_attention.training.strategy import get_strategy
-
-    if backends.on_tensorflow():
-        return get_strategy(name)
-    if name not in ("auto", "default"):
-        try:
-            backends.require_tensorflow(f"--strategy {name}")
-        except backends.BackendError as e:
-            fail(str(e))
-    import tensorflow as tf
-
-    return tf.distribute.get_strategy()
-
-
 class TrainingRun:
     """One run of a training script: outputs, seed, strategy, budgets, metadata.
 
     Opening a run checks the output paths (`--out` a preset folder,
     `--results` a file, and the script's own `folders` and `files`) before
-    anything is loaded, opens the run directory (`--run-dir`, by default
-    `<out>.run`, else `<results>.run`, else none), seeds Keras's random
-    generators with `--seed` and picks the `--strategy`.
+    anything is loaded, picks the `--strategy` (`zoo.training.strategy`; a
+    `--batch-size` it cannot split is refused), opens the run directory
+    (`--run-dir`, by default `<out>.run`, else `<results>.run`, else none)
+    and seeds Keras's random generators with `--seed`. Build and compile
+    the model within `run.strategy.scope()`; `fit` runs within it.
 
     Args:
         module: str. The script's module (`"zoo.seq2seq.train"`), for the
@@ -358,12 +335,16 @@ class TrainingRun:
         for option, path in files:
             if path:
                 check_file(path, option)
+        self.strategy = strategy_for(args.strategy)
+        try:
+            self.strategy.check_batch_size(getattr(args, "batch_size", None))
+        except ValueError as e:
+            fail(str(e))
         run_dir = args.run_dir
         if run_dir is None and (args.out or args.results):
             run_dir = default_run_dir(args.out or args.results)
         self.directory = RunDirectory(run_dir, vars(args), self.command)
         keras.utils.set_random_seed(args.seed)
-        self.strategy = strategy_for(args.strategy)
         self._static = set()
         self.last_fit = None  # Its history is the preset's (`save_preset`).
         self._stages = {}
@@ -395,12 +376,13 @@ class TrainingRun:
         >>> run.describe_strategy()
         'strategy ... with 1 replica(s)'
         """
-        return (
-            f"strategy {type(self.strategy).__name__} with {self.replicas} replica(s)"
-        )
+        return f"strategy {self.strategy.name} with {self.replicas} replica(s)"
 
     def static_shapes(self, model=None):
-        """Whether to train on static shapes: `--static-shapes` or a TPU.
+        """Whether to train on static shapes: `--static-shapes`, or the strategy's.
+
+        A TPU wants one batch shape; JAX's `DataParallel` over several
+        devices splits every batch evenly (`zoo.training.strategy`).
 
         When so, `model.use_static_shapes()` is turned on (for a zoo task;
         pass `model=None` for a plain Keras model) until its `fit` ends; the
@@ -423,9 +405,7 @@ class TrainingRun:
         static shapes: fixed-size batches padded to the full length
         (True, True)
         """
-        from keras_attention.training.strategy import needs_static_shapes
-
-        static = bool(self.args.static_shapes) or needs_static_shapes(self.strategy)
+        static = bool(self.args.static_shapes) or self.strategy.needs_static_shapes
         if static and model is not None:
             model.use_static_shapes()
             self._static.add(id(model))
@@ -526,7 +506,10 @@ class TrainingRun:
         kwargs.setdefault("verbose", self.args.verbose)
         epochs = self.args.epochs if epochs is None else epochs
         run_stage = self.stage(stage)
-        history = run_stage.fit(model, x, epochs=epochs, callbacks=callbacks, **kwargs)
+        with self.strategy.scope():  # JAX's distribution shards the batches.
+            history = run_stage.fit(
+                model, x, epochs=epochs, callbacks=callbacks, **kwargs
+            )
         if id(model) in self._static:
             model.use_static_shapes(False)  # The preset trims padding again.
             self._static.discard(id(model))
@@ -580,7 +563,7 @@ class TrainingRun:
             "seed": self.args.seed,
             "options": options,
             "strategy": {
-                "name": type(self.strategy).__name__,
+                "name": self.strategy.name,
                 "replicas": self.replicas,
             },
             "versions": versions(),

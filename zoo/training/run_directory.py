@@ -14,7 +14,9 @@ written. Its layout:
       state.json      epochs done, whether training ended, history, seconds
                       of training, the callbacks' state
       variables.npz   model variables (random seed states included),
-                      optimizer variables, EarlyStopping's best weights
+                      optimizer variables, EarlyStopping's best weights,
+                      PyTorch's global random generators (its unseeded
+                      dropout draws from them)
     checkpoints/      the transformer's --average-last checkpoints
   results.json        RAM: the results of the rows already trained
 ```
@@ -466,6 +468,7 @@ class _Backup(keras.callbacks.Callback):
         _assign(self.model.variables, arrays, "model")
         if optimizer is not None:
             _assign(optimizer.variables, arrays, "optimizer")
+        _set_global_generators(arrays)
         saved = state["callbacks"]
         stateful = [c for c in self.callbacks if _stateful(c)]
         if [type(c).__name__ for c in stateful] != [c["class"] for c in saved]:
@@ -483,6 +486,7 @@ class _Backup(keras.callbacks.Callback):
             self.history.setdefault(key, []).append(float(value))
         self.epochs_done = epoch + 1
         arrays = _arrays("model", self.model.variables)
+        arrays.update(_global_generators())
         if self.model.optimizer is not None:
             arrays.update(_arrays("optimizer", self.model.optimizer.variables))
         saved = []
@@ -507,11 +511,15 @@ def _draw_orders(dataset, epochs):
     """Draws the shuffled orders of `epochs` done epochs from a `tf.data` dataset.
 
     A shuffle with `reshuffle_each_iteration` draws a new order for each
-    iterator. Keras's `fit` (3.x, TensorFlow) makes one iterator an epoch,
-    and two when it knows the dataset's number of batches (the next one is
-    made at the end of each epoch); `test_training_resume.py` checks both.
+    iterator. Keras's `fit` (3.x) makes one iterator an epoch; on TensorFlow
+    two when it knows the dataset's number of batches (the next one is made
+    at the end of each epoch). On JAX and PyTorch that next one is a Python
+    generator over the dataset, which makes its iterator only when read:
+    one an epoch. `test_training_resume.py` (TensorFlow) and
+    `test_resume_backends.py` (JAX, PyTorch) check both cases.
     """
-    per_epoch = 2 if int(dataset.cardinality()) >= 0 else 1
+    sized = int(dataset.cardinality()) >= 0
+    per_epoch = 2 if sized and keras.backend.backend() == "tensorflow" else 1
     for _ in range(per_epoch * epochs):
         iter(dataset)
 
@@ -561,6 +569,39 @@ def _set_callback_state(callback, state, best):
 
 def _arrays(prefix, variables):
     return {f"{prefix}/{i:05d}": np.asarray(v.numpy()) for i, v in enumerate(variables)}
+
+
+def _global_generators():
+    """The states of the backend's global random generators, where Keras uses them.
+
+    On PyTorch, a `keras.layers.Dropout` without a `seed` draws its masks
+    from PyTorch's global generators (Keras's fast path), not from a seed
+    state among the model's variables; other backends keep every layer's
+    seed state in its variables.
+    """
+    if keras.backend.backend() != "torch":
+        return {}
+    import torch
+
+    arrays = {"torch_cpu/00000": torch.get_rng_state().numpy()}
+    if torch.cuda.is_available():
+        for index, state in enumerate(torch.cuda.get_rng_state_all()):
+            arrays[f"torch_cuda/{index:05d}"] = state.numpy()
+    return arrays
+
+
+def _set_global_generators(arrays):
+    """Restores what `_global_generators` saved (nothing saved: nothing)."""
+    if keras.backend.backend() != "torch":
+        return
+    import torch
+
+    cpu = _array_list(arrays, "torch_cpu")
+    if cpu:
+        torch.set_rng_state(torch.from_numpy(cpu[0].copy()))
+    cuda = _array_list(arrays, "torch_cuda")
+    if cuda and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([torch.from_numpy(a.copy()) for a in cuda])
 
 
 def _array_list(arrays, prefix):
