@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import keras
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
 BLOCKED = """
@@ -57,4 +58,47 @@ def test_a_row_without_tensorflow_or_keras_hub():
     for row in rows:
         assert row["backend"] == backend and row["path"] == "fused"
         assert row["ours"]["ms"] > 0 and row["keras"]["ms"] > 0
+        assert row["max_abs_diff"] < 1e-4
+
+
+def test_the_triton_rows_in_pallas_interpreter():
+    """Session 26's rows (`gpu_run_s26.sh`) on a stubbed GPU: a shared
+    padding mask and the one-head layers take JAX's Triton kernel, beside
+    Keras's layers, with the same outputs on the kept rows."""
+    if keras.config.backend() != "jax":
+        pytest.skip("JAX's Triton kernel")
+    script = os.path.join(ROOT, "benchmarks", "attention_devices.py")
+    env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": ROOT}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            BLOCKED,
+            script,
+            "--worker",
+            "--interpret",
+            "--dtypes=float32",
+            "--layers=mha,attention,image",
+            "--lengths=",
+            "--mask-lengths=128",
+            "--masks=padding,shared-padding",
+            "--image-sides=9",
+            "--chunk-threshold=32",
+            "--repeats=1",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+    assert [(r["layer"], r["T"], r["mask"], r["path"]) for r in rows] == [
+        ("mha", 128, "padding", "chunked"),
+        ("mha", 128, "shared-padding", "triton flash"),
+        ("attention", 128, "padding", "chunked"),
+        ("attention", 128, "shared-padding", "triton flash"),
+        ("image", 81, "none", "triton flash"),
+    ]
+    for row in rows:
         assert row["max_abs_diff"] < 1e-4
