@@ -26,30 +26,23 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
+def _worker_rows(backend, *arguments):
+    """The rows a worker of the script prints on `backend`, TensorFlow and
+    keras-hub blocked."""
+    script = os.path.join(ROOT, "benchmarks", "attention_devices.py")
+    env = {**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": ROOT}
+    command = [sys.executable, "-c", BLOCKED, script, "--worker", *arguments]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+
+
 def test_a_row_without_tensorflow_or_keras_hub():
     backend = keras.config.backend()
     backend = backend if backend in ("jax", "torch") else "jax"
-    script = os.path.join(ROOT, "benchmarks", "attention_devices.py")
-    env = {**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": ROOT}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            BLOCKED,
-            script,
-            "--worker",
-            "--dtypes=float32",
-            "--lengths=16",
-            "--mask-lengths=16",
-            "--repeats=1",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
+    rows = _worker_rows(
+        backend, "--dtypes=float32", "--lengths=16", "--mask-lengths=16", "--repeats=1"
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    rows = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
     assert [(r["T"], r["mask"]) for r in rows] == [
         (16, "none"),
         (16, "causal"),
@@ -67,32 +60,18 @@ def test_the_triton_rows_in_pallas_interpreter():
     Keras's layers, with the same outputs on the kept rows."""
     if keras.config.backend() != "jax":
         pytest.skip("JAX's Triton kernel")
-    script = os.path.join(ROOT, "benchmarks", "attention_devices.py")
-    env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": ROOT}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            BLOCKED,
-            script,
-            "--worker",
-            "--interpret",
-            "--dtypes=float32",
-            "--layers=mha,attention,image",
-            "--lengths=",
-            "--mask-lengths=128",
-            "--masks=padding,shared-padding",
-            "--image-sides=9",
-            "--chunk-threshold=32",
-            "--repeats=1",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
+    rows = _worker_rows(
+        "jax",
+        "--interpret",
+        "--dtypes=float32",
+        "--layers=mha,attention,image",
+        "--lengths=",
+        "--mask-lengths=128",
+        "--masks=padding,shared-padding",
+        "--image-sides=9",
+        "--chunk-threshold=32",
+        "--repeats=1",
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    rows = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
     assert [(r["layer"], r["T"], r["mask"], r["path"]) for r in rows] == [
         ("mha", 128, "padding", "chunked"),
         ("mha", 128, "shared-padding", "triton flash"),
