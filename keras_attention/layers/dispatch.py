@@ -42,7 +42,8 @@ and the measurements quoted below):
   (`triton_flash_attention`) runs in place of the chunked loop, 2.3-2.8x
   faster than the loop and faster than XLA's explicit form
   (`TRITON_BLOCKS`), where the call is a plain (scaled) dot product with
-  no dropout and its mask is one the kernel takes exactly
+  no dropout, a head width in `TRITON_DEPTHS` and `chunk_size="auto"`,
+  and its mask is one the kernel takes exactly
   (`triton_padding`): none, causal (`Tq == Tv`), a query mask alone (the
   kernel runs unmasked, the padded query rows are zeroed), or one padding
   mask shared by the queries and the keys of a self-attention (the same
@@ -54,7 +55,11 @@ and the measurements quoted below):
   Transformer block's `value_mask`), an `attention_mask` or a band keep
   the loop. Self-attention of any length pads itself to whole blocks of
   128 (the padding gets its own segment id); cross-attention needs the
-  keys in whole blocks.
+  keys in whole blocks. `MultiHeadAttention`, `Attention(mode="soft")` and
+  `ImageSelfAttention` take it alike (`fused.triton_attention` for the
+  one-head layers). Only the unmasked and causal rows are measured on a
+  GPU so far (H100, session 25); the padding and one-head rows are in
+  `experiments/benchmarks/gpu_run_s26.sh`.
 - TensorFlow (any device), JAX on CPU or TPU: no memory-efficient kernel
   (TPU's Splash kernel is not measured here).
 
