@@ -17,13 +17,18 @@ rows() {  # name, seconds, arguments of attention_devices.py
 # MultiHeadAttention, float32 and bfloat16, T 8,192 and 32,768: a key padding
 # mask (the chunked loop: session 25's 1.62x / 1.69x, measured again here)
 # beside one mask shared by queries and keys (segment ids on the Triton kernel).
-rows mha 130 --lengths= --mask-lengths 8192,32768 --masks padding,shared-padding
+rows mha 120 --lengths= --mask-lengths 8192,32768 --masks padding,shared-padding
 # Attention(mode="soft", score="dot"), one head of 64, against
 # keras.layers.Attention: no mask and a shared padding mask.
-rows attention 110 --layers attention --lengths 8192,32768 --mask-lengths 8192,32768 \
+rows attention 100 --layers attention --lengths 8192,32768 --mask-lengths 8192,32768 \
   --masks shared-padding
 # ImageSelfAttention on (1, side, side, 128) against the same block of Keras
 # layers, float32: 90x90 (8,100 positions, padded to 8,192), 96x96 (9,216),
 # 128x128 (16,384).
-rows image 60 --layers image --dtypes float32 --image-sides 90,96,128
+rows image 50 --layers image --dtypes float32 --image-sides 90,96,128
+# The head widths the Triton kernel compiles for (TRITON_DEPTHS is 9-128 from
+# the kernel's rules; 64 is measured above): 16, 128, 256, float32 and bfloat16,
+# a shared padding mask over 2,000 positions (the padding path too).
+KERAS_BACKEND=jax timeout 50 python3 experiments/benchmarks/triton_depth_probe.py --depths 16,128,256 \
+  --out "$OUT/depths.jsonl" 2> "$OUT/depths.err" | cut -c1-220; echo "depths rc ${PIPESTATUS[0]}"
 for name in mha attention image; do tail -n 10 "$OUT/$name.md"; done
