@@ -79,8 +79,9 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
     dropout, head width 9-128) where the kernel takes the masks exactly
     (`dispatch.triton_padding`): none, causal, a query mask alone, or one
     padding mask that is both the query and the key mask (the same tensor,
-    as Keras passes an `Embedding(mask_zero=True)` mask into `mha(x, x)`),
-    which becomes its segment ids; padded query rows still give the
+    as Keras passes an `Embedding(mask_zero=True)` mask into `mha(x, x)`;
+    Keras converts a NumPy array given twice into two tensors), which
+    becomes its segment ids; padded query rows still give the
     output projection's bias. A key padding mask alone (a Transformer
     block's `value_mask`), two mask tensors, an `attention_mask` or a band
     keep the loop. The chunk loop is fastest compiled: called eagerly

@@ -143,6 +143,22 @@ def test_padding_the_kernel_takes_matches_the_explicit_path(gpu, case):
     np.testing.assert_allclose(got[0][1], np.broadcast_to(bias, got[0][1].shape))
 
 
+def test_bfloat16_with_a_shared_padding_mask_takes_the_kernel(gpu):
+    """bfloat16 with padding has no memory-efficient cuDNN form (dispatch):
+    above the threshold it chunks, on the kernel with segment ids."""
+    x = _data(batch=2)
+    mask = keras.ops.convert_to_tensor(_padding(2, 256))
+    ours, reference = _mha(x, dtype="mixed_bfloat16")
+    out = ours(x, x, query_mask=mask, value_mask=mask)
+    assert len(gpu) == 1
+    want = reference(x, x, query_mask=mask, value_mask=mask)
+    out, want = (
+        keras.ops.convert_to_numpy(keras.ops.cast(y, "float32")) for y in (out, want)
+    )
+    # Two bfloat16 ulps relative (8-bit mantissa), as test_dispatch.py.
+    np.testing.assert_allclose(out, want, rtol=2**-6, atol=3e-2)
+
+
 def test_a_keras_mask_propagated_into_self_attention_takes_the_kernel(gpu):
     """`Embedding(mask_zero=True)` then `mha(x, x)`: Keras fills `query_mask`
     and `value_mask` with the same mask object."""
