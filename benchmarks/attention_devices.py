@@ -12,8 +12,21 @@ warm-up. Memory: JAX, the compiled program's temporary bytes (XLA memory
 analysis); PyTorch on CUDA, the peak allocated bytes during one run; on a
 CPU, the growth of the resident set during one run (Linux `VmHWM`).
 
-Rows: T in `--lengths` without a mask, and the causal and padding (the last
-10% of the keys hidden) masks at `--mask-lengths`. On a CPU, a Keras row whose
+Rows: T in `--lengths` without a mask, and the `--masks` at `--mask-lengths`:
+`causal`, `padding` (the last 10% of the keys hidden, `value_mask`) and
+`shared-padding` (the same mask for queries and keys, one tensor, as Keras
+passes an `Embedding(mask_zero=True)` mask into `mha(x, x)`: ours gets it as
+`query_mask` and `value_mask`, Keras's layer as the query's Keras mask and
+`value_mask`; the difference is taken on the kept rows, where Keras's fused
+path averages the values on a row with nothing to attend to). `--layers`
+adds two other layers beside their Keras equivalents, on the same rows:
+`attention`, `keras_attention.layers.Attention(score="dot")` against
+`keras.layers.Attention()` (the same unscaled dot product), one head of 64,
+called as Keras's list call `layer([x, x], mask=[...])`; `image`,
+`ImageSelfAttention` (score `"dot"`, `gamma` 1) on a `(1, side, side, 128)`
+map for each of `--image-sides` against the same block built from Keras
+layers (1x1 `Conv2D`s, `keras.layers.Attention` over the flattened
+positions: key width 16, values 64), given our weights. On a CPU, a Keras row whose
 three `(B, heads, T, T)` float32 tensors would not fit in memory is skipped
 as "out of memory (estimate)"; on an accelerator every row runs, and a run that fails with an
 out-of-memory error is reported as such. Each row also gives the largest
@@ -28,6 +41,12 @@ Usage:
     python benchmarks/attention_devices.py --smoke            # T <= 256, CPU
     python benchmarks/attention_devices.py --backends torch --lengths 8192
     python benchmarks/attention_devices.py --json out.json
+    python benchmarks/attention_devices.py --layers attention,image \
+        --masks shared-padding --image-sides 90,128
+
+`--interpret` checks the script's JAX rows on a CPU: a stubbed GPU, JAX's
+Triton kernel in Pallas's interpreter (tiny lengths, with
+`--chunk-threshold` below them; the times mean nothing).
 
 On the GPU machine (JAX and PyTorch installed, no Keras): carry the wheels
 of keras, namex and optree in `.whl/` of the working tree, then
@@ -44,6 +63,7 @@ of keras, namex and optree in `.whl/` of the working tree, then
 import argparse
 import importlib.util
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -56,8 +76,13 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 HEADS, KEY_DIM = 8, 64
+IMAGE_CHANNELS = 128
 LENGTHS = (128, 2048, 8192, 32768, 65536)
 MASK_LENGTHS = (8192, 32768)
+MASKS = ("causal", "padding", "shared-padding")
+DEFAULT_MASKS = ("causal", "padding")
+LAYERS = ("mha", "attention", "image")
+IMAGE_SIDES = (90, 96, 128)
 SMOKE_LENGTHS = (128, 256)
 DTYPES = ("float32", "mixed_bfloat16")
 BACKENDS = ("jax", "torch")
@@ -67,27 +92,144 @@ def _batch(length):
     return 16 if length <= 128 else 1
 
 
-def _rows(lengths, mask_lengths):
-    rows = [(length, "none") for length in lengths]
-    rows += [
-        (length, mask) for length in mask_lengths for mask in ("causal", "padding")
-    ]
+def _rows(lengths, mask_lengths, masks=DEFAULT_MASKS, layers=("mha",), sides=()):
+    """`(layer, T, mask)` of every row; an image row's T is `side**2`."""
+    rows = []
+    for layer in layers:
+        if layer == "image":
+            rows += [(layer, side * side, "none") for side in sides]
+            continue
+        rows += [(layer, length, "none") for length in lengths]
+        rows += [(layer, length, mask) for length in mask_lengths for mask in masks]
     return rows
 
 
-def _inputs(length, mask):
+def _inputs(layer, length, mask):
+    """The input `x` of a row and its padding mask (None without one)."""
     import numpy as np
 
+    rng = np.random.default_rng(0)
+    if layer == "image":
+        side = math.isqrt(length)
+        x = rng.normal(size=(1, side, side, IMAGE_CHANNELS))
+        return x.astype("float32"), None
     batch = _batch(length)
-    x = np.random.default_rng(0).normal(size=(batch, length, HEADS * KEY_DIM))
-    kwargs = {}
-    if mask == "causal":
-        kwargs["use_causal_mask"] = True
-    elif mask == "padding":
-        padding = np.ones((batch, length), bool)
-        padding[:, length - max(length // 10, 1) :] = False
+    width = HEADS * KEY_DIM if layer == "mha" else KEY_DIM
+    x = rng.normal(size=(batch, length, width)).astype("float32")
+    if mask not in ("padding", "shared-padding"):
+        return x, None
+    padding = np.ones((batch, length), bool)
+    padding[:, length - max(length // 10, 1) :] = False
+    return x, padding
+
+
+def _arguments(layer, name, mask, x, padding):
+    """`(args, kwargs)` of one call of `name` ("keras" or "ours") on a row.
+
+    Built from the tensors the call gets (under `jax.jit`, its tracers), so
+    a shared mask is one object wherever it goes.
+    """
+    causal = mask == "causal"
+    if layer == "image":
+        return (x,), {}
+    if layer == "attention":
+        kwargs = {"use_causal_mask": causal}
+        if mask == "padding":
+            kwargs["mask"] = [None, padding]
+        elif mask == "shared-padding":
+            kwargs["mask"] = [padding, padding]
+        return ([x, x],), kwargs
+    kwargs = {"use_causal_mask": causal}
+    if mask in ("padding", "shared-padding"):
         kwargs["value_mask"] = padding
-    return x.astype("float32"), kwargs
+    if mask == "shared-padding":
+        if name == "keras":
+            # Keras's layer reads the query mask from the query only.
+            from keras.src.backend import set_keras_mask
+
+            set_keras_mask(x, padding)
+        else:
+            kwargs["query_mask"] = padding
+    return (x, x), kwargs
+
+
+def _pair(layer, dtype, chunk_threshold):
+    """Keras's layer and ours, built and holding the same weights."""
+    import keras
+    import numpy as np
+
+    from keras_attention.layers import (
+        Attention,
+        ImageSelfAttention,
+        MultiHeadAttention,
+    )
+
+    if layer == "mha":
+        theirs = keras.layers.MultiHeadAttention(HEADS, KEY_DIM, dtype=dtype)
+        ours = MultiHeadAttention(
+            HEADS, KEY_DIM, dtype=dtype, chunk_threshold=chunk_threshold
+        )
+        small = (np.zeros((1, 8, HEADS * KEY_DIM), "float32"),) * 2
+    elif layer == "attention":
+        theirs = keras.layers.Attention(dtype=dtype)
+        ours = Attention(score="dot", dtype=dtype, chunk_threshold=chunk_threshold)
+        small = ([np.zeros((1, 8, KEY_DIM), "float32")] * 2,)
+    else:
+        theirs = _keras_image_attention(dtype)
+        ours = ImageSelfAttention(
+            dtype=dtype, gamma_initializer="ones", chunk_threshold=chunk_threshold
+        )
+        small = (np.zeros((1, 4, 4, IMAGE_CHANNELS), "float32"),)
+    for each in (theirs, ours):
+        each(*small)
+    if layer == "image":
+        theirs.set_weights(ours.get_weights())
+    else:
+        ours.set_weights(theirs.get_weights())
+    return theirs, ours
+
+
+def _keras_image_attention(dtype):
+    """SAGAN's block from Keras's own layers, weights in our layer's order:
+    1x1 convolutions, `keras.layers.Attention` (unscaled dot product) over
+    the flattened positions, a 1x1 output convolution, `x + gamma * out`."""
+    import keras
+    from keras import ops
+
+    class KerasImageAttention(keras.layers.Layer):
+        def build(self, input_shape):
+            channels = input_shape[-1]
+            widths = {
+                "query": channels // 8,
+                "key": channels // 8,
+                "value": channels // 2,
+                "output": channels,
+            }
+            self.convs = {}
+            for name, width in widths.items():
+                conv = keras.layers.Conv2D(width, 1, dtype=self.dtype_policy, name=name)
+                source = input_shape
+                if name == "output":
+                    source = (*input_shape[:3], widths["value"])
+                conv.build(source)
+                self.convs[name] = conv
+            self.attention = keras.layers.Attention(dtype=self.dtype_policy)
+            self.gamma = self.add_weight(name="gamma", shape=(), initializer="ones")
+
+        def call(self, x):
+            shape = ops.shape(x)
+
+            def flat(name):
+                y = self.convs[name](x)
+                return ops.reshape(y, (shape[0], shape[1] * shape[2], y.shape[-1]))
+
+            query, key, value = flat("query"), flat("key"), flat("value")
+            context = self.attention([query, value, key])
+            context = ops.reshape(context, (shape[0], shape[1], shape[2], -1))
+            output = self.convs["output"](context)
+            return x + ops.cast(self.gamma, self.compute_dtype) * output
+
+    return KerasImageAttention(dtype=dtype)
 
 
 def _device_bytes():
@@ -121,81 +263,114 @@ def _is_oom(error):
     return "out of memory" in text or "resource_exhausted" in text or "oom" in text
 
 
-def _path(layer, x, kwargs):
-    """The path ours takes on this call: fused, chunked or explicit."""
-    from keras_attention.layers import dispatch
+class _PathSpy:
+    """Which path our layer takes, seen while its call runs (or is traced):
+    the Triton kernel, the chunked loop, the fused kernel, else explicit."""
 
-    if layer.chunk_threshold == dispatch.AUTO or layer.chunk_threshold is not None:
-        mask = dispatch.mask_kind(
-            causal=kwargs.get("use_causal_mask", False),
-            padding="value_mask" in kwargs,
+    def __enter__(self):
+        import keras
+
+        from keras_attention.layers import (
+            attention,
+            dispatch,
+            image_attention,
+            multi_head_attention,
         )
-        if layer._takes_chunked_path(x, x, None, None, False, False, mask):
-            if layer.chunk_size == dispatch.AUTO and dispatch.triton_flash_applies(
-                dispatch.backend(), dispatch.platform(), mask, x.shape[1], x.shape[1]
-            ):
-                return "triton flash"
-            return "chunked"
-    return "fused" if layer._takes_fused_path(False, False, x.shape[1]) else "explicit"
+
+        self.seen = set()
+        self.saved = []
+        targets = [
+            (dispatch, "triton_flash_attention", "triton flash"),
+            (keras.ops, "dot_product_attention", "fused"),
+        ]
+        targets += [
+            (module, "chunked_attention", "chunked")
+            for module in (multi_head_attention, attention, image_attention)
+        ]
+        for module, name, path in targets:
+            function = getattr(module, name)
+            self.saved.append((module, name, function))
+            setattr(module, name, self._spy(function, path))
+        return self
+
+    def _spy(self, function, path):
+        def spy(*args, **kwargs):
+            self.seen.add(path)
+            return function(*args, **kwargs)
+
+        return spy
+
+    def __exit__(self, *error):
+        for module, name, function in self.saved:
+            setattr(module, name, function)
+
+    @property
+    def path(self):
+        for path in ("triton flash", "chunked", "fused"):
+            if path in self.seen:
+                return path
+        return "explicit"
 
 
-def _jax_measure(layer, x, kwargs, repeats):
+def _jax_measure(layer, x, padding, arguments, repeats, spy=None):
+    import contextlib
+
     import jax
     import jax.numpy as jnp
 
     trainable = [v.value for v in layer.trainable_variables]
     fixed = [v.value for v in layer.non_trainable_variables]
-    masks = {k: jnp.asarray(v) for k, v in kwargs.items() if k != "use_causal_mask"}
-    causal = kwargs.get("use_causal_mask", False)
 
-    def loss(params, x, masks):
-        out, _ = layer.stateless_call(
-            params, fixed, x, x, use_causal_mask=causal, **masks
-        )
+    def loss(params, x, padding):
+        args, kwargs = arguments(x, padding)
+        out, _ = layer.stateless_call(params, fixed, *args, **kwargs)
         return jnp.sum(out.astype("float32")), out
 
     step = jax.jit(jax.grad(loss, (0, 1), has_aux=True))
     x = jnp.asarray(x)
-    compiled = step.lower(trainable, x, masks).compile()
+    padding = None if padding is None else jnp.asarray(padding)
+    with spy or contextlib.nullcontext():
+        compiled = step.lower(trainable, x, padding).compile()
     memory = None
     try:
         memory = compiled.memory_analysis().temp_size_in_bytes
     except Exception:  # noqa: BLE001 - not every platform reports it
         pass
-    grads, out = jax.block_until_ready(compiled(trainable, x, masks))
+    grads, out = jax.block_until_ready(compiled(trainable, x, padding))
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        jax.block_until_ready(compiled(trainable, x, masks))
+        jax.block_until_ready(compiled(trainable, x, padding))
         times.append(time.perf_counter() - start)
     if memory is None:
         memory = _rss_growth(
-            lambda: jax.block_until_ready(compiled(trainable, x, masks))
+            lambda: jax.block_until_ready(compiled(trainable, x, padding))
         )
     return statistics.median(times), memory, out
 
 
-def _torch_measure(layer, x, kwargs, repeats):
+def _torch_measure(layer, x, padding, arguments, repeats, spy=None):
+    import contextlib
+
     import torch
 
     cuda = torch.cuda.is_available()
     device = "cuda" if cuda else "cpu"
     x = torch.tensor(x, device=device, requires_grad=True)
-    kwargs = {
-        k: (torch.tensor(v, device=device) if k != "use_causal_mask" else v)
-        for k, v in kwargs.items()
-    }
+    padding = None if padding is None else torch.tensor(padding, device=device)
 
     def run():
         layer.zero_grad()
         x.grad = None
-        out = layer(x, x, **kwargs)
+        args, kwargs = arguments(x, padding)
+        out = layer(*args, **kwargs)
         out.float().sum().backward()
         if cuda:
             torch.cuda.synchronize()
         return out
 
-    out = run()
+    with spy or contextlib.nullcontext():
+        out = run()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -223,43 +398,58 @@ def _rss_growth(run):
 
 def worker(args):
     """Runs every row on this process's backend; prints one JSON line per row."""
+    import functools
+
     import keras
     import numpy as np
 
-    from keras_attention.layers import MultiHeadAttention, dispatch
+    from keras_attention.layers import dispatch
 
     backend = keras.config.backend()
+    if args.interpret:
+        # A CPU check of the rows: a stubbed GPU, the Triton kernel interpreted.
+        dispatch.platform = lambda tensor=None: "gpu"
+        dispatch.TRITON_INTERPRET = True
     measure = _jax_measure if backend == "jax" else _torch_measure
     device = dispatch.platform()
     budget = _available_bytes()
     host = _device_bytes() is None
+    rows = _rows(
+        args.lengths, args.mask_lengths, args.masks, args.layers, args.image_sides
+    )
     for dtype in args.dtypes.split(","):
-        for length, mask in _rows(args.lengths, args.mask_lengths):
-            x, kwargs = _inputs(length, mask)
+        for layer, length, mask in rows:
+            x, padding = _inputs(layer, length, mask)
             row = {
+                "layer": layer,
                 "backend": backend,
                 "device": device,
                 "dtype": dtype,
                 "T": length,
-                "B": _batch(length),
+                "B": x.shape[0],
                 "mask": mask,
             }
-            theirs = keras.layers.MultiHeadAttention(HEADS, KEY_DIM, dtype=dtype)
-            ours = MultiHeadAttention(HEADS, KEY_DIM, dtype=dtype)
-            for layer in (theirs, ours):
-                layer(x[:1, :8], x[:1, :8])
-            ours.set_weights(theirs.get_weights())
-            row["path"] = _path(ours, x, kwargs)
-            need = 3 * _batch(length) * HEADS * length * length * 4
+            theirs, ours = _pair(layer, dtype, args.chunk_threshold)
+            heads = HEADS if layer == "mha" else 1
+            need = 3 * x.shape[0] * heads * length * length * 4
             outputs = {}
-            for name, layer in (("keras", theirs), ("ours", ours)):
+            spy = _PathSpy()
+            for name, each in (("keras", theirs), ("ours", ours)):
                 # On a CPU an explicit path that does not fit would swap or be
                 # killed: skipped. An accelerator answers with an error.
                 if name == "keras" and host and budget is not None and need > budget:
                     row[name] = "out of memory (estimate)"
                     continue
+                arguments = functools.partial(_arguments, layer, name, mask)
                 try:
-                    seconds, memory, out = measure(layer, x, kwargs, args.repeats)
+                    seconds, memory, out = measure(
+                        each,
+                        x,
+                        padding,
+                        arguments,
+                        args.repeats,
+                        spy if name == "ours" else None,
+                    )
                 except Exception as error:  # noqa: BLE001 - reported in the row
                     if not _is_oom(error):
                         raise
@@ -272,10 +462,12 @@ def worker(args):
                 outputs[name] = np.asarray(
                     keras.ops.convert_to_numpy(keras.ops.cast(out, "float32"))
                 )
+            row["path"] = spy.path if "ours" in outputs else "-"
             if len(outputs) == 2:
-                row["max_abs_diff"] = float(
-                    np.max(np.abs(outputs["keras"] - outputs["ours"]))
-                )
+                difference = np.abs(outputs["keras"] - outputs["ours"])
+                if mask == "shared-padding":
+                    difference = difference[padding]  # the kept rows
+                row["max_abs_diff"] = float(np.max(difference))
                 row["ratio"] = row["ours"]["ms"] / row["keras"]["ms"]
             print(json.dumps(row), flush=True)
 
@@ -289,9 +481,9 @@ def _cell(result):
 
 def _table(rows):
     lines = [
-        "| backend, device | dtype | T (B) | mask | Keras MHA | ours | ours / Keras "
-        "time | our path | max abs diff |",
-        "|---|---|---:|---|---:|---:|---:|---|---:|",
+        "| layer | backend, device | dtype | T (B) | mask | Keras | ours | "
+        "ours / Keras time | our path | max abs diff |",
+        "|---|---|---|---:|---|---:|---:|---:|---|---:|",
     ]
     for row in rows:
         ratio = f"{row['ratio']:.2f}" if "ratio" in row else "only ours runs"
@@ -299,7 +491,8 @@ def _table(rows):
             ratio = "-"
         diff = f"{row['max_abs_diff']:.1e}" if "max_abs_diff" in row else ""
         lines.append(
-            f"| {row['backend']}, {row['device']} | {row['dtype']} | "
+            f"| {row.get('layer', 'mha')} | {row['backend']}, {row['device']} | "
+            f"{row['dtype']} | "
             f"{row['T']} ({row['B']}) | {row['mask']} | {_cell(row.get('keras'))} | "
             f"{_cell(row.get('ours'))} | {ratio} | {row['path']} | {diff} |"
         )
@@ -329,7 +522,32 @@ def main(argv=None):
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--dtypes", default=",".join(DTYPES))
     parser.add_argument("--lengths", help="T without a mask, comma-separated")
-    parser.add_argument("--mask-lengths", help="T with causal and padding masks")
+    parser.add_argument("--mask-lengths", help="T with the --masks")
+    parser.add_argument(
+        "--masks",
+        default=",".join(DEFAULT_MASKS),
+        help=f"masks of the --mask-lengths rows, among {', '.join(MASKS)}",
+    )
+    parser.add_argument(
+        "--layers",
+        default="mha",
+        help=f"layers beside Keras's, among {', '.join(LAYERS)}",
+    )
+    parser.add_argument(
+        "--image-sides",
+        default=",".join(map(str, IMAGE_SIDES)),
+        help="sides of the square feature maps of the image rows",
+    )
+    parser.add_argument(
+        "--chunk-threshold",
+        default="auto",
+        help="our layers' chunk_threshold (default auto)",
+    )
+    parser.add_argument(
+        "--interpret",
+        action="store_true",
+        help="CPU check: a stubbed GPU, the Triton kernel interpreted",
+    )
     parser.add_argument("--max-length", type=int, help="drop the rows above this T")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--smoke", action="store_true", help="T <= 256, 1 repeat")
@@ -347,11 +565,26 @@ def main(argv=None):
     args.mask_lengths = ints(
         args.mask_lengths, SMOKE_LENGTHS[-1:] if args.smoke else MASK_LENGTHS
     )
+    args.masks = tuple(m for m in args.masks.split(",") if m)
+    args.layers = tuple(m for m in args.layers.split(",") if m)
+    for name, values, allowed in (
+        ("masks", args.masks, MASKS),
+        ("layers", args.layers, LAYERS),
+    ):
+        unknown = [v for v in values if v not in allowed]
+        if unknown:
+            parser.error(f"--{name}: unknown {unknown}; choose among {allowed}")
+    args.image_sides = ints(args.image_sides, IMAGE_SIDES)
+    if args.chunk_threshold != "auto":
+        args.chunk_threshold = int(args.chunk_threshold)
     if args.smoke:
         args.repeats = 1
     if args.max_length:
         args.lengths = tuple(t for t in args.lengths if t <= args.max_length)
         args.mask_lengths = tuple(t for t in args.mask_lengths if t <= args.max_length)
+        args.image_sides = tuple(
+            t for t in args.image_sides if t * t <= args.max_length
+        )
     if args.worker:
         worker(args)
         return None
@@ -369,8 +602,14 @@ def main(argv=None):
             f"--dtypes={args.dtypes}",
             f"--lengths={','.join(map(str, args.lengths))}",
             f"--mask-lengths={','.join(map(str, args.mask_lengths))}",
+            f"--masks={','.join(args.masks)}",
+            f"--layers={','.join(args.layers)}",
+            f"--image-sides={','.join(map(str, args.image_sides))}",
+            f"--chunk-threshold={args.chunk_threshold}",
             f"--repeats={args.repeats}",
         ]
+        if args.interpret:
+            command.append("--interpret")
         env = {
             **os.environ,
             "KERAS_BACKEND": backend,

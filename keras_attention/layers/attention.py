@@ -7,7 +7,11 @@ from keras_attention import scores
 from keras_attention.arguments import int_argument
 from keras_attention.layers import dispatch
 from keras_attention.layers.chunked import chunked_attention
-from keras_attention.layers.fused import dot_product_scale, fused_attention
+from keras_attention.layers.fused import (
+    dot_product_scale,
+    fused_attention,
+    triton_attention,
+)
 from keras_attention.layers.masking import masked_softmax, merge_masks
 from keras_attention.scores.location import Location
 
@@ -131,7 +135,14 @@ class Attention(keras.layers.Layer):
     graph, a symbolic dimension while JAX infers a functional model's
     shapes) takes the full path, with the same outputs. Dropout there
     draws its mask from a hash of the positions (`chunked.dropout_keep_mask`),
-    not from `keras.random.dropout`: the same rate, other draws.
+    not from `keras.random.dropout`: the same rate, other draws. Under JAX
+    on a GPU a call that could be fused (above) with `chunk_size="auto"`
+    runs JAX's Triton flash kernel there instead of the loop, as
+    `MultiHeadAttention` does (`fused.triton_attention`): no
+    `attention_mask`, a causal mask only with `Tq == Tv`, a query mask
+    alone or one mask for queries and values (the same tensor:
+    `layer(x, x)` with a Keras mask, or `layer([x, x], mask=[m, m])`),
+    query and value widths up to 128.
 
     Args:
         score: str, dict or `keras_attention.scores.Score`. The alignment
@@ -170,7 +181,8 @@ class Attention(keras.layers.Layer):
             eagerly, 4,096 elsewhere); an int chunks above it on any
             device (`0`: always). Defaults to `"auto"`.
         chunk_size: `"auto"` or int. Queries and values per chunk on the
-            chunked path (`"auto"`: `dispatch.chunk_size`). Defaults
+            chunked path (`"auto"`: `dispatch.chunk_size`, or JAX's Triton
+            kernel where it applies). Defaults
             to `"auto"`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
@@ -424,6 +436,8 @@ class Attention(keras.layers.Layer):
         key = value if key is None else key
         _check_shapes(query.shape, value.shape, key.shape)
         _check_floating(query=query, value=value, key=key)
+        # The masks as given: `triton_padding` compares the objects.
+        padding = dispatch.triton_padding(query_mask, (value_mask, key_mask))
         if key_mask is not None:
             key_mask = ops.cast(key_mask, "bool")
             value_mask = (
@@ -455,6 +469,8 @@ class Attention(keras.layers.Layer):
                 use_causal_mask,
                 causal_offset=value.shape[1] - query.shape[1],
                 training=training,
+                scale=scale,
+                padding=padding,
             )
         fused = self._takes_fused_path(scale, kind, query)
         if fused and kind != "pairwise":
@@ -502,6 +518,10 @@ class Attention(keras.layers.Layer):
                     f"value_mask]`. Received: mask={mask!r}"
                 )
             query_mask, value_mask = mask[0], mask[1]
+        # One mask object for queries and values (Keras's masks of `[x, x]`)
+        # is a self-attention padding JAX's Triton kernel takes.
+        shared = query_mask is not None and query_mask is value_mask
+        padding = "shared" if shared else dispatch.triton_padding(None, (value_mask,))
         _check_shapes(query.shape, value.shape, key.shape, any_rank=True)
         _check_floating(query=query, value=value, key=key)
         query_shape, value_shape = ops.shape(query), ops.shape(value)
@@ -531,16 +551,20 @@ class Attention(keras.layers.Layer):
         )
         fused = not chunked and self._takes_fused_path(scale, kind, query)
         if chunked:
+            # The query mask zeroes the rows after: the chunked path needs
+            # it only where it is the values' too.
             context = self._chunked(
                 query,
                 value,
                 key,
-                None,
+                value_mask if shared else None,
                 value_mask,
                 None,
                 use_causal_mask,
                 causal_offset=0,
                 training=training,
+                scale=scale,
+                padding=padding,
             )
         elif fused and kind != "pairwise":
             context = fused_attention(
@@ -683,9 +707,29 @@ class Attention(keras.layers.Layer):
         use_causal_mask,
         causal_offset,
         training,
+        scale=None,
+        padding=None,
     ):
-        """The context `(B, Tq, Dv)` from `chunked_attention`, masks kept 1-D."""
+        """The context `(B, Tq, Dv)` from `chunked_attention`, masks kept 1-D.
+
+        A fusable call (`scale`, `_fused_scale`) with `chunk_size="auto"`,
+        no dropout and no `attention_mask` runs JAX's Triton flash kernel
+        where it applies (`fused.triton_attention`; `padding`:
+        `dispatch.triton_padding` of the masks as the caller got them).
+        """
         rate = self.dropout if training and self.dropout > 0 else 0.0
+        if (
+            self.chunk_size == dispatch.AUTO
+            and scale is not None
+            and not rate
+            and attention_mask is None
+            and not (use_causal_mask and causal_offset)
+        ):
+            context = triton_attention(
+                query, key, value, scale, padding, query_mask, use_causal_mask
+            )
+            if context is not None:
+                return context
         seed = None
         if rate:
             seed = keras.random.randint((), 0, 2**31 - 1, seed=self.seed_generator)

@@ -29,12 +29,37 @@ and the measurements quoted below):
 - JAX, GPU, bfloat16 or float16: cuDNN flash attention, without a mask or
   causal. It takes a mask only as a full `(B, heads or 1, Tq, Tv)` bias
   (a `(B, 1, 1, Tv)` padding mask makes Keras fall back to XLA's explicit
-  form), so padding and pairwise masks count as not fused. float32 has no
-  cuDNN flash kernel (XLA's explicit form): there, above the threshold, a
-  call with no mask or a causal one and lengths in blocks of 128 runs
-  JAX's Triton flash kernel (`triton_flash_attention`) in place of the
-  chunked loop, 2.3-2.8x faster than the loop and faster than XLA's
-  explicit form (`TRITON_BLOCKS`); other masks take the chunked loop.
+  form), so padding and pairwise masks count as not fused. Its other form
+  of padding, `jax.nn.dot_product_attention(implementation="cudnn",
+  query_seq_lengths=..., key_value_seq_lengths=...)`, is exact only for a
+  mask that keeps a prefix of each row (padding at the end): that is a
+  property of the mask's values, which a trace cannot see (an
+  `Embedding(mask_zero=True)` mask hides every 0 token, wherever it
+  stands), so it is not used. float32 has no cuDNN flash kernel (XLA's
+  explicit form).
+- JAX, GPU, where the chunked path is taken (float32 above the threshold;
+  bfloat16/float16 with a padding mask): JAX's Triton flash kernel
+  (`triton_flash_attention`) runs in place of the chunked loop, 2.3-2.8x
+  faster than the loop and faster than XLA's explicit form
+  (`TRITON_BLOCKS`), where the call is a plain (scaled) dot product with
+  no dropout, a head width in `TRITON_DEPTHS` and `chunk_size="auto"`,
+  and its mask is one the kernel takes exactly
+  (`triton_padding`): none, causal (`Tq == Tv`), a query mask alone (the
+  kernel runs unmasked, the padded query rows are zeroed), or one padding
+  mask shared by the queries and the keys of a self-attention (the same
+  tensor as `query_mask` and `value_mask`, as a Keras mask propagated into
+  `mha(x, x)` is): it becomes the kernel's segment ids, so a kept query
+  sees only kept keys; a padded query sees only padded keys, and its row
+  is zeroed after. The kernel takes a mask only as segment ids shared by
+  queries and keys, so a key padding mask with all queries kept (a
+  Transformer block's `value_mask`), an `attention_mask` or a band keep
+  the loop. Self-attention of any length pads itself to whole blocks of
+  128 (the padding gets its own segment id); cross-attention needs the
+  keys in whole blocks. `MultiHeadAttention`, `Attention(mode="soft")` and
+  `ImageSelfAttention` take it alike (`fused.triton_attention` for the
+  one-head layers). Only the unmasked and causal rows are measured on a
+  GPU so far (H100, session 25); the padding and one-head rows are in
+  `experiments/benchmarks/gpu_run_s26.sh`.
 - TensorFlow (any device), JAX on CPU or TPU: no memory-efficient kernel
   (TPU's Splash kernel is not measured here).
 
@@ -45,6 +70,7 @@ device (`0`: always; `None`: never).
 """
 
 import keras
+from keras import ops
 
 from keras_attention.arguments import int_argument
 
@@ -289,28 +315,112 @@ def fused_is_memory_efficient_here(dtype, mask, tensor=None):
 #: attention_gpu_probe.py`, log in `experiments/benchmarks/logs/`).
 TRITON_BLOCKS = {"block_q": 128, "block_k": 64, "backward": 64}
 
+#: Lengths the Triton kernel takes: whole blocks of this many positions
+#: (a self-attention of another length is padded up to them).
+TRITON_LENGTH_BLOCK = 128
+
+#: Head widths the Triton kernel takes (`depth`, after the narrower of
+#: the key and value widths gets zero channels). The kernel rounds the width
+#: up to a power of two; Triton's block product needs at least 16, and the
+#: kernel's own tests run 32 to 128 (float16); this project measured 64.
+TRITON_DEPTHS = (9, 128)
+
 #: Run the Triton kernel in Pallas's interpreter (tests on a CPU only).
 TRITON_INTERPRET = False
 
+#: How `triton_padding` says the kernel takes a call's padding masks.
+TRITON_PADDINGS = ("none", "queries", "shared")
 
-def triton_flash_applies(backend, device, mask, query_length, key_length):
+
+def triton_padding(query_mask=None, key_masks=()):
+    """How JAX's Triton kernel takes a call's padding masks, or None.
+
+    Decided from the objects, never their values (a trace cannot read
+    them): `"none"` without padding masks; `"queries"` with a query mask
+    alone (the kernel runs unmasked, the padded rows are zeroed after);
+    `"shared"` when every key mask given is the query mask itself, one
+    tensor (self-attention with a Keras mask, `mha(x, x)`): the mask is the
+    kernel's segment ids, so kept queries see only kept keys. None: a key
+    mask of its own. Segment ids are shared by queries and keys, so a
+    query that sees every key cannot be given a hidden key; that call
+    keeps the chunked loop.
+
+    Args:
+        query_mask: optional `(B, Tq)` mask, `True` = kept.
+        key_masks: the key padding masks of the call, each None or a
+            `(B, Tv)` mask (`value_mask`, `key_mask`).
+
+    >>> import numpy as np
+    >>> mask = np.ones((1, 4), bool)
+    >>> triton_padding(mask, (mask, None)), triton_padding(mask)
+    ('shared', 'queries')
+    >>> triton_padding(None, (mask,)) is None, triton_padding(mask, (mask.copy(),)) is None
+    (True, True)
+    """
+    keys = [mask for mask in key_masks if mask is not None]
+    if not keys:
+        return "none" if query_mask is None else "queries"
+    if query_mask is not None and all(mask is query_mask for mask in keys):
+        return "shared"
+    return None
+
+
+def triton_flash_applies(
+    backend, device, query_length, key_length, depth, causal=False, padding="none"
+):
     """Whether JAX's Triton flash kernel can replace the chunked loop.
 
-    JAX on a GPU, no mask or a causal one (`query_length == key_length`),
-    lengths in whole blocks of 128, and the kernel importable.
+    JAX on a GPU, a head width in `TRITON_DEPTHS`, the kernel importable,
+    and the masks it takes exactly: `padding` (`triton_padding`) not None,
+    causal and `"shared"` padding only for self-attention (`Tq == Tv`).
+    A self-attention of any length is padded to whole blocks of
+    `TRITON_LENGTH_BLOCK` (the padding gets a segment id of its own);
+    cross-attention needs the keys in whole blocks (its queries are padded).
 
-    >>> triton_flash_applies("jax", "cpu", "none", 8192, 8192)
+    Args:
+        backend: str. `keras.config.backend()`.
+        device: str. `platform()`.
+        query_length: int or None. `Tq`, static.
+        key_length: int or None. `Tv`, static.
+        depth: int. The head width of queries, keys and values.
+        causal: bool. `use_causal_mask`.
+        padding: str or None. `triton_padding()`.
+
+    >>> triton_flash_applies("jax", "cpu", 8192, 8192, 64)
     False
-    >>> triton_flash_applies("torch", "gpu", "none", 8192, 8192)
+    >>> triton_flash_applies("torch", "gpu", 8192, 8192, 64)
     False
     """
-    if backend != "jax" or device != "gpu" or mask not in ("none", "causal"):
+    if padding not in (*TRITON_PADDINGS, None):
+        raise ValueError(
+            f"`padding` must be one of {TRITON_PADDINGS} or None. "
+            f"Received: padding={padding!r}"
+        )
+    if backend != "jax" or device != "gpu" or padding is None:
         return False
-    if mask == "causal" and query_length != key_length:
+    if None in (query_length, key_length):
         return False
-    if any(n is None or n % 128 for n in (query_length, key_length)):
+    if not TRITON_DEPTHS[0] <= depth <= TRITON_DEPTHS[1]:
+        return False
+    self_attention = query_length == key_length
+    aligned = key_length % TRITON_LENGTH_BLOCK == 0
+    if (causal or padding == "shared" or not aligned) and not self_attention:
         return False
     return _triton_mha() is not None
+
+
+def triton_flash_applies_here(query, key, depth, causal=False, padding="none"):
+    """`triton_flash_applies` on this backend, `query`'s device and the
+    static lengths of `query` and `key` (`(B, T, ...)`)."""
+    return triton_flash_applies(
+        backend(),
+        platform(query),
+        query.shape[1],
+        key.shape[1],
+        depth,
+        causal,
+        padding,
+    )
 
 
 def _triton_mha():
@@ -322,8 +432,23 @@ def _triton_mha():
     return attention
 
 
-def triton_flash_attention(query, key, value, use_causal_mask=False, scale=None):
+def triton_flash_attention(
+    query,
+    key,
+    value,
+    use_causal_mask=False,
+    scale=None,
+    query_mask=None,
+    shared_mask=False,
+):
     """Exact attention through JAX's Triton flash kernel, linear in memory.
+
+    Lengths not in whole blocks are padded: the queries always (their rows
+    are dropped after), the keys of a self-attention with a segment id of
+    their own. A query row whose `query_mask` is `False` is zero, as on the
+    explicit path: with `shared_mask` it attended only to hidden keys (its
+    own segment), without it to every key; either way its gradient is
+    zero.
 
     Args:
         query: `(B, Tq, heads, depth)`.
@@ -331,6 +456,9 @@ def triton_flash_attention(query, key, value, use_causal_mask=False, scale=None)
         value: `(B, Tv, heads, depth)`, the same depth as the keys.
         use_causal_mask: bool. Hide key `j > i` from query `i` (`Tq == Tv`).
         scale: float or None. Defaults to `1 / sqrt(depth)`.
+        query_mask: optional boolean `(B, Tq)`; `False` rows are zero.
+        shared_mask: bool. `query_mask` is also the keys' mask (`Tq == Tv`):
+            it becomes the kernel's segment ids.
 
     Returns:
         The context `(B, Tq, heads, depth)` in the query's dtype; the
@@ -339,6 +467,19 @@ def triton_flash_attention(query, key, value, use_causal_mask=False, scale=None)
     attention = _triton_mha()
     depth = query.shape[-1]
     scale = 1.0 / depth**0.5 if scale is None else float(scale)
+    query_length, key_length = query.shape[1], key.shape[1]
+    block = TRITON_LENGTH_BLOCK
+    segment_ids = None
+    if shared_mask:
+        segment_ids = ops.cast(query_mask, "int32")
+    elif key_length % block:
+        # A self-attention of another length: the padding's own segment.
+        segment_ids = ops.ones((ops.shape(query)[0], key_length), "int32")
+    query = _pad_length(query, -query_length % block)
+    key = _pad_length(key, -key_length % block)
+    value = _pad_length(value, -key_length % block)
+    if segment_ids is not None:
+        segment_ids = ops.pad(segment_ids, [(0, 0), (0, -key_length % block)])
     blocks = TRITON_BLOCKS
     sizes = attention.BlockSizes(
         block_q=blocks["block_q"],
@@ -348,13 +489,25 @@ def triton_flash_attention(query, key, value, use_causal_mask=False, scale=None)
         block_q_dq=blocks["backward"],
         block_kv_dq=blocks["backward"],
     )
-    return attention.mha(
+    context = attention.mha(
         query,
         key,
         value,
-        None,
+        segment_ids,
         sm_scale=scale,
         causal=bool(use_causal_mask),
         block_sizes=sizes,
         interpret=TRITON_INTERPRET,
     )
+    context = context[:, :query_length]
+    if query_mask is not None:
+        rows = ops.cast(query_mask, "bool")[:, :, None, None]
+        context = ops.where(rows, context, ops.zeros_like(context))
+    return context
+
+
+def _pad_length(tensor, extra):
+    """`tensor` `(B, T, heads, depth)` with `extra` zero positions at the end."""
+    if not extra:
+        return tensor
+    return ops.pad(tensor, [(0, 0), (0, extra), (0, 0), (0, 0)])

@@ -3,8 +3,9 @@
 `Attention` and `ImageSelfAttention` take this path where their score is a
 (scaled) dot product and `keras_attention.layers.dispatch` says the
 backend's `keras.ops.dot_product_attention` is memory-efficient for the
-device, dtype and mask. `MultiHeadAttention` calls the kernel itself, on
-its heads.
+device, dtype and mask; on their chunked path, JAX's Triton flash kernel
+where `dispatch.triton_flash_applies` (`triton_attention`).
+`MultiHeadAttention` calls the kernels itself, on its heads.
 """
 
 import math
@@ -12,6 +13,7 @@ import math
 from keras import ops
 
 from keras_attention import scores
+from keras_attention.layers import dispatch
 
 
 def dot_product_scale(score, key_dim):
@@ -67,12 +69,8 @@ def fused_attention(
     Returns:
         The context `(batch, Tq, Dv)`.
     """
-    width, value_width = query.shape[-1], value.shape[-1]
-    if width < value_width:
-        pad = [(0, 0), (0, 0), (0, value_width - width)]
-        query, key = ops.pad(query, pad), ops.pad(key, pad)
-    elif value_width < width:
-        value = ops.pad(value, [(0, 0), (0, 0), (0, width - value_width)])
+    value_width = value.shape[-1]
+    query, key, value = _one_width(query, key, value)
     mask, valid = None, None
     if attention_mask is not None:
         mask = ops.cast(attention_mask, "bool")
@@ -99,3 +97,58 @@ def fused_attention(
     if valid is not None:
         context = ops.where(valid[..., None], context, ops.zeros_like(context))
     return context
+
+
+def triton_attention(
+    query, key, value, scale, padding="none", query_mask=None, use_causal_mask=False
+):
+    """`softmax(scale q k^T) v` of one head by JAX's Triton flash kernel.
+
+    None where the kernel does not apply on this backend and device
+    (`dispatch.triton_flash_applies`); the caller then takes its chunked
+    loop. Widths as in `fused_attention`: the narrower side gets zero
+    channels.
+
+    Args:
+        query: tensor `(batch, Tq, D)`.
+        key: tensor `(batch, Tv, D)`.
+        value: tensor `(batch, Tv, Dv)`.
+        scale: float. The factor of `q k^T`.
+        padding: str or None. `dispatch.triton_padding` of the call's masks,
+            as given.
+        query_mask: optional boolean `(batch, Tq)`; `False` rows are zero.
+            With `padding="shared"`, also the keys' mask.
+        use_causal_mask: bool. Query `i` attends to keys `j <= i`.
+
+    Returns:
+        The context `(batch, Tq, Dv)`, or None.
+    """
+    value_width = value.shape[-1]
+    depth = max(query.shape[-1], value_width)
+    if not dispatch.triton_flash_applies_here(
+        query, key, depth, use_causal_mask, padding
+    ):
+        return None
+    query, key, value = _one_width(query, key, value)
+    context = dispatch.triton_flash_attention(
+        query[:, :, None, :],
+        key[:, :, None, :],
+        value[:, :, None, :],
+        use_causal_mask,
+        scale,
+        query_mask,
+        shared_mask=padding == "shared",
+    )
+    return context[:, :, 0, :value_width]
+
+
+def _one_width(query, key, value):
+    """`query`, `key`, `value` `(batch, T, width)` padded with zero channels
+    to one width: zeros change no score and no output."""
+    width, value_width = query.shape[-1], value.shape[-1]
+    if width < value_width:
+        pad = [(0, 0), (0, 0), (0, value_width - width)]
+        query, key = ops.pad(query, pad), ops.pad(key, pad)
+    elif value_width < width:
+        value = ops.pad(value, [(0, 0), (0, 0), (0, width - value_width)])
+    return query, key, value

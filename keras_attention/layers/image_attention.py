@@ -7,7 +7,11 @@ from keras_attention import scores
 from keras_attention.arguments import int_argument
 from keras_attention.layers import dispatch
 from keras_attention.layers.chunked import chunked_attention
-from keras_attention.layers.fused import dot_product_scale, fused_attention
+from keras_attention.layers.fused import (
+    dot_product_scale,
+    fused_attention,
+    triton_attention,
+)
 from keras_attention.layers.masking import masked_softmax
 
 
@@ -37,7 +41,11 @@ class ImageSelfAttention(keras.layers.Layer):
     positions): a 128x128 map has 16,384 positions, a score matrix of 1
     GiB per image. The default, `"auto"`, is the device's crossover
     (`keras_attention.layers.dispatch.auto_threshold`); an int chunks
-    above it on any device.
+    above it on any device. Under JAX on a GPU a (scaled) dot product with
+    both chunk sizes `"auto"` and key and value widths up to 128 is chunked
+    by JAX's Triton flash kernel instead of the loop (a map of any size:
+    the positions are padded to whole blocks of 128 and the padding hidden;
+    `fused.triton_attention`).
 
     Args:
         key_dim: int or None. Channels of queries and keys. Defaults to
@@ -193,7 +201,7 @@ class ImageSelfAttention(keras.layers.Layer):
             inputs,
         )
         if chunked:
-            context = self._chunked(query, key, value, training)
+            context = self._chunked(query, key, value, training, scale)
         elif scale is not None and dispatch.fused_is_memory_efficient_here(
             self.compute_dtype, "none", inputs
         ):
@@ -220,8 +228,17 @@ class ImageSelfAttention(keras.layers.Layer):
             return None
         return dot_product_scale(self.score_layer, self.query_conv.filters)
 
-    def _chunked(self, query, key, value, training):
-        """The attention of `call` by `chunked_attention`."""
+    def _chunked(self, query, key, value, training, fused_scale=None):
+        """The attention of `call` by `chunked_attention`, or by JAX's Triton
+        flash kernel where a fusable call (`fused_scale`) with both chunk
+        sizes `"auto"` can take it (`fused.triton_attention`)."""
+        if (
+            fused_scale is not None
+            and self.query_chunk_size == self.key_chunk_size == dispatch.AUTO
+        ):
+            context = triton_attention(query, key, value, fused_scale)
+            if context is not None:
+                return context
         scale = dot_product_scale(self.score_layer, key.shape[-1])
         options = {"score_fn": self.score_layer} if scale is None else {"scale": scale}
         if training and self.dropout > 0.0:

@@ -74,7 +74,17 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
     chunks from 1,024 keys on on a CPU, where chunking is already the
     faster, and above 4,096 on an accelerator or under PyTorch, where it is
     for the memory. An int chunks above it on any device (`0`: always),
-    `None` never. The chunk loop is fastest compiled: called eagerly
+    `None` never. Under JAX on a GPU the chunked path runs JAX's Triton
+    flash kernel in place of the loop (`chunk_size="auto"`, scaled dot, no
+    dropout, head width 9-128) where the kernel takes the masks exactly
+    (`dispatch.triton_padding`): none, causal, a query mask alone, or one
+    padding mask that is both the query and the key mask (the same tensor,
+    as Keras passes an `Embedding(mask_zero=True)` mask into `mha(x, x)`;
+    Keras converts a NumPy array given twice into two tensors), which
+    becomes its segment ids; padded query rows still give the
+    output projection's bias. A key padding mask alone (a Transformer
+    block's `value_mask`), two mask tensors, an `attention_mask` or a band
+    keep the loop. The chunk loop is fastest compiled: called eagerly
     under TensorFlow (outside `fit`, `predict` or a `tf.function`) its
     blocks run op by op, so there a CPU chunks only above 3,071 keys, in
     blocks of 512 (`dispatch.EAGER_CPU_CHUNK_THRESHOLD`,
@@ -162,10 +172,10 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         chunk_size: `"auto"` or int. Queries and keys per chunk on the
             chunked path; `"auto"` is 256 on a CPU (512 while TensorFlow
             runs eagerly) and up to 4,096 on an accelerator
-            (`dispatch.chunk_size`); under JAX on a GPU, with no mask or a
-            causal one, `"auto"` runs JAX's Triton flash kernel instead of
-            the loop (`dispatch.triton_flash_attention`). Defaults to
-            `"auto"`.
+            (`dispatch.chunk_size`); under JAX on a GPU `"auto"` runs
+            JAX's Triton flash kernel instead of the loop where it takes
+            the call's masks (see above,
+            `dispatch.triton_flash_attention`). Defaults to `"auto"`.
         window: int or None. Restricted self-attention radius `r >= 1`:
             query `i` sees keys `j` with `|i - j| <= r` (`i - r <= j <= i`
             when causal), computed blockwise in `O(r T d)` (see above).
@@ -614,29 +624,31 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         keys = _key_padding_mask(value_mask, key_mask, key)
         if attention_mask is not None:
             attention_mask = self._check_attention_mask(attention_mask, query, key)
-        if query_mask is not None:
-            query_mask = ops.cast(query_mask, "bool")
         score_fn, rate, seed = self._blockwise_options(training)
         if (
             self.chunk_size == dispatch.AUTO
             and score_fn is None
             and rate == 0.0
-            and keys is None
-            and query_mask is None
             and attention_mask is None
             and self._sliding_window is None
             and self.key_dim == self.value_dim
-            and dispatch.triton_flash_applies(
-                dispatch.backend(),
-                dispatch.platform(query),
-                "causal" if use_causal_mask else "none",
-                query.shape[1],
-                key.shape[1],
-            )
         ):
-            return dispatch.triton_flash_attention(
-                query, key, value, use_causal_mask, 1.0 / math.sqrt(self.key_dim)
-            )
+            # The masks as given: `triton_padding` compares the objects.
+            padding = dispatch.triton_padding(query_mask, (value_mask, key_mask))
+            if dispatch.triton_flash_applies_here(
+                query, key, self.key_dim, use_causal_mask, padding
+            ):
+                return dispatch.triton_flash_attention(
+                    query,
+                    key,
+                    value,
+                    use_causal_mask,
+                    1.0 / math.sqrt(self.key_dim),
+                    query_mask,
+                    shared_mask=padding == "shared",
+                )
+        if query_mask is not None:
+            query_mask = ops.cast(query_mask, "bool")
         rows = query.shape[0] and query.shape[0] * self.num_heads
         size = dispatch.chunk_size(self.chunk_size, rows, query)
         return chunked_attention(
