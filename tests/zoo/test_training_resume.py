@@ -280,6 +280,36 @@ def test_a_rerun_with_other_options_is_refused(tmp_path, capsys):
     assert len(err) == 1 and "epochs=3 (now 4)" in err[0]
 
 
+def test_a_run_of_another_backend_is_refused_and_an_old_one_is_tensorflows(
+    tmp_path, capsys
+):
+    folder = tmp_path / "run"
+    run = training.RunDirectory(str(folder), {"epochs": 3}, "cmd")
+    run.write("results.json", {"rows_done": 1})
+    os.close(run._lock)
+    recorded = json.loads((folder / "run.json").read_text())
+    assert recorded["backend"] == keras.backend.backend()
+    other = "jax" if keras.backend.backend() != "jax" else "torch"
+    (folder / "run.json").write_text(json.dumps({**recorded, "backend": other}))
+    with pytest.raises(SystemExit) as raised:
+        training.RunDirectory(str(folder), {"epochs": 3})
+    assert raised.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"error: --run-dir {folder} holds a run trained on the {other!r} backend; "
+        f"this process runs {keras.backend.backend()!r}: resume it with "
+        f"KERAS_BACKEND={other}, or delete the folder"
+    ]
+    # run.json files written before the backend was recorded: TensorFlow's.
+    del recorded["backend"]
+    (folder / "run.json").write_text(json.dumps(recorded))
+    if keras.backend.backend() == "tensorflow":
+        training.RunDirectory(str(folder), {"epochs": 3}).finish()
+    else:
+        with pytest.raises(SystemExit):
+            training.RunDirectory(str(folder), {"epochs": 3})
+
+
 def test_checkpoints_of_the_killed_part_and_torn_ones_are_dropped(tmp_path):
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
@@ -384,6 +414,7 @@ def test_nan_saved_variables_are_refused_not_trained_on(tmp_path):
         ("{", "is not valid JSON: Expecting"),
         ("[1, 2]", "`options` must be a JSON object"),
         ('{"options": 3}', "`options` must be a JSON object. Received: 3"),
+        ('{"options": {}, "backend": 7}', "`backend` must be a string. Received: 7"),
     ],
 )
 def test_a_corrupt_run_file_is_refused_naming_it(tmp_path, capsys, content, pattern):

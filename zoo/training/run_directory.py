@@ -7,7 +7,8 @@ written. Its layout:
 
 ```
 <run-dir>/
-  run.json            the command and its options; a rerun must match them
+  run.json            the command, the Keras backend and the options; a
+                      rerun must match them
   lock                held (flock) by the process training
   <stage>/            one per `fit`: "train", "pretrain", a RAM table row
     epoch_<n>/        the state after n epochs (the last two are kept)
@@ -109,12 +110,33 @@ class RunDirectory:
             return
         check_folder(self.path, "--run-dir")
         self._lock = self._take_lock()
+        try:
+            self._open(options, command)
+        except SystemExit:  # refused: another process may take the folder
+            if self._lock is not None:
+                os.close(self._lock)
+                self._lock = None
+            raise
+
+    def _open(self, options, command):
+        """Records a new run in `run.json`, or checks a recorded one resumes."""
         options = json.loads(
             json.dumps({k: v for k, v in options.items() if k not in FREE_OPTIONS})
         )
         run_file = os.path.join(self.path, RUN_FILE)
+        backend = keras.backend.backend()
+        record = {"command": command, "backend": backend, "options": options}
         if os.path.exists(run_file):
-            recorded = _read_run_file(run_file)
+            recorded, recorded_backend = _read_run_file(run_file)
+            if recorded_backend != backend and _holds_work(self.path):
+                # Its state would load, but the run would not go on as it
+                # would have there (data order, random draws, rounding).
+                fail(
+                    f"--run-dir {self.path} holds a run trained on the "
+                    f"{recorded_backend!r} backend; this process runs {backend!r}: "
+                    f"resume it with KERAS_BACKEND={recorded_backend}, or delete "
+                    "the folder"
+                )
             changed = sorted(
                 k
                 for k in set(recorded) | set(options)
@@ -124,7 +146,7 @@ class RunDirectory:
                 # A run that failed before training (a typo in --data, say)
                 # left only its options: the corrected command starts over.
                 print(f"run directory {self.path}: nothing trained yet, starting over")
-                _write_json(run_file, {"command": command, "options": options})
+                _write_json(run_file, record)
             elif changed:
                 shown = ", ".join(
                     f"{k}={recorded.get(k)!r} (now {options.get(k)!r})" for k in changed
@@ -136,7 +158,7 @@ class RunDirectory:
             else:
                 print(f"run directory {self.path}: resuming")
         else:
-            _write_json(run_file, {"command": command, "options": options})
+            _write_json(run_file, record)
             print(f"run directory {self.path}")
 
     def _take_lock(self):
@@ -646,7 +668,8 @@ def _read_json(path):
 
 
 def _read_run_file(path):
-    """The recorded options of `run.json`; exits with status 2 if corrupt."""
+    """The recorded options and backend of `run.json` (a run recorded before
+    the backend was, trained on TensorFlow); exits with status 2 if corrupt."""
     try:
         recorded = _read_json(path)
     except ValueError as e:
@@ -657,7 +680,13 @@ def _read_run_file(path):
             f"{path}: `options` must be a JSON object. Received: {options!r:.80}; "
             f"delete the run directory {os.path.dirname(path)} to start over"
         )
-    return options
+    backend = recorded.get("backend", "tensorflow")
+    if not isinstance(backend, str):
+        fail(
+            f"{path}: `backend` must be a string. Received: {backend!r:.80}; "
+            f"delete the run directory {os.path.dirname(path)} to start over"
+        )
+    return options, backend
 
 
 def _number(value):
