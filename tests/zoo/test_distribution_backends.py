@@ -142,3 +142,14 @@ def test_a_name_this_backend_cannot_honour_is_refused_in_one_line(name, capsys):
     assert err.count("\n") == 0 and err.startswith(f"error: --strategy {name}")
     expected = REFUSED[BACKEND].get(name, "is not a strategy. Valid names are: auto,")
     assert expected in err
+
+
+def test_a_batch_the_devices_cannot_split_is_refused_naming_its_options():
+    strategy = strategies.DataParallel(devices=["cpu:0", "cpu:1"])
+    strategy.check_batch_size(10, "--batch-tokens // --max-length")
+    with pytest.raises(ValueError) as refused:
+        strategy.check_batch_size(9, "--batch-tokens // --max-length")
+    assert str(refused.value).startswith(
+        "--batch-tokens // --max-length 9 must be a multiple of the 2 devices"
+    )
+    assert str(refused.value).endswith("Received: batch_tokens // max_length=9")

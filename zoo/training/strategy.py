@@ -26,6 +26,7 @@ the script with one line naming the backend (exit status 2).
 """
 
 import contextlib
+import re
 
 import keras
 
@@ -148,7 +149,7 @@ class DataParallel(SingleDevice):
                 f"{option} {batch_size} must be a multiple of the "
                 f"{self.num_replicas_in_sync} devices of the DataParallel "
                 "strategy (each batch is split evenly over them). "
-                f"Received: {option.lstrip('-').replace('-', '_')}={batch_size}"
+                f"Received: {_argument_names(option)}={batch_size}"
             )
 
 
@@ -271,3 +272,9 @@ def strategy_for(name):
     ):
         return DataParallel()
     return SingleDevice()
+
+
+def _argument_names(option):
+    """`option`'s flags as argument names: `"--batch-tokens // --max-length"`
+    reads `"batch_tokens // max_length"`."""
+    return re.sub(r"--([\w-]+)", lambda m: m.group(1).replace("-", "_"), option)

@@ -33,6 +33,7 @@ from keras_attention.training.schedules import InverseSqrtSchedule
 from zoo.base import backends
 from zoo.data import vocabulary
 from zoo.training.flags import (
+    fail,
     pick_options,
     positive_float,
     positive_int,
@@ -281,11 +282,15 @@ def jit_compile(args):
     return args.jit_compile if backends.on_tensorflow() else "auto"
 
 
+def pairs_per_batch(args):
+    """The pairs of a fixed-size batch: `--batch-tokens // --max-length`."""
+    return max(1, args.batch_tokens // args.max_length)
+
+
 def batches(args, pairs, preprocessor, static, shuffle=True):
     """Training or validation batches: by tokens, or fixed-size when static."""
     if static:
-        pairs_per_batch = max(1, args.batch_tokens // args.max_length)
-        return fixed_batches(pairs, pairs_per_batch, args.seed, shuffle=shuffle)
+        return fixed_batches(pairs, pairs_per_batch(args), args.seed, shuffle=shuffle)
     lengths = subword_lengths(pairs, preprocessor)
     return token_batches(pairs, lengths, args.batch_tokens, args.seed, shuffle)
 
@@ -329,6 +334,13 @@ def main(argv=None):
     )
 
     static = run.static_shapes(model)
+    if static:
+        try:
+            run.strategy.check_batch_size(
+                pairs_per_batch(args), "--batch-tokens // --max-length"
+            )
+        except ValueError as e:
+            fail(str(e))
     train_ds = batches(args, train, preprocessor, static)
     val_ds = (
         batches(args, validation, preprocessor, static, shuffle=False)
