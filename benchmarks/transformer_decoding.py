@@ -19,7 +19,10 @@
 Every search runs inside a `tf.function` (one trace each, not timed); the
 contenders take turns run by run (the order swapped every run) and the table
 gives the median seconds per batch. The weights are random (decoding cost
-does not depend on them).
+does not depend on them). TensorFlow only, synthetic sources; the same beam
+search on every Keras backend, with the shipped preset on the Bible test
+verses (`translate`, TF vs JAX vs PyTorch, a process each), is
+`python benchmarks/zoo_backends_evaluation.py --decode N`.
 
     python benchmarks/transformer_decoding.py            # config "small"
     python benchmarks/transformer_decoding.py --config tiny --runs 3

@@ -503,6 +503,11 @@ class Task(keras.Model):
         mean too (`zoo.base.distributed_loss.logged_as_share`). On one device
         this is Keras's loss.
 
+        The loss gets a copy of the sample weights: Keras merges a mask into
+        them with an in-place `*=` (`keras.src.losses.loss.apply_mask`),
+        which under PyTorch would change the tensor the step then hands the
+        weighted metrics (they would count padding).
+
         Example:
         >>> ids = keras.Input((1,), name="ids")
         >>> model = Task(ids, ids)
@@ -510,6 +515,8 @@ class Task(keras.Model):
         >>> float(model.compute_loss(y=tf.ones((2, 1)), y_pred=tf.zeros((2, 1))))
         1.0
         """
+        if sample_weight is not None:
+            sample_weight = keras.tree.map_structure(keras.ops.copy, sample_weight)
         sample_weight = distributed_loss.global_average_weights(
             y, y_pred, sample_weight
         )
