@@ -40,7 +40,8 @@ format: $(STAMP)
 # verbs, a short fit and the TensorFlow-only refusals on each family
 # (tests/zoo/test_backends.py, compared with a TensorFlow run), the
 # strategies (JAX's keras.distribution.DataParallel over two CPU devices)
-# and fits resumed from their run directory (SIGKILLed or interrupted).
+# and fits resumed from their run directory (SIGKILLed or interrupted), and
+# the one search front end, compiled once per shape (tests/zoo/test_generation.py).
 TEST_WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
@@ -49,11 +50,11 @@ test: lint
 	KERAS_BACKEND=jax $(PYTEST) -m "not tensorflow_only" \
 		--doctest-modules tests/keras_attention keras_attention tests/zoo/test_backends.py \
 		tests/zoo/test_distribution_backends.py tests/zoo/test_resume_backends.py \
-		tests/zoo/test_training_resume.py
+		tests/zoo/test_training_resume.py tests/zoo/test_generation.py
 	KERAS_BACKEND=torch $(PYTEST) -m "not tensorflow_only" \
 		--doctest-modules tests/keras_attention keras_attention tests/zoo/test_backends.py \
 		tests/zoo/test_distribution_backends.py tests/zoo/test_resume_backends.py \
-		tests/zoo/test_training_resume.py
+		tests/zoo/test_training_resume.py tests/zoo/test_generation.py
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/attention.py

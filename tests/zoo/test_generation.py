@@ -226,3 +226,48 @@ def test_a_model_must_implement_encode_and_next():
         model.encode(SOURCE, 3)
     with pytest.raises(NotImplementedError, match="next"):
         model.next(SOURCE, {}, 1)
+
+
+class WeightModel(GenerativeTask):
+    """`next`'s logits are the row of an `Embedding` for the token read."""
+
+    def __init__(self, **kwargs):
+        ids = keras.Input((None,), dtype="int32", name="token_ids")
+        table = keras.layers.Embedding(5, 5, name="table")
+        super().__init__(ids, table(ids), **kwargs)
+        self.preprocessor = Ids()
+        self.next_calls = 0
+
+    def encode(self, inputs, max_length):
+        return {"source": ops.convert_to_tensor(inputs)}
+
+    def next(self, prompt, cache, index):
+        self.next_calls += 1  # Python calls: traces where the search compiles
+        token = ops.take(prompt, index - 1, axis=1)
+        logits = self.get_layer("table")(token)
+        return logits, ops.ones((ops.shape(token)[0], 2)) / 2, cache
+
+    def answer(self, first):
+        """Weights under which the greedy answer is `[first, END]`."""
+        table = np.zeros((5, 5), "float32")
+        table[:, END] = 1.0
+        table[START] = 0.0
+        table[START, first] = 1.0
+        self.get_layer("table").set_weights([table * 10])
+
+
+@pytest.mark.parametrize("beam_width", [1, 2])
+def test_the_search_compiles_once_per_shape_and_reads_the_current_weights(
+    beam_width,
+):
+    model = WeightModel()
+    source = np.ones((2, 3), "int32")
+    model.answer(A)
+    first = model.generate(source, beam_width=beam_width, max_length=4)
+    assert first[:, :3].tolist() == [[START, A, END]] * 2
+    traced = model.next_calls
+    model.answer(B)  # new weights, same shapes
+    second = model.generate(source, beam_width=beam_width, max_length=4)
+    assert second[:, :3].tolist() == [[START, B, END]] * 2
+    if keras.backend.backend() in ("tensorflow", "jax"):
+        assert model.next_calls == traced  # the compiled search, not retraced

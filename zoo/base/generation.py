@@ -134,9 +134,11 @@ class GenerativeTask(Task):
     `preprocessor` supplies `start_id`, `end_id`, `pad_id` and
     `sequence_length` (the default number of decoding steps).
 
-    On the TensorFlow backend the search runs inside one `tf.function` per
-    search configuration (traced again only for new shapes); on JAX it
-    runs as `ops.while_loop` (a `jax.lax.while_loop`).
+    The search runs compiled, once per search configuration (traced again
+    only for new shapes): inside one `tf.function` on TensorFlow, one
+    `jax.jit` on JAX (the model's variables passed in, read through a
+    `keras.StatelessScope`, as keras-hub's `CausalLM` generates); on
+    PyTorch it runs eagerly without recording gradients.
 
     Example:
     >>> import keras, numpy as np
@@ -318,11 +320,7 @@ class GenerativeTask(Task):
                     pad_token_id=int(pad_id),
                 )
 
-            if keras.backend.backend() == "tensorflow":
-                import tensorflow as tf
-
-                run = tf.function(run, reduce_retracing=True)
-            functions[key] = run
+            functions[key] = _compiled(self, run)
         return functions[key]
 
     def run_search(self, search, inputs, prompt, cache=None, **kwargs):
@@ -403,3 +401,37 @@ class GenerativeTask(Task):
             _, attention, cache = self.next(prompt, cache, index)
             rows.append(ops.convert_to_numpy(ops.cast(attention, "float32")))
         return np.stack(rows, axis=1)
+
+
+def _compiled(model, run):
+    """`run(inputs, prompt)` compiled for this backend (see `GenerativeTask`)."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(run, reduce_retracing=True)
+    if backend == "jax":
+        import jax
+
+        variables = model.variables
+
+        @jax.jit
+        def stateless(values, inputs, prompt):
+            with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+                return run(inputs, prompt)
+
+        # Prepared inputs may be TensorFlow's tensors (`tf.data`).
+        return lambda inputs, prompt: stateless(
+            [v.value for v in variables],
+            tree.map_structure(ops.convert_to_tensor, inputs),
+            prompt,
+        )
+    if backend == "torch":
+        import torch
+
+        def without_gradients(inputs, prompt):
+            with torch.no_grad():
+                return run(inputs, prompt)
+
+        return without_gradients
+    return run
