@@ -37,17 +37,18 @@ format: $(STAMP)
 # then the library's tests and examples again under JAX and under PyTorch
 # (the CPU build, from the dev extra) to prove the layer math is
 # backend-agnostic (conftest.py skips what needs TensorFlow), and the zoo's
-# verbs, a short fit and the TensorFlow-only refusals on each family
-# (tests/zoo/test_backends.py, compared with a TensorFlow run).
+# verbs, a short fit, save_to_preset, the plots, the `python -m zoo` verbs
+# and the TensorFlow-only refusals on each family (tests/zoo/test_backends*.py,
+# compared with a TensorFlow run).
 TEST_WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 test: lint
 	$(PYTEST) --doctest-modules tests keras_attention zoo
 	KERAS_BACKEND=jax $(PYTEST) -m "not tensorflow_only" \
-		--doctest-modules tests/keras_attention keras_attention tests/zoo/test_backends.py
+		--doctest-modules tests/keras_attention keras_attention tests/zoo/test_backends*.py
 	KERAS_BACKEND=torch $(PYTEST) -m "not tensorflow_only" \
-		--doctest-modules tests/keras_attention keras_attention tests/zoo/test_backends.py
+		--doctest-modules tests/keras_attention keras_attention tests/zoo/test_backends*.py
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/attention.py
