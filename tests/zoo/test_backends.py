@@ -142,6 +142,15 @@ def test_export_names_the_backend(tmp_path):
     assert not (tmp_path / "export").exists()
 
 
+@pytest.mark.parametrize("name", list(tiny_models.CASES))
+def test_each_kinds_exporter_names_the_backend(name, tmp_path):
+    """`export_serving` (the kind's exporter, under `export`) refuses too."""
+    model = tiny_models.CASES[name][0](0)
+    with pytest.raises(backends.BackendError, match=f"this process runs '{BACKEND}'"):
+        model.export_serving(str(tmp_path / "export"))
+    assert not (tmp_path / "export").exists()
+
+
 def test_cli_export_refuses_in_one_line(tmp_path, capsys):
     argv = ["export", "ram_fashion_mnist_cluttered_100_long", str(tmp_path / "e")]
     assert cli.main(argv) == 2
