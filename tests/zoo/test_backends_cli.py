@@ -38,12 +38,15 @@ TIMING = re.compile(r",? \d+(?:\.\d+)? s\b")
 
 
 def _start(backend, folder, *options):
+    # One OpenMP thread: the two workers and pytest's share the cores (a
+    # PyTorch worker with a thread per core ran 5x slower on 2 busy cores).
     env = dict(
         os.environ,
         KERAS_BACKEND=backend,
         PYTHONPATH=ROOT,
         TF_CPP_MIN_LOG_LEVEL="3",
         CUDA_VISIBLE_DEVICES="",
+        OMP_NUM_THREADS="1",
     )
     return subprocess.Popen(
         [sys.executable, WORKER, str(folder), *options],
