@@ -7,8 +7,10 @@ the shipped samples (`backends_worker.py`), compared with the same worker
 run under TensorFlow in a subprocess: token outputs (translations, captions,
 classes, greedy ids) equal, floats within 1e-4. Each family's tiny model
 (`tiny_models.py`) trains two steps on raw samples and evaluates; and what
-stays TensorFlow-only (the SavedModel export, `tf.distribute` strategies)
-refuses in one line naming the backend.
+stays TensorFlow-only (the SavedModel export, by `export`, each kind's
+`export_serving` or the CLI, and `tf.distribute` strategies) refuses with a
+`BackendError` (the CLI: one line) naming the backend. The CLI verbs,
+`save_to_preset` and the plots: the other `test_backends_*.py`.
 """
 
 import json
