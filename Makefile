@@ -37,24 +37,27 @@ format: $(STAMP)
 # then the library's tests and examples again under JAX and under PyTorch
 # (the CPU build, from the dev extra) to prove the layer math is
 # backend-agnostic (conftest.py skips what needs TensorFlow), and the zoo's
-# verbs, a short fit and the TensorFlow-only refusals on each family
-# (tests/zoo/test_backends.py, compared with a TensorFlow run), the
-# strategies (JAX's keras.distribution.DataParallel over two CPU devices)
-# and fits resumed from their run directory (SIGKILLed or interrupted), and
-# the one search front end, compiled once per shape (tests/zoo/test_generation.py).
+# verbs, a short fit, save_to_preset, the plots, the `python -m zoo` verbs
+# and the TensorFlow-only refusals on each family (tests/zoo/test_backends*.py,
+# compared with a TensorFlow run), the strategies (JAX's
+# keras.distribution.DataParallel over two CPU devices), fits resumed from
+# their run directory (SIGKILLed or interrupted), and the one search front
+# end, compiled once per shape (tests/zoo/test_generation.py). The PyTorch
+# pass runs one OpenMP thread per process: with a thread per core in each of
+# the processes sharing the cores, tests/zoo/test_backends*.py took 353 s
+# instead of 121 s (2 shared cores).
 TEST_WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
+BACKEND_TESTS := tests/keras_attention keras_attention tests/zoo/test_backends*.py \
+	tests/zoo/test_distribution_backends.py tests/zoo/test_resume_backends.py \
+	tests/zoo/test_training_resume.py tests/zoo/test_generation.py
 
 test: lint
 	$(PYTEST) --doctest-modules tests keras_attention zoo
 	KERAS_BACKEND=jax $(PYTEST) -m "not tensorflow_only" \
-		--doctest-modules tests/keras_attention keras_attention tests/zoo/test_backends.py \
-		tests/zoo/test_distribution_backends.py tests/zoo/test_resume_backends.py \
-		tests/zoo/test_training_resume.py tests/zoo/test_generation.py
-	KERAS_BACKEND=torch $(PYTEST) -m "not tensorflow_only" \
-		--doctest-modules tests/keras_attention keras_attention tests/zoo/test_backends.py \
-		tests/zoo/test_distribution_backends.py tests/zoo/test_resume_backends.py \
-		tests/zoo/test_training_resume.py tests/zoo/test_generation.py
+		--doctest-modules $(BACKEND_TESTS)
+	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(PYTEST) -m "not tensorflow_only" \
+		--doctest-modules $(BACKEND_TESTS)
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/attention.py

@@ -25,6 +25,30 @@ def pyplot():
     return plt
 
 
+def as_numpy(values, dtype=None):
+    """`values` as a NumPy array, whichever backend's tensor they are.
+
+    A tensor of the Keras backend goes through `keras.ops.convert_to_numpy`,
+    which moves it off an accelerator and detaches a PyTorch tensor that
+    requires gradients (`np.asarray` refuses both); anything else through
+    `np.asarray`.
+
+    Args:
+        values: array-like, or a tensor of the Keras backend.
+        dtype: optional NumPy dtype of the result.
+
+    Example:
+    >>> import keras
+    >>> as_numpy(keras.Variable([[0.25, 0.75]]).value, "float32")
+    array([[0.25, 0.75]], dtype=float32)
+    """
+    import keras
+
+    if keras.ops.is_tensor(values):
+        values = keras.ops.convert_to_numpy(values)
+    return np.asarray(values, dtype)
+
+
 def plot_attention(
     weights,
     path,
@@ -41,7 +65,7 @@ def plot_attention(
     source tokens); a brighter cell is a larger weight.
 
     Args:
-        weights: array-like `(Tq, Tv)` of attention weights.
+        weights: array-like or tensor `(Tq, Tv)` of attention weights.
         path: str. Output PNG path; parent folders are created.
         x_labels: optional list of `Tv` column labels.
         y_labels: optional list of `Tq` row labels.
@@ -62,7 +86,7 @@ def plot_attention(
         Bahdanau et al., 2014, "Neural Machine Translation by Jointly Learning
         to Align and Translate", figure 3.
     """
-    weights = np.asarray(weights, dtype="float32")
+    weights = as_numpy(weights, "float32")
     if weights.ndim != 2:
         raise ValueError(
             f"`weights` must be a (Tq, Tv) matrix. Received: shape={weights.shape}"

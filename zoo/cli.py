@@ -301,8 +301,7 @@ def _classify(args):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             names, probabilities = model.classify(image)
-        for message in dict.fromkeys(str(w.message) for w in caught):
-            print(f"warning: {path}: {message}", file=sys.stderr)
+        _say_warnings(path, caught)
         name = str(names[0, 0])
         print(f"{path}: {name} ({probabilities[0, 0]:.2f})")
         if args.plot:
@@ -323,6 +322,19 @@ def _classify(args):
             )
             print(f"  glimpse path: {out}")
     return 0
+
+
+def _say_warnings(path, caught):
+    """Prints the user warnings of `caught` (about the input at `path`) once
+    each, one line; the others (libraries' deprecations) go to `warnings`,
+    whose filters decide, as if they had not been caught.
+    """
+    user = [w for w in caught if issubclass(w.category, UserWarning)]
+    for message in dict.fromkeys(str(w.message) for w in user):
+        print(f"warning: {path}: {message}", file=sys.stderr)
+    for w in caught:
+        if not issubclass(w.category, UserWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _evaluate(args):

@@ -7,8 +7,10 @@ the shipped samples (`backends_worker.py`), compared with the same worker
 run under TensorFlow in a subprocess: token outputs (translations, captions,
 classes, greedy ids) equal, floats within 1e-4. Each family's tiny model
 (`tiny_models.py`) trains two steps on raw samples and evaluates; and what
-stays TensorFlow-only (the SavedModel export, `tf.distribute` strategies)
-refuses in one line naming the backend.
+stays TensorFlow-only (the SavedModel export, by `export`, each kind's
+`export_serving` or the CLI, and `tf.distribute` strategies) refuses with a
+`BackendError` (the CLI: one line) naming the backend. The CLI verbs,
+`save_to_preset` and the plots: the other `test_backends_*.py`.
 """
 
 import json
@@ -139,6 +141,15 @@ def test_export_names_the_backend(tmp_path):
     model = tiny_models.exportable_ram()
     with pytest.raises(backends.BackendError, match=f"this process runs '{BACKEND}'"):
         model.export(str(tmp_path / "export"))
+    assert not (tmp_path / "export").exists()
+
+
+@pytest.mark.parametrize("name", list(tiny_models.CASES))
+def test_each_kinds_exporter_names_the_backend(name, tmp_path):
+    """`export_serving` (the kind's exporter, under `export`) refuses too."""
+    model = tiny_models.CASES[name][0](0)
+    with pytest.raises(backends.BackendError, match=f"this process runs '{BACKEND}'"):
+        model.export_serving(str(tmp_path / "export"))
     assert not (tmp_path / "export").exists()
 
 

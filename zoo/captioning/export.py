@@ -41,6 +41,7 @@ True
 
 import tensorflow as tf
 
+from zoo.base import backends
 from zoo.base.generation import decoding_options, make_search
 from zoo.captioning.preprocessor import CHANNELS, RESERVED_TOKENS
 from zoo.serving import image_export
@@ -77,10 +78,11 @@ def export_captioner(
         The path, as a str.
 
     Raises:
-        ValueError: a bad decoding argument, a model without a
-            preprocessor, or not on the TensorFlow backend.
+        ValueError: a bad decoding argument, or a model without a
+            preprocessor.
+        zoo.base.backends.BackendError: not on the TensorFlow backend.
     """
-    image_export.check_backend("export_captioner()")
+    backends.require_tensorflow("export_captioner() (a TensorFlow SavedModel)")
     pre = model.generation_preprocessor("export_captioner()")
     beam_width, max_length, _ = decoding_options(
         beam_width, max_length, 1, pre.sequence_length

@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from keras_attention.plotting import pyplot
+from keras_attention.plotting import as_numpy, pyplot
 
 
 def plot_caption_attention(
@@ -19,11 +19,11 @@ def plot_caption_attention(
     model looks, with the word written above it.
 
     Args:
-        image: array `(H, W)`, `(H, W, 1)` or `(H, W, 3)`, uint8 or floats
-            in `[0, 1]`.
+        image: array or tensor `(H, W)`, `(H, W, 1)` or `(H, W, 3)`, uint8
+            or floats in `[0, 1]`.
         tokens: list of str. The generated words (e.g. ending with
             `"[END]"`).
-        weights: array `(len(tokens), h, w)`: the attention of each step
+        weights: array or tensor `(len(tokens), h, w)`: the attention of each step
             (from `ShowAttendTell.caption(..., return_attention=True)`).
         path: str. The PNG to write; parent folders are created.
         title: optional str above the first panel (e.g. the caption).
@@ -43,7 +43,7 @@ def plot_caption_attention(
     Reference:
         Xu et al., 2015, "Show, Attend and Tell", figures 2 and 3.
     """
-    image = np.asarray(image)
+    image = as_numpy(image)
     if image.ndim == 3 and image.shape[-1] == 1:
         image = image[..., 0]
     if image.ndim not in (2, 3):
@@ -52,7 +52,7 @@ def plot_caption_attention(
         )
     if image.dtype == np.uint8:
         image = image.astype("float32") / 255.0
-    weights = np.asarray(weights, "float32")
+    weights = as_numpy(weights, "float32")
     if weights.ndim != 3 or len(weights) != len(tokens):
         raise ValueError(
             "`weights` must be (len(tokens), h, w). Received: "

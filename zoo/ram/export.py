@@ -34,6 +34,7 @@ Example:
 
 import tensorflow as tf
 
+from zoo.base import backends
 from zoo.serving import image_export
 
 #: The channel counts an exported classifier takes.
@@ -57,9 +58,9 @@ def export_classifier(model, path):
 
     Raises:
         TypeError: `model` has no RAM outputs.
-        ValueError: not on the TensorFlow backend.
+        zoo.base.backends.BackendError: not on the TensorFlow backend.
     """
-    image_export.check_backend("export_classifier()")
+    backends.require_tensorflow("export_classifier() (a TensorFlow SavedModel)")
     if not all(hasattr(model, name) for name in ("num_glimpses", "num_classes")):
         raise TypeError(
             "`model` must be a zoo.ram.RecurrentAttentionModel. "

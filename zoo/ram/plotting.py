@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from keras_attention.plotting import pyplot
+from keras_attention.plotting import as_numpy, pyplot
 
 
 def to_pixels(locations, height, width):
@@ -20,14 +20,14 @@ def to_pixels(locations, height, width):
     pixel to land on pixel centres for drawing.
 
     Args:
-        locations: array `(..., 2)` of `(y, x)`.
+        locations: array or tensor `(..., 2)` of `(y, x)`.
         height: int. Image height.
         width: int. Image width.
 
     Returns:
         Float array `(..., 2)` of `(row, col)` pixel-centre coordinates.
     """
-    locations = np.asarray(locations, "float32")
+    locations = as_numpy(locations, "float32")
     size = np.array([height, width], "float32")
     return (locations + 1.0) * 0.5 * size - 0.5
 
@@ -45,9 +45,9 @@ def plot_glimpses(
     """Saves images with their glimpse paths as a PNG grid.
 
     Args:
-        images: array `(n, height, width)` or `(n, height, width, c)`,
+        images: array or tensor `(n, height, width)` or `(n, height, width, c)`,
             uint8 or float.
-        locations: array `(n, num_glimpses, 2)` of `(y, x)` in `[-1, 1]`, as
+        locations: array or tensor `(n, num_glimpses, 2)` of `(y, x)` in `[-1, 1]`, as
             returned by `RecurrentAttentionModel.glimpses`.
         path: str. Output PNG path; parent folders are created.
         patch_size: int. Retina patch side in pixels.
@@ -62,8 +62,8 @@ def plot_glimpses(
     plt = pyplot()
     from matplotlib.patches import Rectangle
 
-    images = np.asarray(images)
-    locations = np.asarray(locations)
+    images = as_numpy(images)
+    locations = as_numpy(locations)
     if images.ndim == 4 and images.shape[-1] == 1:
         images = images[..., 0]
     if len(images) != len(locations):

@@ -26,16 +26,6 @@ IMAGE_SPEC = tf.TensorSpec([None, None, None, None], tf.uint8, name="image")
 BYTES_SPEC = tf.TensorSpec([None], tf.string, name="image_bytes")
 
 
-def check_backend(verb):
-    """Refuses to export on a backend other than TensorFlow."""
-    if keras.backend.backend() != "tensorflow":
-        raise ValueError(
-            f"{verb} writes a TensorFlow SavedModel and needs the TensorFlow "
-            f"backend (KERAS_BACKEND=tensorflow). Received: "
-            f"backend={keras.backend.backend()!r}"
-        )
-
-
 def by_channels(images, functions):
     """Runs `functions[c](images)` for the channel count `c` of `images`.
 

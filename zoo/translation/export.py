@@ -51,6 +51,7 @@ import keras
 import tensorflow as tf
 
 from keras_attention.decoding import BeamSearch, GreedySearch
+from zoo.base import backends
 from zoo.base.generation import decoding_options
 from zoo.serving.export import write_metadata
 from zoo.translation.preprocessor import RESERVED_TOKENS
@@ -248,19 +249,16 @@ def export_translator(
 
     Raises:
         TypeError: `task` is not a `zoo.TranslationTask`.
-        ValueError: the backend is not TensorFlow, the task has no
-            preprocessor, or a setting is out of range.
+        ValueError: the task has no preprocessor, or a setting is out of
+            range.
+        zoo.base.backends.BackendError: the backend is not TensorFlow.
     """
     if getattr(task, "kind", None) != "translation":
         raise TypeError(
             "`task` must be a zoo.TranslationTask (zoo.Seq2Seq, zoo.Transformer). "
             f"Received: task={task!r}"
         )
-    if keras.backend.backend() != "tensorflow":
-        raise ValueError(
-            "export_translator() writes a TensorFlow graph: run it with "
-            f"KERAS_BACKEND=tensorflow. Received: backend={keras.backend.backend()!r}"
-        )
+    backends.require_tensorflow("export_translator() (a TensorFlow SavedModel)")
     pre = task.generation_preprocessor("export_translator()")
     beam_width, max_length, _ = decoding_options(
         beam_width, max_length, 1, pre.target_sequence_length
