@@ -6,10 +6,14 @@ heads of 64 (d_model 512), float32, at each `--lengths` T: the full path
 each `--chunks` block size. Every variant is compiled first (`jax.jit` /
 `tf.function(jit_compile=True)`; PyTorch runs eagerly), forward and
 forward + backward (gradients of `sum(output)` w.r.t. the input and the
-weights); then `--rounds` rounds time each variant once in turn, so a load
-that drifts during the run weighs on all of them alike. Prints the median
-times and each chunked variant's ratio to the full path at the same T
-(below 1: chunking is faster), with the machine's load before and after.
+weights); then `--rounds` rounds time each variant once in turn, each
+round starting one variant later, so a load that drifts during the run
+and the place in a round weigh on all of them alike. `keras` is
+`keras.layers.MultiHeadAttention` and `default` our layer as constructed
+(the path its dispatch picks), timed in the same rounds. Prints the median
+times and each variant's ratios to the full path at the same T (below 1:
+chunking is faster) and to Keras's layer, with the machine's load before
+and after.
 `--modes eager,graph,compiled` times the same variants op by op (a layer
 called outside `fit`), in a `tf.function` without XLA (TensorFlow) and
 compiled, in one run; each ratio is to the full path of its own mode.
@@ -108,13 +112,15 @@ def compiled(layer, x):
             out, _ = layer.stateless_call(params, fixed, x, x)
             return out
 
-        forward = jax.jit(lambda x: pure(trainable, x))
+        # The weights are arguments, as in `fit` and `predict`, not
+        # constants folded into the program.
+        forward = jax.jit(pure)
         grads = jax.jit(jax.grad(lambda p, x: pure(p, x).sum(), (0, 1)))
 
         def run(fn):
             return lambda: jax.block_until_ready(fn())
 
-        return run(lambda: forward(x)), run(lambda: grads(trainable, x))
+        return run(lambda: forward(trainable, x)), run(lambda: grads(trainable, x))
     if backend == "tensorflow":
         return graph(layer, x, jit_compile=True)
     if backend == "torch":
@@ -162,39 +168,53 @@ def main(argv=None):
         x = x.astype("float32")
         variants = {}
         for mode in modes:
-            # Ratios are to the full path of the same mode.
-            variants[(mode, "full")] = {"chunk_threshold": None}
+            # Ratios are to Keras's layer and to the full path of the same mode.
+            variants[(mode, "keras")] = keras.layers.MultiHeadAttention, {}
+            variants[(mode, "default")] = MultiHeadAttention, {}
+            variants[(mode, "full")] = MultiHeadAttention, {"chunk_threshold": None}
             for chunk in chunks:
-                variants[(mode, f"chunked c={chunk}")] = {
-                    "chunk_threshold": 0,
-                    "chunk_size": chunk,
-                }
+                variants[(mode, f"chunked c={chunk}")] = (
+                    MultiHeadAttention,
+                    {
+                        "chunk_threshold": 0,
+                        "chunk_size": chunk,
+                    },
+                )
         runs = {}
-        for (mode, name), config in variants.items():
+        for (mode, name), (layer_class, config) in variants.items():
             keras.utils.set_random_seed(0)
-            layer = MultiHeadAttention(HEADS, KEY_DIM, **config)
+            layer = layer_class(HEADS, KEY_DIM, **config)
             layer(x[:, :8], x[:, :8])
             forward, both = runners[mode](layer, x)
             forward(), both()  # compile and warm up
             runs[(mode, name)] = (forward, both)
         times = {name: ([], []) for name in runs}
-        for _ in range(args.rounds):
-            for name, (forward, both) in runs.items():
+        order = list(runs.items())
+        for round_index in range(args.rounds):
+            # Each round starts one variant later: no variant always runs
+            # first (after another T's variants) or after the same one.
+            shift = round_index % len(order)
+            for name, (forward, both) in order[shift:] + order[:shift]:
                 for fn, out in zip((forward, both), times[name], strict=True):
                     start = time.perf_counter()
                     fn()
                     out.append(time.perf_counter() - start)
         for (mode, name), (fwd, bwd) in times.items():
             full = [statistics.median(t) for t in times[(mode, "full")]]
+            upstream = [statistics.median(t) for t in times[(mode, "keras")]]
             fwd, bwd = statistics.median(fwd), statistics.median(bwd)
             rows.append(
                 f"| {length} | {mode} | {name} | {fwd * 1e3:.1f} | {bwd * 1e3:.1f} | "
-                f"{fwd / full[0]:.2f} | {bwd / full[1]:.2f} |"
+                f"{fwd / full[0]:.2f} | {bwd / full[1]:.2f} | "
+                f"{fwd / upstream[0]:.2f} | {bwd / upstream[1]:.2f} |"
             )
         print(f"T={length} done; {describe()}", flush=True)
     print()
-    print("| T | mode | path | fwd ms | fwd+bwd ms | fwd / full | fwd+bwd / full |")
-    print("|---:|:---|:---|---:|---:|---:|---:|")
+    print(
+        "| T | mode | path | fwd ms | fwd+bwd ms | fwd / full | fwd+bwd / full "
+        "| fwd / keras | fwd+bwd / keras |"
+    )
+    print("|---:|:---|:---|---:|---:|---:|---:|---:|---:|")
     print("\n".join(rows))
     print(describe())
 

@@ -20,14 +20,16 @@ Five self-attention layers of the same size, batch 1, 8 heads of 64
 For each `(method, T)` a fresh subprocess compiles the forward pass and
 the forward + backward pass (gradients of `sum(output)` w.r.t. the input
 and the weights; `tf.function(jit_compile=True)` or `jax.jit`), runs each
-once to warm up, then times `--repeats` runs (median). Peak memory is the
-growth of the resident set during one more run of forward + backward: the
-subprocess resets its peak counter (Linux: `echo 5 > /proc/self/clear_refs`)
-and reports `VmHWM` minus the `VmRSS` it had before the run, from
-`/proc/self/status`. The subprocess runs with glibc's
-`MALLOC_MMAP_THRESHOLD_=131072`, so buffers over 128 KiB are unmapped when
-freed and the warm process's RSS falls back between runs (compilation is
-not counted). Where `clear_refs` cannot be written, the `ru_maxrss` growth
+once to warm up, then times `--repeats` runs (median). Peak memory is
+measured in a second fresh subprocess: the growth of the resident set
+during one run of forward + backward after a warm-up one; it resets its
+peak counter (Linux: `echo 5 > /proc/self/clear_refs`) and reports
+`VmHWM` minus the `VmRSS` it had before the run, from `/proc/self/status`.
+Only that process runs with glibc's `MALLOC_MMAP_THRESHOLD_=131072`, so
+buffers over 128 KiB are unmapped when freed and its RSS falls back
+between runs (compilation is not counted); the timed one keeps the default
+allocator, as a user's program does (mapping every large buffer afresh
+cost about a third more time at T = 1,024 on a 2-core AMD EPYC). Where `clear_refs` cannot be written, the `ru_maxrss` growth
 since start-up is reported instead (compilation included). On a GPU the
 device's peak bytes are reported too.
 
@@ -127,9 +129,16 @@ def _compiled(layer, x):
             out, _ = layer.stateless_call(params, others, x, x)
             return out
 
-        forward = jax.jit(lambda x: pure(trainable, x))
-        grads = jax.grad(lambda p, x: pure(p, x).sum(), (0, 1))
-        backward = jax.jit(lambda x: grads(trainable, x))
+        # The weights are arguments, as in `fit` and `predict`, not
+        # constants folded into the program.
+        forward_weights = jax.jit(pure)
+        grads = jax.jit(jax.grad(lambda p, x: pure(p, x).sum(), (0, 1)))
+
+        def forward(x):
+            return forward_weights(trainable, x)
+
+        def backward(x):
+            return grads(trainable, x)
     else:
         raise SystemExit(f"Unsupported backend {backend!r}")
     return forward, backward
@@ -163,8 +172,12 @@ def _device_peak():
         return None
 
 
-def worker(method, length, batch, repeats, window, chunk=CHUNK):
-    """Runs one configuration; prints one JSON line."""
+def worker(method, length, batch, repeats, window, chunk=CHUNK, memory=False):
+    """Runs one configuration; prints one JSON line.
+
+    Times it (`memory=False`) or measures its peak memory (`memory=True`,
+    in a process started with `MEMORY_ENV`).
+    """
     import numpy as np
     from keras import ops
 
@@ -173,17 +186,23 @@ def worker(method, length, batch, repeats, window, chunk=CHUNK):
     x = rng.normal(size=(batch, length, HEADS * KEY_DIM)).astype("float32")
     x = ops.convert_to_tensor(x)
     forward, backward = _compiled(_layer(method, window, chunk), x)
-    times = {}
-    for name, compiled in (("forward", forward), ("backward", backward)):
-        _block(compiled(x))  # compile and warm up
-        runs = []
-        for _ in range(repeats):
-            begin = time.perf_counter()
-            _block(compiled(x))
-            runs.append(time.perf_counter() - begin)
-        times[name] = statistics.median(runs)
+    if not memory:
+        times = {}
+        for name, compiled in (("forward", forward), ("backward", backward)):
+            _block(compiled(x))  # compile and warm up
+            runs = []
+            for _ in range(repeats):
+                begin = time.perf_counter()
+                _block(compiled(x))
+                runs.append(time.perf_counter() - begin)
+            times[name] = statistics.median(runs)
+        print(
+            json.dumps({"forward_s": times["forward"], "backward_s": times["backward"]})
+        )
+        return
+    _block(backward(x))  # compile and warm up
     # Compiled and warmed up: the peak of one more run is the working set
-    # (the parent sets MALLOC_MMAP_THRESHOLD_, so freed buffers leave RSS).
+    # (`MEMORY_ENV`: freed buffers leave the resident set).
     before = status_kib("VmRSS")
     reset = reset_peak()
     _block(backward(x))
@@ -200,8 +219,6 @@ def worker(method, length, batch, repeats, window, chunk=CHUNK):
                 "length": length,
                 "window": window if method == "windowed" else None,
                 "chunk": chunk if method == "chunked" else None,
-                "forward_s": times["forward"],
-                "backward_s": times["backward"],
                 "peak_mib": peak_mib,
                 "peak_exact": reset,
                 "device_peak_mib": None if device is None else device / MIB,
@@ -215,7 +232,13 @@ def _full_need_gib(batch, length):
     return 3 * batch * HEADS * length * length * 4 / 2**30
 
 
+#: The memory process's environment: glibc unmaps each freed buffer over
+#: 128 KiB, so the resident set falls back between runs.
+MEMORY_ENV = {"MALLOC_MMAP_THRESHOLD_": "131072"}
+
+
 def _run(method, length, args):
+    """Times `(method, length)` in one subprocess, its memory in another."""
     command = [
         sys.executable,
         os.path.abspath(__file__),
@@ -228,15 +251,19 @@ def _run(method, length, args):
     ]
     env = {
         **os.environ,
-        "MALLOC_MMAP_THRESHOLD_": "131072",
         "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
     }
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:]
-        return {"method": method, "length": length, "error": " ".join(tail)}
-    return json.loads(lines[-1])
+    result = {}
+    for extra, extra_env in (([], {}), (["--memory"], MEMORY_ENV)):
+        done = subprocess.run(
+            command + extra, capture_output=True, text=True, env={**env, **extra_env}
+        )
+        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+        if done.returncode != 0 or not lines:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:]
+            return {"method": method, "length": length, "error": " ".join(tail)}
+        result.update(json.loads(lines[-1]))
+    return result
 
 
 def _table(results, methods, lengths):
@@ -376,6 +403,7 @@ def main(argv=None):
     parser.add_argument("--plot", default=os.path.join(logs, "attention_scaling.png"))
     parser.add_argument("--json", default=os.path.join(logs, "attention_scaling.json"))
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--memory", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.window < 1:
         parser.error(f"--window must be a positive int. Received: {args.window}")
@@ -383,7 +411,15 @@ def main(argv=None):
         parser.error(f"--chunk must be a positive int. Received: {args.chunk}")
     if args.worker:
         method, length = args.worker.split(":")
-        worker(method, int(length), args.batch, args.repeats, args.window, args.chunk)
+        worker(
+            method,
+            int(length),
+            args.batch,
+            args.repeats,
+            args.window,
+            args.chunk,
+            memory=args.memory,
+        )
         return None
     if args.lengths:
         lengths = tuple(int(x) for x in args.lengths.split(","))

@@ -12,7 +12,7 @@
   `plotting.py`: glimpse-path figures; `export.py`: the serving export.
 """
 
-from zoo import registry
+from zoo.registry import register
 from zoo.ram.backbone import RecurrentAttentionBackbone
 from zoo.ram.canvas import CanvasSizeWarning
 from zoo.ram.layers import LocationPolicy, RecurrentAttention, replica_normal
@@ -20,7 +20,7 @@ from zoo.ram.preprocessor import ImagePreprocessor, to_model_pixels
 from zoo.ram.presets import PRESETS
 from zoo.ram.task import RecurrentAttentionModel
 
-registry.register(
+register(
     __name__,
     RecurrentAttentionModel,
     PRESETS,

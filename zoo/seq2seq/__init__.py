@@ -7,13 +7,13 @@
 `TranslationPreprocessor` lives in `zoo.translation` (re-exported here).
 """
 
-from zoo import registry
+from zoo.registry import register
 from zoo.seq2seq.backbone import Maxout, Seq2SeqBackbone
 from zoo.seq2seq.presets import PRESETS
 from zoo.seq2seq.task import Seq2Seq
 from zoo.translation import TranslationPreprocessor
 
-registry.register(
+register(
     __name__,
     Seq2Seq,
     PRESETS,

@@ -7,13 +7,13 @@ images and captions <-> tensors) is the kind's, re-exported here. `PRESETS`
 names the shipped presets.
 """
 
-from zoo import registry
+from zoo.registry import register
 from zoo.captioning.preprocessor import CaptionPreprocessor
 from zoo.show_attend_tell.backbone import ShowAttendTellBackbone
 from zoo.show_attend_tell.presets import PRESETS
 from zoo.show_attend_tell.task import ShowAttendTell
 
-registry.register(
+register(
     __name__,
     ShowAttendTell,
     PRESETS,

@@ -12,14 +12,14 @@
 # Imported for their registration: presets store the compiled loss and the
 # learning-rate schedule, which must be known when a preset is loaded.
 from keras_attention.training import schedules  # noqa: F401
-from zoo import registry
+from zoo.registry import register
 from zoo.transformer.backbone import TransformerBackbone
 from zoo.transformer.losses import MaskedLabelSmoothingCrossEntropy, TargetTokens
 from zoo.transformer.presets import PRESETS
 from zoo.transformer.task import Transformer
 from zoo.translation import TranslationPreprocessor
 
-registry.register(
+register(
     __name__,
     Transformer,
     PRESETS,

@@ -7,12 +7,12 @@ greedy and beam search); `PRESETS` names the shipped presets. Captions are
 prepared by `zoo.captioning.CaptionPreprocessor`.
 """
 
-from zoo import registry
+from zoo.registry import register
 from zoo.transformer_captioner.backbone import TransformerCaptionerBackbone
 from zoo.transformer_captioner.presets import PRESETS
 from zoo.transformer_captioner.task import TransformerCaptioner
 
-registry.register(
+register(
     __name__,
     TransformerCaptioner,
     PRESETS,
