@@ -341,7 +341,12 @@ def test_tf_serving_columns_carry_a_translators_scalar_inputs(translator):
     status, answer = post(
         translator, {"signature_name": "translate", "inputs": columns}, path=path
     )
-    assert status == 200 and sorted(answer["outputs"]) == ["score", "translation"]
+    assert status == 200 and sorted(answer["outputs"]) == [
+        "input_truncated",
+        "output_truncated",
+        "score",
+        "translation",
+    ]
     status, direct = post(translator, columns)
     assert answer["outputs"]["translation"] == [
         p["translation"] for p in direct["predictions"]

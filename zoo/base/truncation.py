@@ -10,10 +10,12 @@ for it, with one behaviour:
   whole. Python's warning filters apply as usual (by default an identical
   message from the same place is shown once).
 - Traced (inside `tf.data`, as `fit` and `evaluate` map the preprocessor,
-  or a `tf.function`, as the exports trace it) rows are cut silently: a
+  or a `tf.function`, as the exports trace it) nothing is printed: a
   warning there would need `tf.py_function`, which holds the GIL in the
   input pipeline and cannot be saved in an exported SavedModel. To check
-  training data, call the preprocessor eagerly on a batch of it.
+  training data, call the preprocessor eagerly on a batch of it. The
+  exports return `cut_rows` instead, a flag beside each output
+  (`input_truncated`).
 """
 
 import warnings
@@ -21,6 +23,35 @@ import warnings
 import tensorflow as tf
 
 from zoo.data.vocabulary import row_lengths
+
+
+def cut_rows(tokens, sequence_length):
+    """Which rows packing `tokens` into `sequence_length` cuts, eager or traced.
+
+    A row fits when its tokens and one special token (`[END]` after a
+    source, `[START]` before a decoder input) fit in `sequence_length`.
+    What the exports return beside each output (`input_truncated`), where a
+    traced graph cannot warn.
+
+    Args:
+        tokens: a keras-hub tokenizer's output for a batch (see
+            `zoo.data.vocabulary.row_lengths`).
+        sequence_length: int. The length rows are packed to.
+
+    Returns:
+        bool tensor `(batch,)`, or `None` for a dense output (a tokenizer
+        with its own `sequence_length`: its rows are cut already).
+
+    Example:
+    >>> from zoo.data.vocabulary import tokenizer
+    >>> tok = tokenizer(["[PAD]", "[UNK]", "a", "bag"])
+    >>> cut_rows(tok(["a bag bag", "a", "a bag"]), 3).numpy().tolist()
+    [True, False, False]
+    """
+    lengths = row_lengths(tokens)
+    if lengths is None:
+        return None
+    return lengths + 1 > sequence_length
 
 
 def warn_truncated(tokens, sequence_length, setting, rows, hint=""):
@@ -64,7 +95,7 @@ def warn_truncated(tokens, sequence_length, setting, rows, hint=""):
     if lengths is None:
         return None
     needed = lengths.numpy() + 1
-    count = int((needed > sequence_length).sum())
+    count = int(cut_rows(tokens, sequence_length).numpy().sum())
     if count:
         warnings.warn(
             f"{count} of {len(needed)} {rows} were longer than "
@@ -72,6 +103,6 @@ def warn_truncated(tokens, sequence_length, setting, rows, hint=""):
             f"longest needs {setting}={int(needed.max())}). Raise "
             f"`preprocessor.{setting}`{hint} to keep them whole.",
             UserWarning,
-            stacklevel=2,  # the preprocessor's `call`
+            stacklevel=2,  # the preprocessor method that tokenized
         )
     return count

@@ -18,7 +18,9 @@ divided by the length penalty), `length` int32 `(batch,)` (generated
 subwords, `[END]` included), `tokens` string `(batch, max_length)` (those
 subwords, empty after the end) and `attention` float32
 `(batch, max_length, grid_height, grid_width)` (where the decoder looked
-for each of them, as `caption(..., return_attention=True)` gives it).
+for each of them, as `caption(..., return_attention=True)` gives it) and
+`output_truncated` bool `(batch,)` (True where the search reached
+`max_length` before `[END]`: the caption stops mid-sentence).
 
 Example:
 >>> import tempfile
@@ -33,7 +35,7 @@ Example:
 >>> serve = tf.saved_model.load(path).signatures["serving_default"]
 >>> outputs = serve(image=tf.zeros((1, 50, 40, 3), tf.uint8))
 >>> sorted(outputs), tuple(outputs["attention"].shape)
-(['attention', 'caption', 'length', 'score', 'tokens'], (1, 4, 7, 7))
+(['attention', 'caption', 'length', 'output_truncated', 'score', 'tokens'], (1, 4, 7, 7))
 >>> outputs["caption"].numpy()[0].decode() == model.caption(
 ...     np.zeros((50, 40, 3), "uint8"), beam_width=2)
 True
@@ -161,6 +163,7 @@ def export_captioner(
             "length": length,
             "tokens": tf.where(generated, words, ""),
             "attention": attention(tokens, cache),
+            "output_truncated": tf.logical_not(tf.reduce_any(is_end, axis=1)),
         }
 
     def attention(tokens, cache):

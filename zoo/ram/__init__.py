@@ -12,13 +12,13 @@
   `plotting.py`: glimpse-path figures; `export.py`: the serving export.
 """
 
-from zoo.registry import register
 from zoo.ram.backbone import RecurrentAttentionBackbone
 from zoo.ram.canvas import CanvasSizeWarning
 from zoo.ram.layers import LocationPolicy, RecurrentAttention, replica_normal
 from zoo.ram.preprocessor import ImagePreprocessor, to_model_pixels
 from zoo.ram.presets import PRESETS
 from zoo.ram.task import RecurrentAttentionModel
+from zoo.registry import register
 
 register(
     __name__,

@@ -7,8 +7,8 @@ images and captions <-> tensors) is the kind's, re-exported here. `PRESETS`
 names the shipped presets.
 """
 
-from zoo.registry import register
 from zoo.captioning.preprocessor import CaptionPreprocessor
+from zoo.registry import register
 from zoo.show_attend_tell.backbone import ShowAttendTellBackbone
 from zoo.show_attend_tell.presets import PRESETS
 from zoo.show_attend_tell.task import ShowAttendTell

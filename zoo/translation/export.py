@@ -14,12 +14,19 @@ detokenization with the punctuation glued back. The artefact needs only
     translator = tf.saved_model.load(path)
     out = translator.signatures["serving_default"](text=tf.constant(["Jesus wept."]))
     out["translation"], out["score"]  # tf.string (batch,), float32 (batch,)
+    out["input_truncated"], out["output_truncated"]  # bool (batch,)
 
 Signatures:
 
 - `serving_default` (also the endpoint `serve`): `text` tf.string
   `(batch,)` -> `{"translation": tf.string (batch,), "score": float32
+  (batch,), "input_truncated": bool (batch,), "output_truncated": bool
   (batch,)}`, with the beam width and output length fixed at export.
+  Nothing is cut silently: `input_truncated` is True where the sentence
+  was longer than the model's `source_sequence_length` subwords (only its
+  first `source_sequence_length - 1` were translated; `translate` warns of
+  the same), `output_truncated` where the search reached `max_length`
+  before the end token (the translation stops mid-sentence).
 - `translate`: `text`, `beam_width` (int32 scalar, in `[1,
   beam_width_limit]`) and `max_length` (int32 scalar, in `[1,
   max_length_limit]`): the same with both chosen per call; beam width 1 is
@@ -167,8 +174,8 @@ class _Translator:
         return glue_punctuation_graph(texts)
 
     def __call__(self, text, beam_width, max_length):
-        """Translations and scores of `text` (tf.string `(batch,)`)."""
-        source = self.preprocessor(text)["encoder_token_ids"]
+        """Translations, scores and truncation flags of `text` (tf.string `(batch,)`)."""
+        source, input_truncated = self.preprocessor.pack_source(text)
         source = tf.cast(source, tf.int32)
         if isinstance(beam_width, int):
             tokens, scores = self.decode(source, self.search(beam_width), max_length)
@@ -179,7 +186,14 @@ class _Translator:
                 lambda: self.decode(source, self.search(1), max_length),
                 lambda: self.decode(source, self.search(beam_width), max_length),
             )
-        return {"translation": self.detokenize(tokens[:, 1:]), "score": scores}
+        generated = tokens[:, 1:]
+        ended = tf.reduce_any(generated == self.preprocessor.end_id, axis=1)
+        return {
+            "translation": self.detokenize(generated),
+            "score": scores,
+            "input_truncated": input_truncated,
+            "output_truncated": tf.logical_not(ended),
+        }
 
 
 def _within(value, name, limit):

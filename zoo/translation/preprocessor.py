@@ -10,7 +10,7 @@ import tensorflow as tf
 from zoo.base import raw_inputs as inputs
 from zoo.base.preprocessor import Preprocessor
 from zoo.base.teacher_forcing import teacher_forcing
-from zoo.base.truncation import warn_truncated
+from zoo.base.truncation import cut_rows, warn_truncated
 from zoo.data import vocabulary as vocabularies
 
 RESERVED_TOKENS = vocabularies.DEFAULT_RESERVED_TOKENS
@@ -315,10 +315,30 @@ class TranslationPreprocessor(Preprocessor):
         """
         return inputs.text_form(spec)
 
-    def call(self, x, y=None, sample_weight=None):
-        source_packer, target_packer = self.packers()
-        x = tf.convert_to_tensor(x)
-        tokens = self.source_tokenizer(x)
+    def pack_source(self, x):
+        """Encoder ids of source sentences, and which of them were cut.
+
+        What `call` does to `x` (and warns of, eagerly), with the rows cut
+        to `source_sequence_length` as a tensor: the exports return it.
+
+        Args:
+            x: a string or a batch of strings.
+
+        Returns:
+            `(encoder_token_ids, truncated)`: int ids `(batch, length)` and
+            bool `(batch,)`, True where the sentence did not fit.
+
+        Example:
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "in", "the", "beginning"]
+        >>> pre = TranslationPreprocessor(vocab, vocab, sequence_length=3)
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True):
+        ...     ids, cut = pre.pack_source(["in the beginning", "in"])
+        >>> ids.numpy().tolist(), cut.numpy().tolist()
+        ([[4, 5, 3], [4, 3, 0]], [True, False])
+        """
+        source_packer = self.packers()[0]
+        tokens = self.source_tokenizer(tf.convert_to_tensor(x))
         warn_truncated(
             tokens,
             self.source_sequence_length,
@@ -326,12 +346,20 @@ class TranslationPreprocessor(Preprocessor):
             "source sentences",
             hint=_SETS_BOTH,
         )
+        truncated = cut_rows(tokens, self.source_sequence_length)
         source = source_packer(tokens)
+        if truncated is None:  # a dense tokenizer output: cut already
+            truncated = tf.zeros(tf.shape(source)[:1], tf.bool)
         if self.trim_padding:
             source = _trim(source)
+        return source, truncated
+
+    def call(self, x, y=None, sample_weight=None):
+        source, _ = self.pack_source(x)
         features = {"encoder_token_ids": source}
         if y is None:
             return features
+        target_packer = self.packers()[1]
         tokens = self.target_tokenizer(tf.convert_to_tensor(y))
         warn_truncated(
             tokens,

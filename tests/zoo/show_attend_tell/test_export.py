@@ -96,6 +96,8 @@ def assert_same(answer, model, images, beam_width):
         tokens = [t.decode() for t in answer["tokens"][i]]
         assert tokens[:length] == wanted["tokens"]
         assert set(tokens[length:]) <= {""}
+        # Stopped at max_length, not at `[END]`: flagged, not silent.
+        assert answer["output_truncated"][i] == ("[END]" not in wanted["tokens"])
         np.testing.assert_allclose(
             answer["attention"][i, :length], wanted["weights"], **TOLERANCE
         )

@@ -30,6 +30,7 @@ def test_export_of_the_preset_gives_caption_s_captions_and_maps(tmp_path):
     for i, wanted in enumerate(maps):
         length = int(answer["length"][i])
         assert length == len(wanted["tokens"])
+        assert answer["output_truncated"][i] == ("[END]" not in wanted["tokens"])
         np.testing.assert_allclose(
             answer["attention"][i, :length], wanted["weights"], rtol=1e-4, atol=1e-5
         )

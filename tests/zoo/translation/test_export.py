@@ -6,8 +6,10 @@ fresh process where `zoo`, `keras_attention`, keras-hub and Keras cannot be
 imported (`zoo.serving.export.run_without_zoo`) loads each export and calls its
 signatures. The translations must equal `translate`'s exactly, for greedy
 and beam search, on a batch with an empty sentence and one longer than the
-preprocessor's source length (cut the same way); the scores must equal
-those of the same search run eagerly in this process, to float rounding.
+preprocessor's source length (cut the same way, and flagged
+`input_truncated`); the scores must equal those of the same search run
+eagerly in this process, to float rounding, and `output_truncated` flag
+the outputs the search stopped at `max_length`.
 """
 
 import inspect
@@ -39,7 +41,8 @@ WIDTHS = (1, 3)
 PRESET = "transformer_bible_en_es"
 
 # Loads exports in the zoo-less process, calls their signatures and prints
-# one JSON line: `{name: {label: {"translation": [...], "score": [...]}}}`.
+# one JSON line: `{name: {label: {"translation": [...], "score": [...],
+# "input_truncated": [...], "output_truncated": [...]}}}`.
 CHILD = """
 import json
 import sys
@@ -62,6 +65,8 @@ def plain(outputs):
     return {{
         "translation": [t.decode("utf-8") for t in outputs["translation"].numpy()],
         "score": outputs["score"].numpy().tolist(),
+        "input_truncated": outputs["input_truncated"].numpy().tolist(),
+        "output_truncated": outputs["output_truncated"].numpy().tolist(),
     }}
 
 
@@ -207,10 +212,17 @@ def test_translations_equal_translate_and_scores_the_search(
     assert len(set(wanted)) > 2
     tokens, scores = search(task, texts(), beam_width)
     np.testing.assert_allclose(answer["score"], scores, rtol=1e-5)
+    end = task.preprocessor.end_id
     if name == "seq2seq":  # Sentences that stop, at different lengths.
-        end = task.preprocessor.end_id
         stops = {row.tolist().index(end) if end in row else -1 for row in tokens}
         assert len(stops) > 2
+    # Nothing cut silently: the long sentence is flagged, and every output
+    # that reached MAX_LENGTH without `[END]`.
+    lengths = [len(row) for row in task.preprocessor.source_tokenizer(texts())]
+    cut = [length + 1 > SOURCE_LENGTH for length in lengths]
+    assert not cut[4] and cut[5] and answer["input_truncated"][5]  # "", the long one
+    assert answer["input_truncated"] == cut
+    assert answer["output_truncated"] == [end not in row[1:] for row in tokens]
 
 
 @pytest.mark.parametrize("name", ["seq2seq", "transformer"])
@@ -218,7 +230,12 @@ def test_serving_default_is_the_exported_beam(tiny_exports, name):
     tasks, paths, answers = tiny_exports
     answer = answers[name]
     assert answer["serving_default"] == answer["beam3"]
-    assert answer["empty"] == {"translation": [], "score": []}
+    assert answer["empty"] == {
+        "translation": [],
+        "score": [],
+        "input_truncated": [],
+        "output_truncated": [],
+    }
     description = zoo_export.read_metadata(paths[name])
     assert description["kind"] == "translation"
     assert description["model"] == type(tasks[name]).__name__
