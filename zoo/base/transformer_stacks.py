@@ -30,7 +30,7 @@ from keras_attention.layers import (
     TransformerEncoderBlock,
 )
 from zoo.base import parameter_budget as budget
-from zoo.base.backbone import positive_int
+from zoo.base.backbone import dropout_rate, positive_int
 
 
 class TransformerStacks:
@@ -85,14 +85,7 @@ class TransformerStacks:
                 "`hidden_dim` must be divisible by `num_heads`. Received: "
                 f"hidden_dim={hidden_dim}, num_heads={num_heads}"
             )
-        if (
-            isinstance(dropout, bool)
-            or not isinstance(dropout, (int, float))
-            or not 0 <= dropout < 1
-        ):
-            raise ValueError(
-                f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}"
-            )
+        dropout_rate("dropout", dropout)
         self.hidden_dim = hidden_dim
         self.intermediate_dim = intermediate_dim
         self.num_heads = num_heads
@@ -105,7 +98,7 @@ class TransformerStacks:
     def token_embedding(
         self, vocabulary_size, name="token_embedding", tie_weights=True
     ):
-        """A `ReversibleEmbedding` of `hidden_dim`, initialised `N(0, d^-1/2)`.
+        """A `ReversibleEmbedding` of `hidden_dim`, normal with std `hidden_dim**-0.5`.
 
         Args:
             vocabulary_size: int. Rows of the table.
@@ -252,18 +245,12 @@ class TransformerStacks:
 
 
 def embed(token_ids, embedding, position_encoding, dropout, start_index=0):
-    """Embeds ids: `embedding(ids) * sqrt(d_model) + positions`, dropout.
+    """`dropout(embedding(token_ids) * sqrt(d_model) + position_encoding)`.
 
-    Args:
-        token_ids: int tensor `(batch, T)`.
-        embedding: the token embedding (`output_dim` is `d_model`).
-        position_encoding: the `SinusoidalPositionEncoding`.
-        dropout: the embedding dropout.
-        start_index: int or int scalar tensor. Position of the first id
-            (for one cached decoding step). Defaults to `0`.
-
-    Returns:
-        Tensor `(batch, T, d_model)`.
+    What a Transformer backbone's `embed` computes with its own layers:
+    `d_model` is `embedding.output_dim`, and the positions start at
+    `start_index` (an int or int scalar tensor; a cached decoding step
+    embeds one token at its position). Returns `(batch, T, d_model)`.
 
     Example:
     >>> import numpy as np
