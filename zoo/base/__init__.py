@@ -11,6 +11,9 @@
 - `zoo.base.backends`: which backend runs; `require_tensorflow` for what is
   TensorFlow-only (the serving export, `tf.distribute`).
 - `zoo.base.generation`: `GenerativeTask` (cached greedy and beam search).
+- `zoo.base.transformer_stacks`, `zoo.base.cached_decoder`: the token
+  embedding and block stacks that both Transformer families build, check,
+  count and run, and their cached decoding.
 - `zoo.base.distributed_loss`, `zoo.base.teacher_forcing`,
   `zoo.base.truncation`: loss corrections under `tf.distribute`, the
   shifted decoder inputs, the truncation warning.

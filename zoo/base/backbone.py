@@ -132,6 +132,35 @@ def positive_int(name, value, maximum=None):
     return value
 
 
+def dropout_rate(name, value):
+    """`value` if it is a rate in `[0, 1)`: an int or float, not a bool.
+
+    Args:
+        name: str. The argument, named in the error.
+        value: the value to check.
+
+    Raises:
+        ValueError: naming the argument and the value.
+
+    Example:
+    >>> dropout_rate("dropout", 0.1)
+    0.1
+    >>> dropout_rate("dropout", 1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: `dropout` must be a float in [0, 1). Received: dropout=1.0
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 <= value < 1
+    ):
+        raise ValueError(
+            f"`{name}` must be a float in [0, 1). Received: {name}={value!r}"
+        )
+    return value
+
+
 class Backbone(keras.Model):
     """Base class of the zoo's backbones: a functional model built from arguments.
 

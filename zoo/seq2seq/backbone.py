@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_attention.layers import AttentionDecoder, AttentionDecoderCell
 from zoo.base import parameter_budget as budget
-from zoo.base.backbone import Backbone, positive_int
+from zoo.base.backbone import Backbone, dropout_rate, positive_int
 
 RNN_LAYERS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
 
@@ -158,14 +158,7 @@ class Seq2SeqBackbone(Backbone):
             encoder_layers=encoder_layers,
             cell=cell,
         )
-        if (
-            isinstance(dropout, bool)
-            or not isinstance(dropout, (int, float))
-            or not 0 <= dropout < 1
-        ):
-            raise ValueError(
-                f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}"
-            )
+        dropout_rate("dropout", dropout)
         if isinstance(score, keras.layers.Layer):
             score = keras.saving.serialize_keras_object(score)
         num_states = 2 if cell == "lstm" else 1

@@ -1,17 +1,11 @@
 """`TransformerBackbone`: the encoder-decoder stacks of Vaswani et al. (2017)."""
 
-import math
-
 import keras
 from keras import ops
 
-from keras_attention.layers import (
-    SinusoidalPositionEncoding,
-    TransformerDecoderBlock,
-    TransformerEncoderBlock,
-)
-from zoo.base import parameter_budget as budget
+from zoo.base import transformer_stacks
 from zoo.base.backbone import Backbone, positive_int
+from zoo.base.transformer_stacks import TransformerStacks
 
 PAD_ID = 0
 
@@ -103,33 +97,23 @@ class TransformerBackbone(Backbone):
         dtype=None,
         **kwargs,
     ):
-        _check_arguments(
-            vocabulary_size=vocabulary_size,
-            num_layers=num_layers,
-            hidden_dim=hidden_dim,
-            intermediate_dim=intermediate_dim,
-            num_heads=num_heads,
-            dropout=dropout,
-            target_vocabulary_size=target_vocabulary_size,
-        )
+        _check_arguments(vocabulary_size, num_layers, target_vocabulary_size)
         if isinstance(score, keras.layers.Layer):
             score = keras.saving.serialize_keras_object(score)
+        stacks = TransformerStacks(
+            hidden_dim,
+            intermediate_dim,
+            num_heads,
+            dropout,
+            normalize_first=normalize_first,
+            layer_norm_epsilon=layer_norm_epsilon,
+            score=score,
+            dtype=dtype,
+        )
         shared = target_vocabulary_size is None
 
         # === Layers ===
-        def embedding(size, name, tie):
-            return keras.layers.ReversibleEmbedding(
-                size,
-                hidden_dim,
-                tie_weights=tie,
-                embeddings_initializer=keras.initializers.RandomNormal(
-                    stddev=hidden_dim**-0.5
-                ),
-                dtype=dtype,
-                name=name,
-            )
-
-        self.target_embedding = embedding(
+        self.target_embedding = stacks.token_embedding(
             vocabulary_size if shared else target_vocabulary_size,
             "token_embedding" if shared else "target_embedding",
             tie_embeddings,
@@ -137,39 +121,14 @@ class TransformerBackbone(Backbone):
         self.source_embedding = (
             self.target_embedding
             if shared
-            else embedding(vocabulary_size, "source_embedding", True)
+            else stacks.token_embedding(vocabulary_size, "source_embedding")
         )
-        self.position_encoding = SinusoidalPositionEncoding(
-            max_wavelength, dtype=dtype, name="position_encoding"
-        )
-        self.embedding_dropout = keras.layers.Dropout(
-            dropout, dtype=dtype, name="embedding_dropout"
-        )
-        block_args = dict(
-            intermediate_dim=intermediate_dim,
-            num_heads=num_heads,
-            dropout=dropout,
-            normalize_first=normalize_first,
-            layer_norm_epsilon=layer_norm_epsilon,
-            score=score,
-            dtype=dtype,
-        )
-        self.encoder_blocks = [
-            TransformerEncoderBlock(**block_args, name=f"encoder_block_{i}")
-            for i in range(num_layers)
-        ]
-        self.decoder_blocks = [
-            TransformerDecoderBlock(**block_args, name=f"decoder_block_{i}")
-            for i in range(num_layers)
-        ]
-        self.encoder_norm = self.decoder_norm = None
-        if normalize_first:
-            self.encoder_norm = keras.layers.LayerNormalization(
-                epsilon=layer_norm_epsilon, dtype=dtype, name="encoder_output_norm"
-            )
-            self.decoder_norm = keras.layers.LayerNormalization(
-                epsilon=layer_norm_epsilon, dtype=dtype, name="decoder_output_norm"
-            )
+        self.position_encoding = stacks.position_encoding(max_wavelength)
+        self.embedding_dropout = stacks.embedding_dropout()
+        self.encoder_blocks = stacks.encoder_blocks(num_layers)
+        self.decoder_blocks = stacks.decoder_blocks(num_layers)
+        self.encoder_norm = stacks.output_norm("encoder_output_norm")
+        self.decoder_norm = stacks.output_norm("decoder_output_norm")
         self.hidden_dim = hidden_dim
 
         # === Functional graph ===
@@ -240,14 +199,14 @@ class TransformerBackbone(Backbone):
         >>> count == TransformerBackbone(**config).count_params()
         True
         """
-        _check_arguments(
-            vocabulary_size=vocabulary_size,
-            num_layers=num_layers,
-            hidden_dim=hidden_dim,
-            intermediate_dim=intermediate_dim,
-            num_heads=num_heads,
-            dropout=dropout,
-            target_vocabulary_size=target_vocabulary_size,
+        _check_arguments(vocabulary_size, num_layers, target_vocabulary_size)
+        stacks = TransformerStacks(
+            hidden_dim,
+            intermediate_dim,
+            num_heads,
+            dropout,
+            normalize_first,
+            score=score,
         )
         # The target embedding (and its output projection when untied);
         # a separate source vocabulary has a tied embedding of its own.
@@ -255,19 +214,7 @@ class TransformerBackbone(Backbone):
         count = embeddings * (1 if tie_embeddings else 2)
         if target_vocabulary_size is not None:
             count += vocabulary_size * hidden_dim
-        head_dim = hidden_dim // num_heads
-        # Query, key, value and output projections (with biases) and a score.
-        attention = 4 * budget.dense(hidden_dim, hidden_dim)
-        attention += budget.score_parameters(score, head_dim, head_dim)
-        feedforward = budget.dense(hidden_dim, intermediate_dim)
-        feedforward += budget.dense(intermediate_dim, hidden_dim)
-        norm = 2 * hidden_dim
-        encoder_block = attention + feedforward + 2 * norm
-        decoder_block = 2 * attention + feedforward + 3 * norm
-        count += num_layers * (encoder_block + decoder_block)
-        if normalize_first:
-            count += 2 * norm  # The stacks' output norms.
-        return count
+        return count + stacks.parameters(num_layers, num_layers)
 
     def embed(self, token_ids, embedding, start_index=0):
         """Embeds ids: `embedding(ids) * sqrt(d_model) + positions`, dropout.
@@ -289,10 +236,13 @@ class TransformerBackbone(Backbone):
         >>> tuple(x.shape)
         (1, 2, 8)
         """
-        x = embedding(token_ids)
-        x = ops.multiply(x, ops.cast(math.sqrt(self.hidden_dim), x.dtype))
-        x = x + self.position_encoding(x, start_index=start_index)
-        return self.embedding_dropout(x)
+        return transformer_stacks.embed(
+            token_ids,
+            embedding,
+            self.position_encoding,
+            self.embedding_dropout,
+            start_index,
+        )
 
     def call_encoder(self, encoder_token_ids):
         """Runs the encoder stack on source ids.
@@ -316,10 +266,9 @@ class TransformerBackbone(Backbone):
         encoder_token_ids = ops.convert_to_tensor(encoder_token_ids, "int32")
         mask = ops.not_equal(encoder_token_ids, PAD_ID)
         x = self.embed(encoder_token_ids, self.source_embedding)
-        for block in self.encoder_blocks:
-            x = block(x, padding_mask=mask)
-        if self.encoder_norm is not None:
-            x = self.encoder_norm(x)
+        x = transformer_stacks.run_encoder(
+            self.encoder_blocks, self.encoder_norm, x, padding_mask=mask
+        )
         return x, mask
 
     def call_decoder(
@@ -353,58 +302,22 @@ class TransformerBackbone(Backbone):
         >>> tuple(x.shape), tuple(weights.shape)
         ((1, 3, 8), (1, 2, 3, 4))
         """
-        x = self.embed(decoder_token_ids, self.target_embedding)
-        weights = None
-        last = self.decoder_blocks[-1]
-        for block in self.decoder_blocks:
-            if return_attention_scores and block is last:
-                x, weights = block(
-                    x,
-                    encoder_sequence_output,
-                    encoder_padding_mask=encoder_padding_mask,
-                    return_attention_scores=True,
-                )
-            else:
-                x = block(
-                    x,
-                    encoder_sequence_output,
-                    encoder_padding_mask=encoder_padding_mask,
-                )
-        if self.decoder_norm is not None:
-            x = self.decoder_norm(x)
-        return (x, weights) if return_attention_scores else x
+        return transformer_stacks.run_decoder(
+            self.decoder_blocks,
+            self.decoder_norm,
+            self.embed(decoder_token_ids, self.target_embedding),
+            encoder_sequence_output,
+            encoder_padding_mask,
+            return_attention_scores,
+        )
 
 
-def _check_arguments(
-    vocabulary_size,
-    num_layers,
-    hidden_dim,
-    intermediate_dim,
-    num_heads,
-    dropout,
-    target_vocabulary_size,
-):
-    """Raises a `ValueError` naming the first bad size or rate."""
-    for name, value in (
-        ("vocabulary_size", vocabulary_size),
-        ("num_layers", num_layers),
-        ("hidden_dim", hidden_dim),
-        ("intermediate_dim", intermediate_dim),
-        ("num_heads", num_heads),
-    ):
-        positive_int(name, value)
+def _check_arguments(vocabulary_size, num_layers, target_vocabulary_size):
+    """Raises a `ValueError` naming the first bad vocabulary size or depth.
+
+    The sizes of the stacks are checked by `TransformerStacks`.
+    """
+    positive_int("vocabulary_size", vocabulary_size)
+    positive_int("num_layers", num_layers)
     if target_vocabulary_size is not None:
         positive_int("target_vocabulary_size", target_vocabulary_size)
-    if hidden_dim % num_heads:
-        raise ValueError(
-            "`hidden_dim` must be divisible by `num_heads`. Received: "
-            f"hidden_dim={hidden_dim}, num_heads={num_heads}"
-        )
-    if (
-        isinstance(dropout, bool)
-        or not isinstance(dropout, (int, float))
-        or not 0 <= dropout < 1
-    ):
-        raise ValueError(
-            f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}"
-        )

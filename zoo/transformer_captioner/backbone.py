@@ -1,19 +1,15 @@
 """`TransformerCaptionerBackbone`: CNN grid, self-attention, Transformer decoder."""
 
-import math
 import numbers
 
 import keras
 from keras import ops
 
-from keras_attention.layers import (
-    PositionEmbedding,
-    SinusoidalPositionEncoding,
-    TransformerDecoderBlock,
-    TransformerEncoderBlock,
-)
+from keras_attention.layers import PositionEmbedding
 from zoo.base import parameter_budget as budget
+from zoo.base import transformer_stacks
 from zoo.base.backbone import MAX_IMAGE_SHAPE, MAX_SIZES, Backbone, positive_int
+from zoo.base.transformer_stacks import TransformerStacks
 from zoo.captioning.cnn import small_cnn, small_cnn_size
 
 
@@ -90,17 +86,17 @@ class TransformerCaptionerBackbone(Backbone):
         dtype=None,
         **kwargs,
     ):
-        _check_arguments(
-            vocabulary_size,
-            image_shape,
-            encoder_layers,
-            decoder_layers,
+        _check_arguments(vocabulary_size, image_shape, encoder_layers, decoder_layers)
+        image_shape = tuple(int(s) for s in image_shape)
+        stacks = TransformerStacks(
             hidden_dim,
             intermediate_dim,
             num_heads,
             dropout,
+            normalize_first=True,
+            layer_norm_epsilon=layer_norm_epsilon,
+            dtype=dtype,
         )
-        image_shape = tuple(int(s) for s in image_shape)
 
         # === Layers ===
         # The CNN's layers, in order (e.g. to pretrain or freeze them).
@@ -108,44 +104,13 @@ class TransformerCaptionerBackbone(Backbone):
         self.grid_projection = keras.layers.Dense(
             hidden_dim, dtype=dtype, name="grid_projection"
         )
-        block_args = dict(
-            intermediate_dim=intermediate_dim,
-            num_heads=num_heads,
-            dropout=dropout,
-            normalize_first=True,
-            layer_norm_epsilon=layer_norm_epsilon,
-            dtype=dtype,
-        )
-        self.encoder_blocks = [
-            TransformerEncoderBlock(**block_args, name=f"encoder_block_{i}")
-            for i in range(encoder_layers)
-        ]
-        self.encoder_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=dtype, name="encoder_output_norm"
-        )
-        self.token_embedding = keras.layers.ReversibleEmbedding(
-            vocabulary_size,
-            hidden_dim,
-            tie_weights=True,
-            embeddings_initializer=keras.initializers.RandomNormal(
-                stddev=hidden_dim**-0.5
-            ),
-            dtype=dtype,
-            name="token_embedding",
-        )
-        self.position_encoding = SinusoidalPositionEncoding(
-            dtype=dtype, name="position_encoding"
-        )
-        self.embedding_dropout = keras.layers.Dropout(
-            dropout, dtype=dtype, name="embedding_dropout"
-        )
-        self.decoder_blocks = [
-            TransformerDecoderBlock(**block_args, name=f"decoder_block_{i}")
-            for i in range(decoder_layers)
-        ]
-        self.decoder_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=dtype, name="decoder_output_norm"
-        )
+        self.encoder_blocks = stacks.encoder_blocks(encoder_layers)
+        self.encoder_norm = stacks.output_norm("encoder_output_norm")
+        self.token_embedding = stacks.token_embedding(vocabulary_size)
+        self.position_encoding = stacks.position_encoding()
+        self.embedding_dropout = stacks.embedding_dropout()
+        self.decoder_blocks = stacks.decoder_blocks(decoder_layers)
+        self.decoder_norm = stacks.output_norm("decoder_output_norm")
         self.hidden_dim = hidden_dim
 
         # === Functional graph ===
@@ -208,27 +173,14 @@ class TransformerCaptionerBackbone(Backbone):
         >>> count == TransformerCaptionerBackbone(**config).count_params()
         True
         """
-        _check_arguments(
-            vocabulary_size,
-            image_shape,
-            encoder_layers,
-            decoder_layers,
-            hidden_dim,
-            intermediate_dim,
-            num_heads,
-            dropout,
+        _check_arguments(vocabulary_size, image_shape, encoder_layers, decoder_layers)
+        stacks = TransformerStacks(
+            hidden_dim, intermediate_dim, num_heads, dropout, normalize_first=True
         )
         rows, columns, features, count = small_cnn_size(tuple(image_shape))
-        norm = 2 * hidden_dim
-        attention = 4 * budget.dense(hidden_dim, hidden_dim)
-        feedforward = budget.dense(hidden_dim, intermediate_dim) + budget.dense(
-            intermediate_dim, hidden_dim
-        )
         count += budget.dense(features, hidden_dim) + rows * columns * hidden_dim
-        count += encoder_layers * (attention + feedforward + 2 * norm) + norm
         count += vocabulary_size * hidden_dim  # tied with the output projection
-        count += decoder_layers * (2 * attention + feedforward + 3 * norm) + norm
-        return count
+        return count + stacks.parameters(encoder_layers, decoder_layers)
 
     def _cnn(self, images):
         x = images
@@ -240,9 +192,7 @@ class TransformerCaptionerBackbone(Backbone):
         height, width, channels = grid.shape[1], grid.shape[2], grid.shape[3]
         x = self.grid_projection(ops.reshape(grid, (-1, height * width, channels)))
         x = self.embedding_dropout(x + self.grid_positions(x))
-        for block in self.encoder_blocks:
-            x = block(x)
-        return self.encoder_norm(x)
+        return transformer_stacks.run_encoder(self.encoder_blocks, self.encoder_norm, x)
 
     def call_encoder(self, images):
         """The attended grid `(B, L, hidden_dim)` of prepared images.
@@ -281,10 +231,13 @@ class TransformerCaptionerBackbone(Backbone):
         >>> tuple(backbone.embed(np.array([[2, 5]]), start_index=3).shape)
         (1, 2, 8)
         """
-        x = self.token_embedding(token_ids)
-        x = ops.multiply(x, ops.cast(math.sqrt(self.hidden_dim), x.dtype))
-        x = x + self.position_encoding(x, start_index=start_index)
-        return self.embedding_dropout(x)
+        return transformer_stacks.embed(
+            token_ids,
+            self.token_embedding,
+            self.position_encoding,
+            self.embedding_dropout,
+            start_index,
+        )
 
     def call_decoder(
         self, decoder_token_ids, encoder_sequence_output, return_attention_scores=False
@@ -312,18 +265,13 @@ class TransformerCaptionerBackbone(Backbone):
         >>> tuple(x.shape), tuple(weights.shape)
         ((1, 3, 8), (1, 2, 3, 49))
         """
-        x = self.embed(decoder_token_ids)
-        weights = None
-        last = self.decoder_blocks[-1]
-        for block in self.decoder_blocks:
-            if return_attention_scores and block is last:
-                x, weights = block(
-                    x, encoder_sequence_output, return_attention_scores=True
-                )
-            else:
-                x = block(x, encoder_sequence_output)
-        x = self.decoder_norm(x)
-        return (x, weights) if return_attention_scores else x
+        return transformer_stacks.run_decoder(
+            self.decoder_blocks,
+            self.decoder_norm,
+            self.embed(decoder_token_ids),
+            encoder_sequence_output,
+            return_attention_scores=return_attention_scores,
+        )
 
     def get_config(self):
         config = super().get_config()
@@ -331,28 +279,14 @@ class TransformerCaptionerBackbone(Backbone):
         return config
 
 
-def _check_arguments(
-    vocabulary_size,
-    image_shape,
-    encoder_layers,
-    decoder_layers,
-    hidden_dim,
-    intermediate_dim,
-    num_heads,
-    dropout,
-):
-    """Raises a `ValueError` naming the first bad argument and its value."""
+def _check_arguments(vocabulary_size, image_shape, encoder_layers, decoder_layers):
+    """Raises a `ValueError` naming the first bad argument and its value.
+
+    The sizes of the stacks are checked by `TransformerStacks`.
+    """
     positive_int("vocabulary_size", vocabulary_size)
     positive_int("encoder_layers", encoder_layers, MAX_SIZES["encoder_layers"])
     positive_int("decoder_layers", decoder_layers, MAX_SIZES["encoder_layers"])
-    positive_int("hidden_dim", hidden_dim)
-    positive_int("intermediate_dim", intermediate_dim)
-    positive_int("num_heads", num_heads)
-    if hidden_dim % num_heads:
-        raise ValueError(
-            "`hidden_dim` must be divisible by `num_heads`. Received: "
-            f"hidden_dim={hidden_dim}, num_heads={num_heads}"
-        )
     shape = tuple(image_shape) if hasattr(image_shape, "__len__") else ()
     if (
         len(shape) != 3
@@ -365,12 +299,4 @@ def _check_arguments(
             "`image_shape` must be (H, W, C) of positive ints at most "
             f"{MAX_IMAGE_SHAPE} (zoo.base.backbone.MAX_IMAGE_SHAPE). Received: "
             f"image_shape={image_shape!r:.80}"
-        )
-    if (
-        isinstance(dropout, bool)
-        or not isinstance(dropout, (int, float))
-        or not 0 <= dropout < 1
-    ):
-        raise ValueError(
-            f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}"
         )
