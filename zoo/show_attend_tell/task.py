@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from zoo.base import parameter_budget as budget
+from zoo.base.backbone import dropout_rate
 from zoo.base.constructor_arguments import ArgumentsOf
 from zoo.base.distributed_loss import global_batch_mean
 from zoo.captioning.preprocessor import fitted as _fitted
@@ -117,10 +118,7 @@ class ShowAttendTell(CaptioningTask):
         dtype=None,
         **kwargs,
     ):
-        if not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-            raise ValueError(
-                f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}"
-            )
+        dropout_rate("dropout", dropout)
         backbone = self.build_backbone(
             args, backbone, kwargs, dtype, name="show_attend_tell_backbone"
         )

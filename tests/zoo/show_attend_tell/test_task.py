@@ -219,6 +219,9 @@ def test_invalid_arguments_raise():
         ShowAttendTell(10, backbone="NoSuchNet")
     with pytest.raises(ValueError, match="attention"):
         ShowAttendTell(10, attention="medium")
+    for dropout in (1.0, -0.1, False, "0.2"):  # a bool is not a rate
+        with pytest.raises(ValueError, match=f"dropout={dropout!r}"):
+            ShowAttendTell(10, dropout=dropout)
 
 
 def test_caption_takes_any_size_and_channel_count(random_model):
