@@ -14,8 +14,9 @@ import keras
 import numpy as np
 import pytest
 
-from zoo import arguments, training
-from zoo.task import Task
+from zoo.base.task import Task
+from zoo.training import flags as arguments
+from zoo.training import harness as training
 
 pytestmark = pytest.mark.tensorflow_only
 

@@ -93,7 +93,7 @@ class RecurrentAttentionBackbone(Backbone):
         Exact; see `Backbone.parameter_count`.
 
         Example:
-        >>> from zoo.backbone_arguments import ArgumentsOf
+        >>> from zoo.base.constructor_arguments import ArgumentsOf
         >>> config = {"num_classes": 3, "patch_size": 4, "num_scales": 2,
         ...           "glimpse_units": 4, "location_units": 4,
         ...           "glimpse_output_units": 8, "units": 8, "cell": "lstm",

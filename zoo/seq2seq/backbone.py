@@ -272,7 +272,7 @@ class Seq2SeqBackbone(Backbone):
         `zoo.base.parameter_budget.score_parameters`; see `Backbone.parameter_count`.
 
         Example:
-        >>> from zoo.backbone_arguments import ArgumentsOf
+        >>> from zoo.base.constructor_arguments import ArgumentsOf
         >>> config = {"source_vocabulary_size": 10, "target_vocabulary_size": 12,
         ...           "embedding_dim": 4, "units": 3, "bidirectional": False,
         ...           "style": "luong", "score": "dot"}

@@ -227,7 +227,7 @@ class ShowAttendTellBackbone(Backbone):
         `Backbone.parameter_count`.
 
         Example:
-        >>> from zoo.backbone_arguments import ArgumentsOf
+        >>> from zoo.base.constructor_arguments import ArgumentsOf
         >>> config = {"vocabulary_size": 10, "annotation_dim": 8, "units": 6,
         ...           "feedback": "weights"}
         >>> count = ShowAttendTellBackbone.parameter_count(

@@ -672,7 +672,7 @@ class TrainingRun:
 
         Example:
         >>> import argparse
-        >>> from zoo.arguments import add_training_arguments
+        >>> from zoo.training.flags import add_training_arguments
         >>> parser = argparse.ArgumentParser()
         >>> add_training_arguments(parser, epochs=3, verbose=0, out_required=False)
         >>> import json, os, tempfile

@@ -190,7 +190,7 @@ class TransformerBackbone(Backbone):
         `Backbone.parameter_count`.
 
         Example:
-        >>> from zoo.backbone_arguments import ArgumentsOf
+        >>> from zoo.base.constructor_arguments import ArgumentsOf
         >>> config = {"vocabulary_size": 20, "num_layers": 1, "hidden_dim": 8,
         ...           "intermediate_dim": 16, "num_heads": 2,
         ...           "target_vocabulary_size": 24, "tie_embeddings": False}
