@@ -1,4 +1,4 @@
-"""`zoo.base.truncation.warn_truncated`: one warning for every text preprocessor."""
+"""`zoo.base.truncation`: one warning for every text preprocessor, one for cut outputs."""
 
 import warnings
 
@@ -51,3 +51,61 @@ def test_silent_when_traced_or_when_rows_are_cut_already():
         assert traced(tf.constant(TEXTS)) is None
     dense = vocabulary.tokenizer(["[PAD]", "[UNK]", "a", "bag"], sequence_length=2)
     assert recorded(dense(TEXTS), 2) == (None, [])
+
+
+def _unfinished_warnings(call):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = call()
+    return out, [str(w.message) for w in caught if "max_length" in str(w.message)]
+
+
+@pytest.mark.parametrize("kind", ["translations", "captions"])
+def test_outputs_cut_at_max_length_are_counted_in_a_warning(kind):
+    """`translate` / `caption` warn of what stops before `[END]`, as the exports flag it."""
+    import os
+    import sys
+
+    import numpy as np
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import tiny_models
+
+    if kind == "translations":
+        model = tiny_models.transformer(seed=0)
+        inputs = [pair[0] for pair in tiny_models.bible_pairs()[:3]]
+
+        def decode(max_length):
+            tokens = model.generate(
+                model.preprocessor(tf.constant(inputs))["encoder_token_ids"],
+                beam_width=1,
+                max_length=max_length,
+            )
+            text = model.translate(inputs, beam_width=1, max_length=max_length)
+            return tokens, text
+
+    else:
+        model = tiny_models.show_attend_tell(seed=0)
+        inputs = tiny_models.scenes_batch(3)[0]
+
+        def decode(max_length):
+            tokens = model.generate(
+                model.preprocessor.images(inputs), beam_width=1, max_length=max_length
+            )
+            text = model.caption(inputs, beam_width=1, max_length=max_length)
+            return tokens, text
+
+    end = model.preprocessor.end_id
+    for max_length in (1, 3):
+        (tokens, _), messages = _unfinished_warnings(lambda n=max_length: decode(n))
+        # Independent count: rows of the same search without `[END]`.
+        want = int((~np.any(np.asarray(tokens)[:, 1:] == end, axis=1)).sum())
+        assert max_length == 3 or want  # untrained: the warning is exercised
+        if want:
+            assert messages == [
+                f"{want} of 3 {kind} reached max_length={max_length} subwords "
+                "before [END] and stop mid-sentence. Raise `max_length` to let "
+                "them finish."
+            ]
+        else:
+            assert messages == []

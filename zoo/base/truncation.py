@@ -106,3 +106,45 @@ def warn_truncated(tokens, sequence_length, setting, rows, hint=""):
             stacklevel=2,  # the preprocessor method that tokenized
         )
     return count
+
+
+def warn_unfinished(tokens, end_id, max_length, rows):
+    """Warns if generated rows reached `max_length` before `end_id`.
+
+    What `translate` and `caption` give back is then cut mid-sentence; the
+    exports return the same as `output_truncated`.
+
+    Args:
+        tokens: int arrays `(batch, 1 + max_length)` as `generate` returns
+            them (`[START]` first), one per decoded chunk.
+        end_id: int. The `[END]` id.
+        max_length: int. The decoding length, named in the advice.
+        rows: str. What a row is, plural, e.g. `"translations"`.
+
+    Returns:
+        The number of unfinished rows (an int).
+
+    Example:
+    >>> import numpy as np
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     count = warn_unfinished([np.array([[2, 5, 3], [2, 5, 5]])], 3, 2, "captions")
+    >>> count, str(caught[0].message)
+    (1, '1 of 2 captions reached max_length=2 subwords before [END] and stop mid-sentence. Raise `max_length` to let them finish.')
+    """
+    import numpy as np
+
+    unfinished = total = 0
+    for chunk in tokens:
+        chunk = np.asarray(chunk)
+        total += len(chunk)
+        unfinished += int((~np.any(chunk[:, 1:] == end_id, axis=1)).sum())
+    if unfinished:
+        warnings.warn(
+            f"{unfinished} of {total} {rows} reached max_length={max_length} "
+            "subwords before [END] and stop mid-sentence. Raise `max_length` "
+            "to let them finish.",
+            UserWarning,
+            stacklevel=3,  # the caller of `translate` / `caption`
+        )
+    return unfinished

@@ -7,6 +7,7 @@ scenes (`zoo.captioning.evaluation`) and the metrics line of its presets.
 """
 
 from zoo.base.generation import GenerativeTask, decoding_options
+from zoo.base.truncation import warn_unfinished
 from zoo.captioning import evaluation
 from zoo.captioning.export import export_captioner
 from zoo.captioning.preprocessor import image_batch
@@ -101,7 +102,7 @@ class CaptioningTask(GenerativeTask):
             beam_width, max_length, batch_size, pre.sequence_length
         )
         images, single = image_batch(images)
-        texts, maps = [], []
+        texts, maps, chunks = [], [], []
         for start in range(0, len(images), batch_size):
             prepared = pre.images(images[start : start + batch_size])
             generated = self.generate(
@@ -113,9 +114,11 @@ class CaptioningTask(GenerativeTask):
                 return_attention=return_attention,
             )
             tokens = generated[0] if return_attention else generated
+            chunks.append(tokens)
             texts.extend(pre.detokenize(tokens[:, 1:]))
             if return_attention:
                 maps.extend(self._attention_dicts(tokens, generated[1]))
+        warn_unfinished(chunks, pre.end_id, max_length, "captions")
         if single:
             texts, maps = texts[0], (maps[0] if maps else maps)
         return (texts, maps) if return_attention else texts

@@ -4,6 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from zoo.base.generation import GenerativeTask, as_texts, decoding_options
+from zoo.base.truncation import warn_unfinished
 from zoo.data import bible
 from zoo.serving.export import read_metadata
 from zoo.translation.data import evaluate_translations
@@ -165,6 +166,7 @@ class TranslationTask(GenerativeTask):
         ]
         order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
         outputs, alignments = [None] * len(texts), [None] * len(texts)
+        generated = []
         for begin in range(0, len(order), batch_size):
             chunk = order[begin : begin + batch_size]
             batch = np.full((len(chunk), max(len(ids[i]) for i in chunk)), pad, "int32")
@@ -177,11 +179,13 @@ class TranslationTask(GenerativeTask):
                 length_penalty=length_penalty,
                 coverage_penalty=coverage_penalty,
             )
+            generated.append(tokens)
             for i, text in zip(chunk, pre.detokenize(tokens[:, 1:])):
                 outputs[i] = text
             if return_attention:
                 for i, alignment in zip(chunk, self.alignments(batch, tokens)):
                     alignments[i] = alignment
+        warn_unfinished(generated, pre.end_id, max_length, "translations")
         if single:
             outputs, alignments = outputs[0], alignments[0]
         return (outputs, alignments) if return_attention else outputs
