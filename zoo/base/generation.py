@@ -160,12 +160,12 @@ class GenerativeTask(Task):
     ...     start_id, end_id, pad_id, sequence_length = 1, 4, 0, 6
     >>> model = Counter()
     >>> model.preprocessor = Ids()
-    >>> tokens, attention = model.generate(
-    ...     np.ones((1, 5), "int32"), return_attention=True)
+    >>> tokens, attention = model.generate(  # 6 steps over 6 source positions
+    ...     np.ones((1, 6), "int32"), return_attention=True)
     >>> tokens
     array([[1, 2, 3, 4, 0, 0, 0]], dtype=int32)
     >>> attention.shape, attention[0, :3].argmax(-1).tolist()
-    ((1, 6, 5), [0, 1, 2])
+    ((1, 6, 6), [0, 1, 2])
     """
 
     #: Keys of the dict `encode` returns that `next` reads and never changes
@@ -207,13 +207,14 @@ class GenerativeTask(Task):
         Example (a greedy decoding written by hand, what `generate` runs as
         one compiled loop):
         >>> import numpy as np, zoo
+        >>> from keras import ops
         >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4)
         >>> source = np.array([[4, 4, 3]])
         >>> prompt = np.array([[2, 0, 0, 0]], "int32")  # [START], 3 steps
         >>> cache = model.encode(source, max_length=3)
         >>> for index in range(1, 4):
         ...     logits, attention, cache = model.next(prompt, cache, index)
-        ...     prompt[:, index] = np.argmax(logits, axis=-1)
+        ...     prompt[:, index] = ops.convert_to_numpy(ops.argmax(logits, axis=-1))
         >>> tuple(logits.shape), tuple(attention.shape)  # (batch, V), (batch, S)
         ((1, 6), (1, 3))
         """
