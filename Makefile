@@ -42,7 +42,8 @@ format: $(STAMP)
 # compared with a TensorFlow run), the strategies (JAX's
 # keras.distribution.DataParallel over two CPU devices), fits resumed from
 # their run directory (SIGKILLed or interrupted), and the one search front
-# end, compiled once per shape (tests/zoo/test_generation.py). The PyTorch
+# end, compiled once per shape, and its examples (tests/zoo/test_generation.py,
+# zoo/base/generation.py). The PyTorch
 # pass runs one OpenMP thread per process: with a thread per core in each of
 # the processes sharing the cores, tests/zoo/test_backends*.py took 353 s
 # instead of 121 s (2 shared cores).
@@ -50,7 +51,8 @@ TEST_WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 BACKEND_TESTS := tests/keras_attention keras_attention tests/zoo/test_backends*.py \
 	tests/zoo/test_distribution_backends.py tests/zoo/test_resume_backends.py \
-	tests/zoo/test_training_resume.py tests/zoo/test_generation.py
+	tests/zoo/test_training_resume.py tests/zoo/test_generation.py \
+	zoo/base/generation.py
 
 test: lint
 	$(PYTEST) --doctest-modules tests keras_attention zoo

@@ -17,7 +17,10 @@ The table gives each metric on each backend, the largest difference from
 TensorFlow's value, and whether it meets the issue's criteria: BLEU within
 0.1, accuracies (and the other percentages) within 0.5 points, and equal
 outputs. `--limit N` scores the first N examples of every test split (the
-whole splits take about an hour per backend on a 2-core CPU).
+whole splits take about an hour per backend on a 2-core CPU). On JAX the
+seconds of each preset (and the warm-up of `--decode`) come with the number
+of compilations of the generation search and their seconds (tracing,
+lowering and XLA compilation, from JAX's compile events).
 
 `--decode N` measures instead the decoding speed of the Transformer preset
 on each backend (issue #43, goal 5): `translate` of the first N test verses
@@ -140,7 +143,44 @@ def metric_rows(kind, scores):
     return rows
 
 
-def evaluate_preset(name, limit):
+def search_compilations():
+    """A dict that counts JAX's compilations of the generation search.
+
+    JAX reports each compilation of a jitted function by events (tracing,
+    lowering, XLA compilation, with the function's name); the dict counts
+    the XLA compilations of `zoo.base.generation`'s `jitted_search` and adds
+    up the seconds of all three, as they happen. `None` off JAX.
+    """
+    import keras
+
+    if keras.backend.backend() != "jax":
+        return None
+    from jax import monitoring
+
+    counts = {"compilations": 0, "compile_seconds": 0.0}
+
+    def listen(event, duration, fun_name="", **_):
+        if "jitted_search" in str(fun_name):
+            counts["compilations"] += event.endswith("backend_compile_duration")
+            counts["compile_seconds"] += duration
+
+    monitoring.register_event_duration_secs_listener(listen)
+    return counts
+
+
+def compiled_since(counts, before):
+    """What `search_compilations()` counted since `before` (a copy of it)."""
+    if counts is None:
+        return {}
+    return {
+        "search_compilations": counts["compilations"] - before["compilations"],
+        "search_compile_seconds": round(
+            counts["compile_seconds"] - before["compile_seconds"], 1
+        ),
+    }
+
+
+def evaluate_preset(name, limit, compilations=None):
     """Scores one preset as `python -m zoo evaluate` does, keeping its outputs."""
     from zoo.base.task import Task
 
@@ -148,6 +188,7 @@ def evaluate_preset(name, limit):
     outputs = []
     verb, keep = SCORED_VERBS[model.kind]
     recording(model, verb, keep, outputs)
+    before = dict(compilations or {})
     start = time.time()
     scores = model.evaluate_split("test", limit=limit, beam_width=beam_width_of(model))
     return {
@@ -155,6 +196,7 @@ def evaluate_preset(name, limit):
         "metrics": metric_rows(model.kind, scores),
         "outputs": outputs,
         "seconds": round(time.time() - start, 1),
+        **compiled_since(compilations, before),
     }
 
 
@@ -169,9 +211,12 @@ def decode_speed(args):
     sources = [en for en, _, _ in bible.load_pairs("test")][: args.decode]
     generated = []
     recording(model, "generate", np.asarray, generated)
+    compilations = search_compilations()
+    before = dict(compilations or {})
     start = time.perf_counter()
     translations = model.translate(sources, beam_width=args.beam_width)
     warm_up = time.perf_counter() - start
+    warm_up_compilations = compiled_since(compilations, before)
     pad, begin = model.preprocessor.target_pad_id, model.preprocessor.start_id
     tokens = sum(int(np.sum((t != pad) & (t != begin))) for t in generated)
     times = []
@@ -187,6 +232,7 @@ def decode_speed(args):
         "verses": len(sources),
         "beam_width": args.beam_width,
         "warm_up_seconds": round(warm_up, 2),
+        **warm_up_compilations,
         "seconds": [round(t, 2) for t in times],
         "median_seconds": round(seconds, 2),
         "sentences_per_second": round(len(sources) / seconds, 2),
@@ -220,10 +266,13 @@ def worker(args):
         result["decode"] = decode_speed(args)
     else:
         result["presets"] = {}
+        compilations = search_compilations()
         for name in args.presets or sorted(registry.presets()):
             print(f"== {name} on {result['backend']}", flush=True)
             try:
-                result["presets"][name] = evaluate_preset(name, args.limit)
+                result["presets"][name] = evaluate_preset(
+                    name, args.limit, compilations
+                )
             except Exception as e:  # shown in the table, not dropped
                 result["presets"][name] = {"error": f"{type(e).__name__}: {e}"}
             keras.backend.clear_session()
@@ -322,6 +371,25 @@ def evaluation_table(results, backends):
     return lines, failures
 
 
+def with_compilations(entry, key, missing=None):
+    """`entry[key]`, with JAX's search compilations where they were counted.
+
+    Example:
+    >>> with_compilations({"seconds": 9.5}, "seconds")
+    '9.5'
+    >>> entry = {"seconds": 9.5, "search_compilations": 3, "search_compile_seconds": 4.0}
+    >>> with_compilations(entry, "seconds")
+    '9.5 (3 search compilations, 4.0 s)'
+    """
+    cell = str(entry.get(key, missing))
+    if "search_compilations" in entry:
+        cell += (
+            f" ({entry['search_compilations']} search compilations, "
+            f"{entry['search_compile_seconds']} s)"
+        )
+    return cell
+
+
 def decode_table(results, backends):
     """Markdown table rows and `[failures]` of the `--decode` results."""
     lines = [
@@ -340,7 +408,8 @@ def decode_table(results, backends):
         if reference and not same.startswith("0/"):
             failures.append(f"{b}: translations differ from TensorFlow's")
         lines.append(
-            f"| {b} | {d['verses']} | {d['warm_up_seconds']} | {d['median_seconds']} "
+            f"| {b} | {d['verses']} | {with_compilations(d, 'warm_up_seconds')} "
+            f"| {d['median_seconds']} "
             f"| {d['sentences_per_second']} | {d['tokens_per_second']} | {same} |"
         )
     return lines, failures
@@ -367,7 +436,9 @@ def seconds_table(results, backends):
     ]
     for name in names:
         cells = [
-            str(results[b].get("presets", {}).get(name, {}).get("seconds", "-"))
+            with_compilations(
+                results[b].get("presets", {}).get(name, {}), "seconds", "-"
+            )
             for b in backends
         ]
         lines.append(f"| {name} | {' | '.join(cells)} |")

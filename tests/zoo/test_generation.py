@@ -271,3 +271,75 @@ def test_the_search_compiles_once_per_shape_and_reads_the_current_weights(
     assert second[:, :3].tolist() == [[START, B, END]] * 2
     if keras.backend.backend() in ("tensorflow", "jax"):
         assert model.next_calls == traced  # the compiled search, not retraced
+
+
+VOCAB = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+
+
+def tiny_translator(family):
+    """A tiny untrained translator of the family, with its preprocessor."""
+    import zoo
+
+    pre = zoo.TranslationPreprocessor(VOCAB, VOCAB, sequence_length=8)
+    if family == "seq2seq":
+        return zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+    model = zoo.Transformer.from_name("tiny", vocabulary_size=6)
+    model.preprocessor = pre
+    return model
+
+
+@pytest.mark.parametrize("family", ["seq2seq", "transformer"])
+def test_the_padded_source_changes_no_decoding_step(family):
+    # What `generate` pads under JAX is masked: every step's logits, and its
+    # attention over the real source positions, are those of the unpadded
+    # source; the padding gets no attention.
+    model = tiny_translator(family)
+    source = np.array([[4, 5, 4, 3], [5, 3, 0, 0]], "int32")
+    padded = model.padded_source(source, 16)
+    assert padded.shape == (2, 16) and padded.dtype == np.int32
+    np.testing.assert_array_equal(padded[:, :4], source)
+    assert (padded[:, 4:] == 0).all()
+    prompt = ops.convert_to_tensor(np.array([[2, 4, 5, 4]] * 2, "int32"))
+    caches = [model.encode(ids, 3) for ids in (source, padded)]
+    for index in range(1, 4):
+        (logits, attention, cache), (logits_p, attention_p, cache_p) = [
+            model.next(prompt, cache, index) for cache in caches
+        ]
+        caches = [cache, cache_p]
+        attention, attention_p = (
+            ops.convert_to_numpy(ops.cast(a, "float32"))
+            for a in (attention, attention_p)
+        )
+        np.testing.assert_allclose(
+            ops.convert_to_numpy(logits_p), ops.convert_to_numpy(logits), atol=1e-5
+        )
+        np.testing.assert_allclose(attention_p[:, :4], attention, atol=1e-6)
+        assert (attention_p[:, 4:] == 0).all()
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() != "jax", reason="JAX compiles a search per shape"
+)
+@pytest.mark.parametrize("beam_width", [1, 2])
+def test_jax_compiles_one_search_for_near_source_lengths(beam_width):
+    model = tiny_translator("transformer")
+    traced = []
+    step = model.next
+
+    def next(*args):
+        traced.append(args[2])  # Python calls: traces of the compiled search
+        return step(*args)
+
+    model.next = next
+    model.generate(np.array([[4, 5, 3]], "int32"), beam_width=beam_width, max_length=3)
+    first = len(traced)
+    assert first > 0
+    # 3, 7 and 16 source positions pad to 16: the compiled search is reused.
+    for length in (7, 16):
+        source = np.array([[4] * (length - 1) + [3]], "int32")
+        model.generate(source, beam_width=beam_width, max_length=3)
+    assert len(traced) == first
+    model.generate(
+        np.array([[4] * 16 + [3]], "int32"), beam_width=beam_width, max_length=3
+    )
+    assert len(traced) > first  # 17 pads to 32: a new shape

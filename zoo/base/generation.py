@@ -23,6 +23,12 @@ from keras import ops, tree
 from keras_attention.decoding import BeamSearch, GreedySearch
 from zoo.base.task import Task
 
+#: Under JAX, where the compiled search is compiled again for each new input
+#: shape, `generate` pads the source to a length that divides by this
+#: (`GenerativeTask.padded_source`), so that batches of near source lengths
+#: share one compilation. The models mask the padding as any other.
+SOURCE_LENGTH_MULTIPLE = 16
+
 
 def _int_at_least(name, value, low):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
@@ -137,8 +143,10 @@ class GenerativeTask(Task):
     The search runs compiled, once per search configuration (traced again
     only for new shapes): inside one `tf.function` on TensorFlow, one
     `jax.jit` on JAX (the model's variables passed in, read through a
-    `keras.StatelessScope`, as keras-hub's `CausalLM` generates); on
-    PyTorch it runs eagerly without recording gradients.
+    `keras.StatelessScope`, as keras-hub's `CausalLM` generates; the
+    source padded to a multiple of `SOURCE_LENGTH_MULTIPLE` positions, see
+    `padded_source`, so that few shapes compile); on PyTorch it runs
+    eagerly without recording gradients.
 
     Example:
     >>> import keras, numpy as np
@@ -160,12 +168,12 @@ class GenerativeTask(Task):
     ...     start_id, end_id, pad_id, sequence_length = 1, 4, 0, 6
     >>> model = Counter()
     >>> model.preprocessor = Ids()
-    >>> tokens, attention = model.generate(
-    ...     np.ones((1, 5), "int32"), return_attention=True)
+    >>> tokens, attention = model.generate(  # 6 steps over 6 source positions
+    ...     np.ones((1, 6), "int32"), return_attention=True)
     >>> tokens
     array([[1, 2, 3, 4, 0, 0, 0]], dtype=int32)
     >>> attention.shape, attention[0, :3].argmax(-1).tolist()
-    ((1, 6, 5), [0, 1, 2])
+    ((1, 6, 6), [0, 1, 2])
     """
 
     #: Keys of the dict `encode` returns that `next` reads and never changes
@@ -207,17 +215,44 @@ class GenerativeTask(Task):
         Example (a greedy decoding written by hand, what `generate` runs as
         one compiled loop):
         >>> import numpy as np, zoo
+        >>> from keras import ops
         >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4)
         >>> source = np.array([[4, 4, 3]])
         >>> prompt = np.array([[2, 0, 0, 0]], "int32")  # [START], 3 steps
         >>> cache = model.encode(source, max_length=3)
         >>> for index in range(1, 4):
         ...     logits, attention, cache = model.next(prompt, cache, index)
-        ...     prompt[:, index] = np.argmax(logits, axis=-1)
+        ...     prompt[:, index] = ops.convert_to_numpy(ops.argmax(logits, axis=-1))
         >>> tuple(logits.shape), tuple(attention.shape)  # (batch, V), (batch, S)
         ((1, 6), (1, 3))
         """
         raise NotImplementedError(f"{type(self).__name__} must implement next().")
+
+    def padded_source(self, inputs, multiple):
+        """`inputs` with the source padded to a length that divides by `multiple`.
+
+        Under JAX `generate` pads the inputs of its compiled search with
+        it (`SOURCE_LENGTH_MULTIPLE`), so that batches of near source
+        lengths share one compilation. A kind whose inputs have a source
+        length (token ids) pads it with the id the model masks; this
+        default keeps the inputs as they are (images have one shape).
+
+        Args:
+            inputs: the prepared source, as `encode` takes it.
+            multiple: int >= 1.
+
+        Returns:
+            The inputs, in the form `encode` takes.
+
+        Example:
+        >>> import keras, numpy as np
+        >>> ids = keras.Input((None,), dtype="int32")
+        >>> model = GenerativeTask(ids, keras.layers.Embedding(8, 4)(ids))
+        >>> images = np.zeros((2, 8, 8, 1), "float32")
+        >>> model.padded_source(images, 16) is images
+        True
+        """
+        return inputs
 
     def generation_preprocessor(self, verb="generate()"):
         """The preprocessor that knows the special token ids, or a ValueError.
@@ -416,16 +451,17 @@ def _compiled(model, run):
         variables = model.variables
 
         @jax.jit
-        def stateless(values, inputs, prompt):
+        def jitted_search(values, inputs, prompt):
             with keras.StatelessScope(state_mapping=list(zip(variables, values))):
                 return run(inputs, prompt)
 
-        # Prepared inputs may be TensorFlow's tensors (`tf.data`).
-        return lambda inputs, prompt: stateless(
-            [v.value for v in variables],
-            tree.map_structure(ops.convert_to_tensor, inputs),
-            prompt,
-        )
+        def padded_run(inputs, prompt):
+            inputs = model.padded_source(inputs, SOURCE_LENGTH_MULTIPLE)
+            # Prepared inputs may be TensorFlow's tensors (`tf.data`).
+            inputs = tree.map_structure(ops.convert_to_tensor, inputs)
+            return jitted_search([v.value for v in variables], inputs, prompt)
+
+        return padded_run
     if backend == "torch":
         import torch
 

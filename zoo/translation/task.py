@@ -190,6 +190,41 @@ class TranslationTask(GenerativeTask):
             outputs, alignments = outputs[0], alignments[0]
         return (outputs, alignments) if return_attention else outputs
 
+    def padded_source(self, inputs, multiple):
+        """Source ids padded with `[PAD]` to a length that divides by `multiple`.
+
+        What `generate` pads under JAX so that batches of near source
+        lengths share one compiled search (see
+        `GenerativeTask.padded_source`); the encoder and the attention
+        mask the padding as they mask any.
+
+        Args:
+            inputs: int array `(batch, S)` of source ids, or the
+                preprocessor's dict holding `encoder_token_ids`.
+            multiple: int >= 1.
+
+        Returns:
+            The inputs with `(batch, S')` ids, `S'` the least multiple of
+            `multiple` that is `>= S`.
+
+        Example:
+        >>> import zoo
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+        >>> model.padded_source(np.array([[4, 4, 3]], "int32"), 4)
+        array([[4, 4, 3, 0]], dtype=int32)
+        >>> model.padded_source({"encoder_token_ids": [[4, 3, 0]]}, 4)
+        {'encoder_token_ids': array([[4, 3, 0, 0]])}
+        """
+        if isinstance(inputs, dict):
+            ids = self.padded_source(inputs["encoder_token_ids"], multiple)
+            return {**inputs, "encoder_token_ids": ids}
+        ids = np.asarray(inputs)
+        extra = -ids.shape[-1] % multiple
+        pad = self.generation_preprocessor().source_pad_id
+        return np.pad(ids, [(0, 0), (0, extra)], constant_values=pad)
+
     def alignments(self, encoder_token_ids, tokens):
         """The labelled attention of generated tokens, one dict per sentence.
 
