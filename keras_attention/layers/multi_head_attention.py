@@ -419,6 +419,10 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             value = ops.transpose(value, (0, 2, 1, 3))
             heads_first = False
         weights, row_valid = None, None
+        # The fused kernel's static conditions, decided once per call.
+        fused = self._takes_fused_path(
+            return_attention_scores, training, projected_query.shape[1]
+        )
         if self._takes_windowed_path(
             projected_query, key, cache, cache_update_index, return_attention_scores
         ):
@@ -442,9 +446,12 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             training,
             dispatch.mask_kind(
                 causal=use_causal_mask,
-                padding=any(m is not None for m in (query_mask, value_mask, key_mask)),
+                padding=query_mask is not None
+                or value_mask is not None
+                or key_mask is not None,
                 pairwise=attention_mask is not None or self._sliding_window is not None,
             ),
+            fused,
         ):
             output = self._chunked_attention(
                 projected_query,
@@ -463,13 +470,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             own_hook = (
                 type(self)._compute_attention is MultiHeadAttention._compute_attention
             )
-            fused = (
-                own_hook
-                and not heads_first
-                and self._takes_fused_path(
-                    return_attention_scores, training, projected_query.shape[1]
-                )
-            )
+            fused = fused and own_hook and not heads_first
             mask, causal_only, row_valid = self._attention_mask(
                 projected_query,
                 # The masks read the number of keys only.
@@ -574,12 +575,14 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         return_attention_scores,
         training=None,
         mask="none",
+        fused=None,
     ):
         """Whether `call` uses `chunked_attention` (static shapes, Python flags).
 
         `mask` is the `dispatch.mask_kind` of the call: with
         `chunk_threshold="auto"`, `dispatch.takes_chunked_path` keeps the
         fused path where the backend's kernel is memory-efficient for it.
+        `fused`: `_takes_fused_path` of the call, when the caller has it.
         """
         if (
             self.chunk_threshold is None
@@ -597,7 +600,8 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         q_len, k_len = query.shape[1], key.shape[1]
         if None in (q_len, k_len):
             return False
-        fused = self._takes_fused_path(return_attention_scores, training, q_len)
+        if fused is None:
+            fused = self._takes_fused_path(return_attention_scores, training, q_len)
         return dispatch.takes_chunked_path(
             self.chunk_threshold, k_len, fused, self.compute_dtype, mask, query
         )
@@ -1071,9 +1075,12 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         of zeroing the `(B, Tq, heads, dim)` context before it) fuses into
         the bias add under XLA.
         """
-        valid = ops.broadcast_to(row_valid, ops.shape(output)[:2])[:, :, None]
+        valid = ops.expand_dims(row_valid, -1)  # broadcast by `where`
         bias = getattr(self.output_dense, "bias", None)
-        fill = 0.0 if bias is None else ops.cast(bias, output.dtype)
+        fill = 0.0 if bias is None else bias.value  # autocast, scoped
+        dtype = keras.backend.standardize_dtype(output.dtype)
+        if bias is not None and keras.backend.standardize_dtype(fill.dtype) != dtype:
+            fill = ops.cast(fill, dtype)
         return ops.where(valid, output, fill)
 
     def compute_output_spec(

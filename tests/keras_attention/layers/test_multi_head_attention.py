@@ -532,22 +532,29 @@ def test_call_errors():
         )
 
 
-def test_fused_path_zeroes_rows_of_an_empty_value_sequence():
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_fused_path_zeroes_rows_of_an_empty_value_sequence(dtype):
     # Padding masks only: the fused path finds the empty rows from the 1-D
     # masks; it must agree with the explicit path (which reduces the full
-    # mask) and give the output bias alone on the empty example.
-    _, ours = twin_layers(bias_initializer="random_normal")
+    # mask) and give the output bias alone on the empty example (a float32
+    # bias under a bfloat16 computation: the bias in bfloat16).
+    _, ours = twin_layers(bias_initializer="random_normal", dtype=dtype)
     query, value = rand(2, 5, DIM, seed=9), rand(2, 7, DIM, seed=10)
     value_mask = np.ones((2, 7), bool)
     value_mask[1] = False
-    fused = np_(ours(query, value, value_mask=value_mask))
+    out = ours(query, value, value_mask=value_mask)
+    assert keras.backend.standardize_dtype(out.dtype) == ours.compute_dtype
+    fused = np_(keras.ops.cast(out, "float32"))
     unfused, _ = ours(query, value, value_mask=value_mask, return_attention_scores=True)
-    np.testing.assert_allclose(fused, np_(unfused), atol=1e-5)
+    atol = 1e-5 if dtype == "float32" else 3e-2  # bfloat16: 8-bit mantissa
+    np.testing.assert_allclose(
+        fused, np_(keras.ops.cast(unfused, "float32")), atol=atol
+    )
     bias = np_(ours.output_dense.bias)
     np.testing.assert_allclose(
-        fused[1], np.broadcast_to(bias, fused[1].shape), atol=1e-6
+        fused[1], np.broadcast_to(bias, fused[1].shape), atol=atol / 10
     )
-    assert not np.allclose(fused[0], bias)
+    assert not np.allclose(fused[0], bias, atol=atol)
 
 
 @pytest.mark.parametrize("return_scores", [False, True], ids=["fused", "explicit"])
