@@ -557,6 +557,31 @@ def test_fused_path_zeroes_rows_of_an_empty_value_sequence(dtype):
     assert not np.allclose(fused[0], bias, atol=atol)
 
 
+def test_fused_path_padding_with_a_tuple_output_shape():
+    # The rows with nothing to attend to get the bias of an output of rank
+    # 4 too (it raised an InvalidArgumentError under TensorFlow: a (B, Tq,
+    # 1) selector against (B, Tq, 2, 3)); the same outputs as the explicit
+    # path, with a query mask, an empty example and a per-head mask.
+    layer = MultiHeadAttention(
+        2, 4, output_shape=(2, 3), bias_initializer="random_normal"
+    )
+    x = rand(2, 5, DIM, seed=11)
+    value_mask = np.ones((2, 5), bool)
+    value_mask[1] = False
+    query_mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    heads = np.random.default_rng(3).random((2, 2, 5, 5)) < 0.3
+    for masks in (
+        {"value_mask": value_mask, "query_mask": query_mask},
+        {"value_mask": value_mask, "attention_mask": heads},
+    ):
+        out = np_(layer(x, x, **masks))
+        ref, _ = layer(x, x, return_attention_scores=True, **masks)
+        assert out.shape == (2, 5, 2, 3)
+        np.testing.assert_allclose(out, np_(ref), atol=1e-5)
+        bias = np_(layer.output_dense.bias)
+        np.testing.assert_allclose(out[1], np.broadcast_to(bias, (5, 2, 3)), atol=1e-6)
+
+
 @pytest.mark.parametrize("return_scores", [False, True], ids=["fused", "explicit"])
 def test_zero_length_keys_give_the_output_bias(return_scores):
     # Nothing to attend to: a zero context, projected (the output bias), on
