@@ -852,7 +852,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             # rows have anything to attend to follows from the 1-D masks,
             # O(B * (Tq + Tv)).
             keys = None if value_mask is None else ops.cast(value_mask, "bool")
-            mask = None if keys is None else keys[:, None, :]
+            mask = None if keys is None else ops.expand_dims(keys, 1)
             return mask, False, _rows_with_keys(query_mask, mask)
 
         parts = []
