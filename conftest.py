@@ -10,6 +10,7 @@ on two processes
 `TENSORFLOW_ONLY_EXAMPLES`, whose subject is a TensorFlow object.
 """
 
+import importlib
 import os
 
 import keras
@@ -31,6 +32,9 @@ if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
 
 # `python -m zoo` runs the command line when it is imported.
 collect_ignore = ["zoo/__main__.py"]
+
+# The packages whose modules' docstring examples are collected.
+PACKAGES = ("keras_attention", "zoo")
 
 # Modules whose docstring examples need the TensorFlow backend.
 TENSORFLOW_ONLY_EXAMPLES = ("keras_attention/training/strategy.py",)
@@ -56,3 +60,33 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "tensorflow_only" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_collect_file(file_path, parent):
+    """Imports a package module by its name before its examples are collected.
+
+    Under `--import-mode=importlib` pytest imports a module for its examples
+    from the file: when the module's package is not imported yet, it imports
+    the package (whose `__init__` imports the module) and then executes the
+    file a second time as a new module object in `sys.modules`. The layers
+    would keep the first `keras_attention.layers.dispatch`, the tests stub
+    the second: collected first (`pytest --doctest-modules
+    keras_attention/layers/dispatch.py tests/...`), 80 dispatch tests
+    failed. Imported here the usual way, the module is in `sys.modules`,
+    and pytest takes it from there. An import error is left for the
+    collection of the examples to report.
+    """
+    if not parent.config.getoption("doctestmodules") or file_path.suffix != ".py":
+        return
+    try:
+        parts = file_path.relative_to(parent.config.rootpath).with_suffix("").parts
+    except ValueError:
+        return
+    if not parts or parts[0] not in PACKAGES:
+        return
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    try:
+        importlib.import_module(".".join(parts))
+    except Exception:  # noqa: BLE001 - reported when the examples are collected
+        pass

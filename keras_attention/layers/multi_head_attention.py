@@ -419,6 +419,10 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             value = ops.transpose(value, (0, 2, 1, 3))
             heads_first = False
         weights, row_valid = None, None
+        # The fused kernel's static conditions, decided once per call.
+        fused = self._takes_fused_path(
+            return_attention_scores, training, projected_query.shape[1]
+        )
         if self._takes_windowed_path(
             projected_query, key, cache, cache_update_index, return_attention_scores
         ):
@@ -442,9 +446,12 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             training,
             dispatch.mask_kind(
                 causal=use_causal_mask,
-                padding=any(m is not None for m in (query_mask, value_mask, key_mask)),
+                padding=query_mask is not None
+                or value_mask is not None
+                or key_mask is not None,
                 pairwise=attention_mask is not None or self._sliding_window is not None,
             ),
+            fused,
         ):
             output = self._chunked_attention(
                 projected_query,
@@ -463,13 +470,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             own_hook = (
                 type(self)._compute_attention is MultiHeadAttention._compute_attention
             )
-            fused = (
-                own_hook
-                and not heads_first
-                and self._takes_fused_path(
-                    return_attention_scores, training, projected_query.shape[1]
-                )
-            )
+            fused = fused and own_hook and not heads_first
             mask, causal_only, row_valid = self._attention_mask(
                 projected_query,
                 # The masks read the number of keys only.
@@ -503,10 +504,10 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                     return_attention_scores,
                     **causal_kwargs,
                 )
-            if row_valid is not None and len(row_valid.shape) == 3:
+            if row_valid is not None and len(row_valid.shape) == 4:
                 # A 4-D mask can empty a row in some heads only: zero those
                 # heads' context, as the explicit path's all-zero weights do.
-                valid = ops.transpose(row_valid, (0, 2, 1))[..., None]
+                valid = ops.transpose(row_valid, (0, 2, 1, 3))
                 output = ops.where(valid, output, ops.zeros_like(output))
                 row_valid = None
         if gate is not None:
@@ -574,12 +575,14 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         return_attention_scores,
         training=None,
         mask="none",
+        fused=None,
     ):
         """Whether `call` uses `chunked_attention` (static shapes, Python flags).
 
         `mask` is the `dispatch.mask_kind` of the call: with
         `chunk_threshold="auto"`, `dispatch.takes_chunked_path` keeps the
         fused path where the backend's kernel is memory-efficient for it.
+        `fused`: `_takes_fused_path` of the call, when the caller has it.
         """
         if (
             self.chunk_threshold is None
@@ -597,7 +600,8 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         q_len, k_len = query.shape[1], key.shape[1]
         if None in (q_len, k_len):
             return False
-        fused = self._takes_fused_path(return_attention_scores, training, q_len)
+        if fused is None:
+            fused = self._takes_fused_path(return_attention_scores, training, q_len)
         return dispatch.takes_chunked_path(
             self.chunk_threshold, k_len, fused, self.compute_dtype, mask, query
         )
@@ -821,8 +825,9 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         - `causal_only`: the causal mask is the only one and the fused kernel
           applies it by itself (then `mask` is None).
         - `row_valid`: on the fused path, which query rows have a key to
-          attend to, `(B or 1, Tq or 1)` (or per head with a 4-D mask), for
-          `call` to repair the rows the kernel averages uniformly; else None.
+          attend to, `(B or 1, Tq or 1, 1)` (`(B, num_heads, Tq, 1)` with a
+          4-D mask, any of them possibly 1), for `call` to repair the rows
+          the kernel averages uniformly; else None.
         """
         value_mask = _key_padding_mask(value_mask, key_mask, key)
         if attention_mask is not None:
@@ -847,8 +852,8 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             # rows have anything to attend to follows from the 1-D masks,
             # O(B * (Tq + Tv)).
             keys = None if value_mask is None else ops.cast(value_mask, "bool")
-            mask = None if keys is None else keys[:, None, :]
-            return mask, False, _rows_with_keys(query_mask, keys)
+            mask = None if keys is None else ops.expand_dims(keys, 1)
+            return mask, False, _rows_with_keys(query_mask, mask)
 
         parts = []
         if query_mask is not None:
@@ -877,7 +882,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             mask = part if mask is None else ops.logical_and(mask, part)
         row_valid = None
         if fused and mask is not None:
-            row_valid = ops.any(mask, axis=-1)
+            row_valid = ops.any(mask, axis=-1, keepdims=True)
         return mask, False, row_valid
 
     def _check_attention_mask(self, attention_mask, query, key):
@@ -1064,17 +1069,21 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         return ops.cast(weights, self.compute_dtype)
 
     def _empty_rows_to_bias(self, output, row_valid):
-        """Rows where `row_valid` `(B, Tq)` (or broadcastable) is False get the bias.
+        """Rows where `row_valid` `(B, Tq, 1)` (or broadcastable) is False get the bias.
 
         That is the projection of a zero context, what the explicit path
         gives a fully masked row; selecting after the projection (instead
         of zeroing the `(B, Tq, heads, dim)` context before it) fuses into
         the bias add under XLA.
         """
-        valid = ops.broadcast_to(row_valid, ops.shape(output)[:2])[:, :, None]
+        for _ in range(len(output.shape) - len(row_valid.shape)):
+            row_valid = ops.expand_dims(row_valid, -1)  # a tuple `output_shape`
         bias = getattr(self.output_dense, "bias", None)
-        fill = 0.0 if bias is None else ops.cast(bias, output.dtype)
-        return ops.where(valid, output, fill)
+        fill = 0.0 if bias is None else bias.value  # autocast, scoped
+        dtype = keras.backend.standardize_dtype(output.dtype)
+        if bias is not None and keras.backend.standardize_dtype(fill.dtype) != dtype:
+            fill = ops.cast(fill, dtype)
+        return ops.where(row_valid, output, fill)
 
     def compute_output_spec(
         self,
@@ -1277,9 +1286,13 @@ def _causal_mask(query_length, key_length):
 
 
 def _rows_with_keys(query_mask, keys):
-    """`(B, Tq)` or `(B, 1)` bool: rows with at least one key under padding masks."""
+    """`(B, Tq, 1)` or `(B, 1, 1)` bool: rows with a key under padding masks.
+
+    `keys`: None or the `(B, 1, Tv)` key mask; the trailing axis is the one
+    `where` broadcasts over the output's features.
+    """
     rows = None if keys is None else ops.any(keys, axis=-1, keepdims=True)
     if query_mask is not None:
-        query_mask = ops.cast(query_mask, "bool")
+        query_mask = ops.expand_dims(ops.cast(query_mask, "bool"), -1)
         rows = query_mask if rows is None else ops.logical_and(query_mask, rows)
     return rows

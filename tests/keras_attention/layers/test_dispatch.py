@@ -67,6 +67,13 @@ def paths(monkeypatch):
     return calls
 
 
+def test_the_layers_use_the_dispatch_module_the_tests_stub():
+    """One `dispatch` module: pytest collecting its examples first must not
+    execute it again as a second module (see the root `conftest.py`)."""
+    for module in (mha_module, attention_module, image_module):
+        assert module.dispatch is dispatch, module.__name__
+
+
 MASKS = {
     "none": {},
     "causal": {"use_causal_mask": True},

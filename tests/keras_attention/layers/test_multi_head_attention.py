@@ -532,22 +532,54 @@ def test_call_errors():
         )
 
 
-def test_fused_path_zeroes_rows_of_an_empty_value_sequence():
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_fused_path_zeroes_rows_of_an_empty_value_sequence(dtype):
     # Padding masks only: the fused path finds the empty rows from the 1-D
     # masks; it must agree with the explicit path (which reduces the full
-    # mask) and give the output bias alone on the empty example.
-    _, ours = twin_layers(bias_initializer="random_normal")
+    # mask) and give the output bias alone on the empty example (a float32
+    # bias under a bfloat16 computation: the bias in bfloat16).
+    _, ours = twin_layers(bias_initializer="random_normal", dtype=dtype)
     query, value = rand(2, 5, DIM, seed=9), rand(2, 7, DIM, seed=10)
     value_mask = np.ones((2, 7), bool)
     value_mask[1] = False
-    fused = np_(ours(query, value, value_mask=value_mask))
+    out = ours(query, value, value_mask=value_mask)
+    assert keras.backend.standardize_dtype(out.dtype) == ours.compute_dtype
+    fused = np_(keras.ops.cast(out, "float32"))
     unfused, _ = ours(query, value, value_mask=value_mask, return_attention_scores=True)
-    np.testing.assert_allclose(fused, np_(unfused), atol=1e-5)
+    atol = 1e-5 if dtype == "float32" else 3e-2  # bfloat16: 8-bit mantissa
+    np.testing.assert_allclose(
+        fused, np_(keras.ops.cast(unfused, "float32")), atol=atol
+    )
     bias = np_(ours.output_dense.bias)
     np.testing.assert_allclose(
-        fused[1], np.broadcast_to(bias, fused[1].shape), atol=1e-6
+        fused[1], np.broadcast_to(bias, fused[1].shape), atol=atol / 10
     )
-    assert not np.allclose(fused[0], bias)
+    assert not np.allclose(fused[0], bias, atol=atol)
+
+
+def test_fused_path_padding_with_a_tuple_output_shape():
+    # The rows with nothing to attend to get the bias of an output of rank
+    # 4 too (it raised an InvalidArgumentError under TensorFlow: a (B, Tq,
+    # 1) selector against (B, Tq, 2, 3)); the same outputs as the explicit
+    # path, with a query mask, an empty example and a per-head mask.
+    layer = MultiHeadAttention(
+        2, 4, output_shape=(2, 3), bias_initializer="random_normal"
+    )
+    x = rand(2, 5, DIM, seed=11)
+    value_mask = np.ones((2, 5), bool)
+    value_mask[1] = False
+    query_mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    heads = np.random.default_rng(3).random((2, 2, 5, 5)) < 0.3
+    for masks in (
+        {"value_mask": value_mask, "query_mask": query_mask},
+        {"value_mask": value_mask, "attention_mask": heads},
+    ):
+        out = np_(layer(x, x, **masks))
+        ref, _ = layer(x, x, return_attention_scores=True, **masks)
+        assert out.shape == (2, 5, 2, 3)
+        np.testing.assert_allclose(out, np_(ref), atol=1e-5)
+        bias = np_(layer.output_dense.bias)
+        np.testing.assert_allclose(out[1], np.broadcast_to(bias, (5, 2, 3)), atol=1e-6)
 
 
 @pytest.mark.parametrize("return_scores", [False, True], ids=["fused", "explicit"])
