@@ -1,12 +1,19 @@
 """`zoo.base.truncation`: one warning for every text preprocessor, one for cut outputs."""
 
+import os
+import sys
 import warnings
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
 from zoo.base.truncation import warn_truncated
 from zoo.data import vocabulary
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import tiny_models  # noqa: E402
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -63,14 +70,6 @@ def _unfinished_warnings(call):
 @pytest.mark.parametrize("kind", ["translations", "captions"])
 def test_outputs_cut_at_max_length_are_counted_in_a_warning(kind):
     """`translate` / `caption` warn of what stops before `[END]`, as the exports flag it."""
-    import os
-    import sys
-
-    import numpy as np
-
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import tiny_models
-
     if kind == "translations":
         model = tiny_models.transformer(seed=0)
         inputs = [pair[0] for pair in tiny_models.bible_pairs()[:3]]

@@ -49,8 +49,11 @@ def cut_rows(tokens, sequence_length):
     [True, False, False]
     """
     lengths = row_lengths(tokens)
-    if lengths is None:
-        return None
+    return None if lengths is None else _cut(lengths, sequence_length)
+
+
+def _cut(lengths, sequence_length):
+    """Rows of `lengths` tokens that do not fit with one special token."""
     return lengths + 1 > sequence_length
 
 
@@ -95,7 +98,7 @@ def warn_truncated(tokens, sequence_length, setting, rows, hint=""):
     if lengths is None:
         return None
     needed = lengths.numpy() + 1
-    count = int(cut_rows(tokens, sequence_length).numpy().sum())
+    count = int(_cut(lengths, sequence_length).numpy().sum())
     if count:
         warnings.warn(
             f"{count} of {len(needed)} {rows} were longer than "
