@@ -8,7 +8,8 @@ input), `keras.layers.MultiHeadAttention` against
 `keras_attention.layers.MultiHeadAttention` (default `chunk_threshold=
 "auto"`) given Keras's weights. JAX: one `jax.jit` program per layer;
 PyTorch: eager `backward()`. Time: the median of `--repeats` runs after a
-warm-up. Memory: JAX, the compiled program's temporary bytes (XLA memory
+warm-up, Keras's layer and ours timed in the same rounds (each round starting
+with the other one). Memory: JAX, the compiled program's temporary bytes (XLA memory
 analysis); PyTorch on CUDA, the peak allocated bytes during one run; on a
 CPU, the growth of the resident set during one run (Linux `VmHWM`).
 
@@ -312,7 +313,13 @@ class _PathSpy:
         return "explicit"
 
 
-def _jax_measure(layer, x, padding, arguments, repeats, spy=None):
+def _jax_prepare(layer, x, padding, arguments, spy=None):
+    """Compiles one forward + backward of `layer` under `jax.jit`.
+
+    Returns `(run, memory, out)`: `run()` runs it once and waits for it,
+    `memory()` is the compiled program's temporary bytes (or the resident
+    set's growth where XLA does not report them), `out` the layer's output.
+    """
     import contextlib
 
     import jax
@@ -331,25 +338,24 @@ def _jax_measure(layer, x, padding, arguments, repeats, spy=None):
     padding = None if padding is None else jnp.asarray(padding)
     with spy or contextlib.nullcontext():
         compiled = step.lower(trainable, x, padding).compile()
-    memory = None
-    try:
-        memory = compiled.memory_analysis().temp_size_in_bytes
-    except Exception:  # noqa: BLE001 - not every platform reports it
-        pass
-    grads, out = jax.block_until_ready(compiled(trainable, x, padding))
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(compiled(trainable, x, padding))
-        times.append(time.perf_counter() - start)
-    if memory is None:
-        memory = _rss_growth(
-            lambda: jax.block_until_ready(compiled(trainable, x, padding))
-        )
-    return statistics.median(times), memory, out
+
+    def run():
+        return jax.block_until_ready(compiled(trainable, x, padding))
+
+    def memory():
+        try:
+            return compiled.memory_analysis().temp_size_in_bytes
+        except Exception:  # noqa: BLE001 - not every platform reports it
+            return _rss_growth(run)
+
+    _, out = run()
+    return run, memory, out
 
 
-def _torch_measure(layer, x, padding, arguments, repeats, spy=None):
+def _torch_prepare(layer, x, padding, arguments, spy=None):
+    """Eager forward + `backward()` of `layer`: `(run, memory, out)` as in
+    `_jax_prepare`; memory is the CUDA peak allocated during one run, or on a
+    CPU the resident set's growth."""
     import contextlib
 
     import torch
@@ -369,26 +375,45 @@ def _torch_measure(layer, x, padding, arguments, repeats, spy=None):
             torch.cuda.synchronize()
         return out
 
-    with spy or contextlib.nullcontext():
-        out = run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    if cuda:
+    def memory():
+        if not cuda:
+            return _rss_growth(run)
         torch.cuda.reset_peak_memory_stats()
         before = torch.cuda.memory_allocated()
         run()
-        memory = torch.cuda.max_memory_allocated() - before
-    else:
-        memory = _rss_growth(run)
-    return statistics.median(times), memory, out.detach()
+        return torch.cuda.max_memory_allocated() - before
+
+    with spy or contextlib.nullcontext():
+        out = run()
+    return run, memory, out.detach()
+
+
+def _interleaved_medians(runs, repeats):
+    """Median seconds of each of `runs` (name -> function), timed in the
+    same `repeats` rounds, each round starting one run later than the last,
+    so that a drift of the clock or the load falls on every run alike."""
+    names = list(runs)
+    times = {name: [] for name in names}
+    for round_ in range(repeats):
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            start = time.perf_counter()
+            runs[name]()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(each) for name, each in times.items()}
 
 
 def _rss_growth(run):
+    """Bytes the resident set grows by during `run()`, or None where it
+    cannot be read: Linux only, and only in a process that glibc maps every
+    large buffer afresh for (`MALLOC_MMAP_THRESHOLD_` set, as the memory
+    pass of `main` does), else freed buffers are reused unseen. Timing runs
+    in a process without it: with it, each large buffer costs a fresh
+    mapping and page faults (session 27 measured 35% on a CPU)."""
     from machine import reset_peak, status_kib
 
+    if not os.environ.get("MALLOC_MMAP_THRESHOLD_"):
+        return None
     before = status_kib("VmRSS")
     if not reset_peak():
         return None
@@ -397,7 +422,11 @@ def _rss_growth(run):
 
 
 def worker(args):
-    """Runs every row on this process's backend; prints one JSON line per row."""
+    """Runs every row on this process's backend; prints one JSON line per row.
+
+    Both layers of a row are compiled (or warmed up) first, then timed in
+    the same interleaved rounds, then their memory is measured.
+    """
     import functools
 
     import keras
@@ -410,7 +439,7 @@ def worker(args):
         # A CPU check of the rows: a stubbed GPU, the Triton kernel interpreted.
         dispatch.platform = lambda tensor=None: "gpu"
         dispatch.TRITON_INTERPRET = True
-    measure = _jax_measure if backend == "jax" else _torch_measure
+    prepare = _jax_prepare if backend == "jax" else _torch_prepare
     device = dispatch.platform()
     budget = _available_bytes()
     host = _device_bytes() is None
@@ -432,7 +461,7 @@ def worker(args):
             theirs, ours = _pair(layer, dtype, args.chunk_threshold)
             heads = HEADS if layer == "mha" else 1
             need = 3 * x.shape[0] * heads * length * length * 4
-            outputs = {}
+            prepared, outputs = {}, {}
             spy = _PathSpy()
             for name, each in (("keras", theirs), ("ours", ours)):
                 # On a CPU an explicit path that does not fit would swap or be
@@ -442,33 +471,38 @@ def worker(args):
                     continue
                 arguments = functools.partial(_arguments, layer, name, mask)
                 try:
-                    seconds, memory, out = measure(
-                        each,
-                        x,
-                        padding,
-                        arguments,
-                        args.repeats,
-                        spy if name == "ours" else None,
+                    prepared[name] = prepare(
+                        each, x, padding, arguments, spy if name == "ours" else None
                     )
                 except Exception as error:  # noqa: BLE001 - reported in the row
                     if not _is_oom(error):
                         raise
                     row[name] = "out of memory"
                     continue
-                row[name] = {
-                    "ms": seconds * 1e3,
-                    "mib": None if memory is None else memory / 2**20,
-                }
                 outputs[name] = np.asarray(
-                    keras.ops.convert_to_numpy(keras.ops.cast(out, "float32"))
+                    keras.ops.convert_to_numpy(
+                        keras.ops.cast(prepared[name][2], "float32")
+                    )
                 )
+            medians = {}
+            if not args.memory_only:
+                medians = _interleaved_medians(
+                    {name: each[0] for name, each in prepared.items()}, args.repeats
+                )
+            for name, (_, memory, _) in prepared.items():
+                bytes_ = memory()
+                row[name] = {
+                    "ms": medians[name] * 1e3 if medians else None,
+                    "mib": None if bytes_ is None else bytes_ / 2**20,
+                }
             row["path"] = spy.path if "ours" in outputs else "-"
             if len(outputs) == 2:
                 difference = np.abs(outputs["keras"] - outputs["ours"])
                 if mask == "shared-padding":
                     difference = difference[padding]  # the kept rows
                 row["max_abs_diff"] = float(np.max(difference))
-                row["ratio"] = row["ours"]["ms"] / row["keras"]["ms"]
+                if medians:
+                    row["ratio"] = row["ours"]["ms"] / row["keras"]["ms"]
             print(json.dumps(row), flush=True)
 
 
@@ -517,6 +551,40 @@ def _describe():
     return lines
 
 
+def _key(row):
+    return row["layer"], row["dtype"], row["T"], row["mask"]
+
+
+def _needs_resident_memory(row):
+    return (
+        any(
+            isinstance(row.get(name), dict) and row[name]["mib"] is None
+            for name in ("keras", "ours")
+        )
+        and row["device"] == "cpu"
+    )
+
+
+def _worker(backend, command, env, on_row):
+    """Runs one worker process, calling `on_row(row, line)` for each row it
+    prints; says so when it fails."""
+    with (
+        tempfile.TemporaryFile("w+") as stderr,
+        subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env
+        ) as worker_process,
+    ):
+        for line in worker_process.stdout:
+            if line.startswith("{"):
+                on_row(json.loads(line), line.strip())
+        worker_process.wait()
+        stderr.seek(0)
+        errors = stderr.read()
+    if worker_process.returncode != 0:
+        tail = errors.strip().splitlines()[-3:]
+        print(f"{backend}: failed: " + " | ".join(tail), flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default=",".join(BACKENDS))
@@ -554,6 +622,7 @@ def main(argv=None):
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument("--jsonl", help="append each row to this file as it comes")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--memory-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     def ints(text, default):
@@ -613,31 +682,35 @@ def main(argv=None):
         env = {
             **os.environ,
             "KERAS_BACKEND": backend,
-            "MALLOC_MMAP_THRESHOLD_": "131072",
             "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
         }
-        # Rows are printed (and appended to `--jsonl`) as they come, so a
-        # run cut short keeps what it measured.
-        with (
-            tempfile.TemporaryFile("w+") as stderr,
-            subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env
-            ) as worker_process,
-        ):
-            for line in worker_process.stdout:
-                if not line.startswith("{"):
-                    continue
-                rows.append(json.loads(line))
-                print(line.strip(), flush=True)
-                if args.jsonl:
-                    with open(args.jsonl, "a") as sink:
-                        sink.write(line)
-            worker_process.wait()
-            stderr.seek(0)
-            errors = stderr.read()
-        if worker_process.returncode != 0:
-            tail = errors.strip().splitlines()[-3:]
-            print(f"{backend}: failed: " + " | ".join(tail), flush=True)
+        env.pop("MALLOC_MMAP_THRESHOLD_", None)
+        timed = []
+
+        def timed_row(row, line, timed=timed):
+            # Printed (and appended to `--jsonl`) as it comes, so a run cut
+            # short keeps what it measured.
+            timed.append(row)
+            print(line, flush=True)
+            if args.jsonl:
+                with open(args.jsonl, "a") as sink:
+                    sink.write(line + "\n")
+
+        _worker(backend, command, env, timed_row)
+        rows += timed
+        if any(_needs_resident_memory(row) for row in timed):
+            # A CPU's memory: the resident set's growth, read in a second
+            # process where glibc maps each large buffer afresh.
+            env["MALLOC_MMAP_THRESHOLD_"] = "131072"
+            by_key = {_key(row): row for row in timed}
+
+            def memory_row(row, line, by_key=by_key):
+                for name in ("keras", "ours"):
+                    kept = by_key.get(_key(row), {}).get(name)
+                    if isinstance(kept, dict) and isinstance(row.get(name), dict):
+                        kept["mib"] = row[name]["mib"]
+
+            _worker(backend, [*command, "--memory-only"], env, memory_row)
     print()
     print(_table(rows))
     if args.json:

@@ -81,3 +81,47 @@ def test_the_triton_rows_in_pallas_interpreter():
     ]
     for row in rows:
         assert row["max_abs_diff"] < 1e-4
+
+
+def _script():
+    import runpy
+
+    path = os.path.join(ROOT, "benchmarks", "attention_devices.py")
+    return runpy.run_path(path, run_name="attention_devices")
+
+
+def test_keras_and_ours_are_timed_in_the_same_rounds():
+    """Each round times both, the first one of a round alternating, so a
+    drift of the load falls on both alike (session 27's leftover: Keras's
+    layer was timed before ours on every row)."""
+    calls = []
+    runs = {name: (lambda name=name: calls.append(name)) for name in ("keras", "ours")}
+    medians = _script()["_interleaved_medians"](runs, 3)
+    assert calls == ["keras", "ours", "ours", "keras", "keras", "ours"]
+    assert sorted(medians) == ["keras", "ours"]
+    assert all(seconds >= 0 for seconds in medians.values())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the resident set of Linux")
+@pytest.mark.skipif(
+    keras.config.backend() != "tensorflow",
+    reason="its workers run PyTorch whatever this pass's backend: once is enough",
+)
+def test_cpu_memory_comes_from_a_second_process():
+    """On a CPU the times come from a process with glibc's default
+    allocator and the resident-set growth from one that maps each large
+    buffer afresh (`MALLOC_MMAP_THRESHOLD_`): both cells are filled."""
+    main = _script()["main"]
+    rows = main(
+        [
+            "--backends=torch",
+            "--dtypes=float32",
+            "--lengths=16",
+            "--mask-lengths=",
+            "--repeats=1",
+        ]
+    )
+    assert len(rows) == 1 and rows[0]["device"] == "cpu"
+    for name in ("keras", "ours"):
+        assert rows[0][name]["ms"] > 0
+        assert rows[0][name]["mib"] is not None and rows[0][name]["mib"] >= 0
