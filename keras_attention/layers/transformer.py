@@ -152,7 +152,10 @@ class _TransformerBlock(keras.layers.Layer):
         if self.normalize_first:
             x = _unmasked(norm(x))
         x, *extras = sublayer(x)
-        x = dropout(x, training=training) + residual
+        if training and self.dropout > 0:
+            # `Dropout` is the identity otherwise: one layer call less.
+            x = dropout(x, training=training)
+        x = x + residual
         if not self.normalize_first:
             x = norm(x)
         return x, extras
