@@ -227,3 +227,19 @@ def test_a_traced_step_reads_the_whole_cache():
     want = step(x, *pair, 2)
     for a, b in zip(got, want):
         np.testing.assert_allclose(np_(a), np_(b), atol=1e-5)
+
+
+def test_split_cross_attention_cache_is_laid_out_heads_first():
+    """Equal to the stacked cache transposed, and (PyTorch) not a strided view.
+
+    A view would be copied whole by every decoding step that reshapes it.
+    """
+    block = TransformerDecoderBlock(intermediate_dim=16, num_heads=HEADS)
+    target, source = rand(2, 3, DIM, seed=8), rand(2, 5, DIM, seed=9)
+    block(target, source)
+    stacked = np_(block.compute_cross_attention_cache(source))
+    keys, values = block.compute_cross_attention_cache(source, split=True)
+    np.testing.assert_allclose(np_(keys), stacked[:, 0].transpose(0, 2, 1, 3))
+    np.testing.assert_allclose(np_(values), stacked[:, 1].transpose(0, 2, 1, 3))
+    if keras.backend.backend() == "torch":
+        assert keys.is_contiguous() and values.is_contiguous()
