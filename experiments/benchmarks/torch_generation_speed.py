@@ -11,8 +11,10 @@ difference. Then the workers take turns, `--rounds` times: each round
 each of them decodes the first `--inputs` test inputs once per decoding
 (the user verb, `translate` or `caption`, batches of 64), timed; the
 parent prints every round and the median of the per-round ratios new /
-baseline (the two share each round's load). Run it under `taskset -c 1`
-with one thread, as in the command below.
+baseline (the two share each round's load), in wall-clock seconds and in
+the worker's CPU seconds (`time.process_time`, less moved by other
+processes on a shared machine). Run it under `taskset -c 1` with one
+thread, as in the command below.
 
     KERAS_BACKEND=torch OMP_NUM_THREADS=1 nice -n 10 taskset -c 1 python \\
         experiments/benchmarks/torch_generation_speed.py --baseline /work/main \\
@@ -103,9 +105,12 @@ def worker(args):
             break
         seconds = {}
         for width in widths:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             verb(inputs[: args.inputs], beam_width=width)
-            seconds[str(width)] = time.perf_counter() - start
+            seconds[str(width)] = (
+                time.perf_counter() - start,
+                time.process_time() - cpu,
+            )
         print(json.dumps(seconds), flush=True)
 
 
@@ -180,21 +185,27 @@ def main(argv=None):
             process.stdin.flush()
             times[name] = read(process)
         for width in times["old"]:
-            ratio = times["new"][width] / times["old"][width]
+            (old_wall, old_cpu), (new_wall, new_cpu) = (
+                times["old"][width],
+                times["new"][width],
+            )
+            ratio = (new_wall / old_wall, new_cpu / old_cpu)
             ratios.setdefault(width, []).append(ratio)
             print(
-                f"round {round_} beam width {width}: baseline "
-                f"{times['old'][width]:.2f} s, new {times['new'][width]:.2f} s, "
-                f"ratio {ratio:.3f}",
+                f"round {round_} beam width {width}: baseline {old_wall:.2f} s "
+                f"(CPU {old_cpu:.2f} s), new {new_wall:.2f} s (CPU "
+                f"{new_cpu:.2f} s), ratio {ratio[0]:.3f} (CPU {ratio[1]:.3f})",
                 flush=True,
             )
     for process in (old, new):
         process.stdin.close()
         process.wait()
     for width, values in ratios.items():
+        wall, cpu = zip(*values)
         print(
             f"beam width {width}: median ratio new / baseline "
-            f"{statistics.median(values):.3f} over {len(values)} rounds"
+            f"{statistics.median(wall):.3f} wall, {statistics.median(cpu):.3f} "
+            f"CPU time, over {len(values)} rounds"
         )
     print(f"load average {os.getloadavg()}")
 
