@@ -48,10 +48,7 @@ def load_inputs(model, count):
         "test", num_scenes=count, canvas_size=data.get("canvas_size", 84)
     )
 
-    def caption(images, beam_width):
-        return model.caption(images, beam_width=beam_width)[0]
-
-    return test["images"][:count], caption
+    return test["images"][:count], model.caption
 
 
 def prepared(model, inputs):
