@@ -138,6 +138,27 @@ def read(process):
     return json.loads(line)
 
 
+def start_and_compare(args, folder):
+    """Starts both workers; prints how their outputs and logits differ."""
+    import numpy as np
+
+    dumps = {name: os.path.join(folder, f"{name}.npz") for name in ("old", "new")}
+    old = start(args, os.path.abspath(args.baseline), dumps["old"])
+    old_outputs = read(old)["outputs"]
+    tokens = os.path.join(folder, "tokens.npy")
+    np.save(tokens, np.load(dumps["old"])["tokens"])
+    new = start(args, ROOT, dumps["new"], tokens)
+    new_outputs = read(new)["outputs"]
+    for width, texts in old_outputs.items():
+        differ = sum(a != b for a, b in zip(texts, new_outputs[width]))
+        print(f"beam width {width}: {differ} of {len(texts)} outputs differ")
+    old_dump, new_dump = np.load(dumps["old"]), np.load(dumps["new"])
+    same = np.array_equal(old_dump["tokens"], new_dump["tokens"])
+    gap = np.abs(old_dump["logits"] - new_dump["logits"]).max()
+    print(f"greedy tokens equal: {same}; per-step logits max |new - old| {gap:.2e}")
+    return old, new
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--baseline", help="the other checkout (required)")
@@ -156,24 +177,9 @@ def main(argv=None):
         return
     if args.baseline is None:
         p.error("--baseline: the other checkout is required")
-    import numpy as np
-
     print(f"load average {os.getloadavg()}, {args.preset}", flush=True)
-    folder = tempfile.mkdtemp()
-    dumps = {name: os.path.join(folder, f"{name}.npz") for name in ("old", "new")}
-    old = start(args, os.path.abspath(args.baseline), dumps["old"])
-    old_outputs = read(old)["outputs"]
-    tokens = os.path.join(folder, "tokens.npy")
-    np.save(tokens, np.load(dumps["old"])["tokens"])
-    new = start(args, ROOT, dumps["new"], tokens)
-    new_outputs = read(new)["outputs"]
-    for width, texts in old_outputs.items():
-        differ = sum(a != b for a, b in zip(texts, new_outputs[width]))
-        print(f"beam width {width}: {differ} of {len(texts)} outputs differ")
-    old_dump, new_dump = np.load(dumps["old"]), np.load(dumps["new"])
-    same = np.array_equal(old_dump["tokens"], new_dump["tokens"])
-    gap = np.abs(old_dump["logits"] - new_dump["logits"]).max()
-    print(f"greedy tokens equal: {same}; per-step logits max |new - old| {gap:.2e}")
+    with tempfile.TemporaryDirectory() as folder:
+        old, new = start_and_compare(args, folder)
     ratios = {}
     for round_ in range(args.rounds):
         times = {}

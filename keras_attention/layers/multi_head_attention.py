@@ -219,6 +219,11 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         cache_update_index: optional int or int tensor. Where to write the
             projections of the new `key`/`value` into `cache`. `None` with a
             cache uses the cache as is (precomputed cross-attention keys).
+            With `use_causal_mask` and an index whose value is known when
+            the call runs (a Python int, or an eager PyTorch or TensorFlow
+            tensor, not a traced one), the step attends over the cache
+            positions up to its last query only (the later ones are masked
+            anyway): the same outputs and weights, in less time.
 
     Returns:
         `output` `(batch, Tq, dim)`; `(output, scores)` with
