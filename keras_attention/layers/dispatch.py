@@ -69,6 +69,8 @@ memory-efficient, at every length; elsewhere it chunks above
 device (`0`: always; `None`: never).
 """
 
+import numbers
+
 import keras
 from keras import ops
 
@@ -276,6 +278,45 @@ def tensorflow_eager():
     import tensorflow as tf
 
     return tf.executing_eagerly()
+
+
+def concrete_int(value):
+    """The value of a scalar index when it is known now, else None.
+
+    Known: a Python int, an eager PyTorch tensor (not while `torch.compile`,
+    `torch.export` or `torch.jit.trace` traces the call) and a TensorFlow
+    tensor outside a `tf.function`. Unknown: a symbolic tensor (a
+    `tf.function` graph, a JAX tracer under `jax.jit`), any JAX array (JAX
+    code is meant to be traced), None. Code that reads the value may then
+    shape tensors by it (eager code runs op by op); traced code must keep
+    static shapes.
+
+    >>> concrete_int(3), concrete_int(None), concrete_int(True)
+    (3, None, None)
+    """
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if len(getattr(value, "shape", (None,))) != 0:
+        return None
+    name = backend()
+    if name == "torch":
+        import torch
+
+        if (
+            isinstance(value, torch.Tensor)
+            and value.device.type != "meta"
+            and not torch.compiler.is_compiling()
+            and not torch.jit.is_tracing()
+        ):
+            return int(value)
+    elif name == "tensorflow" and tensorflow_eager():
+        import tensorflow as tf
+
+        if isinstance(value, tf.Tensor):
+            return int(value)
+    return None
 
 
 def chunk_size(size, rows=None, tensor=None):

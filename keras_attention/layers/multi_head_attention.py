@@ -219,6 +219,11 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         cache_update_index: optional int or int tensor. Where to write the
             projections of the new `key`/`value` into `cache`. `None` with a
             cache uses the cache as is (precomputed cross-attention keys).
+            With `use_causal_mask` and an index whose value is known when
+            the call runs (a Python int, or an eager PyTorch or TensorFlow
+            tensor, not a traced one), the step attends over the cache
+            positions up to its last query only (the later ones are masked
+            anyway): the same outputs and weights, in less time.
 
     Returns:
         `output` `(batch, Tq, dim)`; `(output, scores)` with
@@ -410,6 +415,25 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         key, value, cache = self._project_key_value(
             key, value, cache, cache_update_index
         )
+        # A split cache holds its positions on axis 2, a stacked one on 1.
+        axis = 2 if isinstance(cache, (tuple, list)) else 1
+        cache_size = key.shape[axis]
+        prefix, use_causal_mask = self._visible_prefix(
+            projected_query, cache, cache_update_index, use_causal_mask, cache_size
+        )
+        if prefix is not None:
+            # The masks are checked against the whole cache, then cut.
+            keys = key[:, 0] if axis == 2 else key
+            value_mask = _key_padding_mask(value_mask, key_mask, keys)
+            key_mask = None
+            if attention_mask is not None:
+                attention_mask = self._check_attention_mask(
+                    attention_mask, projected_query, keys
+                )
+            key = _take_prefix(key, prefix, axis)
+            value = _take_prefix(value, prefix, axis)
+            value_mask = _take_prefix(value_mask, prefix, -1)
+            attention_mask = _take_prefix(attention_mask, prefix, -1)
         # A split cache holds heads-first keys and values; only this class's
         # own hook reads them so (a subclass's hook or a flash kernel gets
         # Keras's `(B, Tv, heads, dim)`).
@@ -516,6 +540,10 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         if row_valid is not None:
             output = self._empty_rows_to_bias(output, row_valid)
 
+        if prefix is not None and weights is not None:
+            # The masked keys after the prefix have weight exactly 0.
+            padding = [[0, 0]] * 3 + [[0, cache_size - prefix]]
+            weights = ops.pad(weights, padding)
         if return_attention_scores and cache is not None:
             return output, weights, cache
         if return_attention_scores:
@@ -523,6 +551,37 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         if cache is not None:
             return output, cache
         return output
+
+    def _visible_prefix(
+        self, query, cache, cache_update_index, use_causal_mask, cache_size
+    ):
+        """How many cache positions a causal decoding step reads, or None (all).
+
+        The `Tq` queries of a step stand at `cache_update_index ...
+        cache_update_index + Tq - 1`, so the causal mask hides every later
+        cache position from all of them: where the index is known now
+        (`dispatch.concrete_int`: a Python int, eager PyTorch or TensorFlow)
+        the step attends over the first `cache_update_index + Tq` positions
+        only, with the same weights (the hidden ones are exactly 0). Under a
+        trace (`tf.function`, `jax.jit`, `torch.compile`) the index has no
+        value and the step reads the whole cache: static shapes. A subclass
+        overriding Keras's hooks gets the whole cache, as before.
+
+        Returns `(prefix, use_causal_mask)`: the number of positions read
+        (None: all), and whether a causal mask is still needed among them
+        (not for one query, which sees its whole prefix; the first step
+        reads two positions, as a softmax over one is what Keras warns of).
+        """
+        if cache is None or not use_causal_mask or self._overrides_hooks():
+            return None, use_causal_mask
+        index = dispatch.concrete_int(cache_update_index)
+        length = query.shape[1]
+        if index is None or index < 0 or length is None or cache_size is None:
+            return None, use_causal_mask
+        prefix = max(index + length, 2)
+        if prefix >= cache_size:
+            return None, use_causal_mask
+        return prefix, length != 1 or prefix != index + 1
 
     def _takes_fused_path(self, return_attention_scores, training, query_length=None):
         """Whether `_compute_attention` uses `ops.dot_product_attention`."""
@@ -992,7 +1051,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             heads_k = ops.transpose(key, (0, 2, 1, 3))
             raw = self._head_scores(query, heads_k)
         weights = self._masked_softmax(raw, attention_mask)
-        dropped = self._dropout_layer(weights, training=training)
+        dropped = self._weights_dropout(weights, training)
         if one_query:
             return _one_query_context(dropped, value), weights
         output = ops.einsum("bhqk,bkhd->bqhd", dropped, value)
@@ -1036,7 +1095,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         q_len, k_len = ops.shape(query)[1], ops.shape(key)[2]
         rows = batch * self.num_heads
         weights = self._masked_softmax(self._head_scores(query, key), attention_mask)
-        dropped = self._dropout_layer(weights, training=training)
+        dropped = self._weights_dropout(weights, training)
         heads_v = ops.reshape(value, (rows, k_len, self.value_dim))
         context = ops.matmul(
             ops.reshape(ops.cast(dropped, heads_v.dtype), (rows, q_len, k_len)),
@@ -1044,6 +1103,17 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         )
         context = ops.reshape(context, (batch, self.num_heads, q_len, self.value_dim))
         return ops.transpose(context, (0, 2, 1, 3)), weights
+
+    def _weights_dropout(self, weights, training):
+        """The dropout on the attention weights, called only where it acts.
+
+        `Dropout` is the identity unless `training and rate > 0`; not
+        calling it then saves a layer call per attention (a decoding step
+        makes many).
+        """
+        if training and self.dropout > 0:
+            return self._dropout_layer(weights, training=training)
+        return weights
 
     def _masked_softmax(self, attention_scores, attention_mask=None):
         """Keras's hook: attention weights from raw scores and a mask.
@@ -1199,6 +1269,18 @@ def _one_query_context(weights, value):
     eye = ops.eye(heads, dtype=every.dtype)
     own = ops.sum(every * eye[None, :, :, None], axis=2)
     return own[:, None]
+
+
+def _take_prefix(x, length, axis):
+    """The first `length` entries of `x` along `axis`; None passes through.
+
+    A mask whose `axis` is 1 (broadcast) keeps it.
+    """
+    if x is None:
+        return None
+    index = [slice(None)] * len(x.shape)
+    index[axis] = slice(0, length)
+    return x[tuple(index)]
 
 
 def cache_length(cache):

@@ -152,7 +152,10 @@ class _TransformerBlock(keras.layers.Layer):
         if self.normalize_first:
             x = _unmasked(norm(x))
         x, *extras = sublayer(x)
-        x = dropout(x, training=training) + residual
+        if training and self.dropout > 0:
+            # `Dropout` is the identity otherwise: one layer call less.
+            x = dropout(x, training=training)
+        x = x + residual
         if not self.normalize_first:
             x = norm(x)
         return x, extras
@@ -730,7 +733,7 @@ class TransformerDecoderBlock(_TransformerBlock):
         )
         set_keras_mask(encoder_sequence, mask)
         if split:
-            return tuple(ops.transpose(cache[:, i], (0, 2, 1, 3)) for i in (0, 1))
+            return tuple(_heads_first(cache[:, i]) for i in (0, 1))
         return cache
 
     def _check_call(self, encoder_sequence, self_cache, cross_cache, cross_index):
@@ -764,6 +767,20 @@ class TransformerDecoderBlock(_TransformerBlock):
                 f"cross_attention_cache_update_index={cross_index}, "
                 "cross_attention_cache=None"
             )
+
+
+def _heads_first(x):
+    """`(B, S, heads, dim)` -> `(B, heads, S, dim)`, laid out in that order.
+
+    PyTorch's transpose is a strided view: a decoding step reshaping it to
+    `(B * heads, S, dim)` would copy the whole of it at every step; the
+    reshape here copies it once (on TensorFlow and JAX the transpose is
+    already a new array).
+    """
+    batch, length = ops.shape(x)[0], ops.shape(x)[1]
+    heads, dim = x.shape[2], x.shape[3]
+    x = ops.reshape(ops.transpose(x, (0, 2, 1, 3)), (batch * heads, length, dim))
+    return ops.reshape(x, (batch, heads, length, dim))
 
 
 def _take_keras_mask(x):
