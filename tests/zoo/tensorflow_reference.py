@@ -56,20 +56,19 @@ class Reference:
     """
 
     def __init__(self, config, name, *scripts):
-        cache = getattr(config, "cache", None)
         self.answer, self._final = None, None
-        if cache is None:
+        try:
+            parent = config.cache.mkdir(name)
+        except (AttributeError, OSError):  # No cache, or none to write.
             self.folder = tempfile.mkdtemp(prefix=f"{name}-tensorflow-")
             return
-        self._final = os.path.join(cache.mkdir(name), fingerprint(*scripts))
+        self._final = os.path.join(parent, fingerprint(*scripts))
         try:
             with open(os.path.join(self._final, ANSWER)) as f:
                 self.answer = json.load(f)
             self.folder = self._final
-        except (OSError, ValueError):
-            self.folder = tempfile.mkdtemp(
-                prefix=".partial-", dir=os.path.dirname(self._final)
-            )
+        except (OSError, ValueError):  # Not kept yet (or a torn file).
+            self.folder = tempfile.mkdtemp(prefix=".partial-", dir=parent)
 
     def keep(self, answer):
         """Stores `answer` (JSON) with the files in `folder`; returns it."""
