@@ -39,7 +39,8 @@ format: $(STAMP)
 # backend-agnostic (conftest.py skips what needs TensorFlow), and the zoo's
 # verbs, a short fit, save_to_preset, the plots, the `python -m zoo` verbs
 # and the TensorFlow-only refusals on each family (tests/zoo/test_backends*.py,
-# compared with a TensorFlow run), the strategies (JAX's
+# compared with a TensorFlow run that the JAX pass makes and the PyTorch pass
+# reads from pytest's cache: tests/zoo/tensorflow_reference.py), the strategies (JAX's
 # keras.distribution.DataParallel over two CPU devices), fits resumed from
 # their run directory (SIGKILLed or interrupted), and the one search front
 # end, compiled once per shape, and its examples (tests/zoo/test_generation.py,

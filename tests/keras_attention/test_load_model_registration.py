@@ -1,7 +1,9 @@
 """`load_model` of a `.keras` file with our layers: no `custom_objects`, but
 `import keras_attention` first, as the README and the package docstring say.
 
-Each load runs in a fresh process, where nothing was registered before.
+The loads run in a fresh process, where nothing was registered before: the
+first, before `import keras_attention`, must fail naming the layer; the
+same process then imports it and loads the file.
 """
 
 import os
@@ -17,20 +19,18 @@ import keras_attention as ka
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _load_in_fresh_process(path, imports):
-    code = (
-        f"import keras{imports}\n"
-        f"model = keras.saving.load_model({path!r})\n"
-        "print(type(model.layers[-1]).__module__)\n"
-    )
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    )
+LOAD_BEFORE_AND_AFTER_THE_IMPORT = """
+import keras
+try:
+    keras.saving.load_model({path!r})
+except Exception as e:
+    print("before the import:", type(e).__name__, " ".join(str(e).split()))
+else:
+    print("before the import: loaded")
+import keras_attention
+model = keras.saving.load_model({path!r})
+print("after the import:", type(model.layers[-1]).__module__)
+"""
 
 
 @pytest.mark.slow
@@ -43,13 +43,22 @@ def test_load_model_needs_only_the_import(tmp_path):
     path = str(tmp_path / "attention.keras")
     model.save(path)
 
-    without = _load_in_fresh_process(path, "")
-    assert without.returncode != 0
-    assert "Attention" in without.stderr
-
-    loaded = _load_in_fresh_process(path, "\nimport keras_attention")
-    assert loaded.returncode == 0, loaded.stderr[-2000:]
-    assert loaded.stdout.strip().startswith("keras_attention.layers")
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_BEFORE_AND_AFTER_THE_IMPORT.format(path=path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    before, after = [
+        line
+        for line in done.stdout.splitlines()
+        if line.startswith(("before the import:", "after the import:"))
+    ]
+    assert before != "before the import: loaded" and "Attention" in before, before
+    assert after.startswith("after the import: keras_attention.layers"), after
 
 
 def test_the_readme_says_to_import_first():

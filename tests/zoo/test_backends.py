@@ -4,7 +4,8 @@ Run by `make test` under `KERAS_BACKEND=jax` and `KERAS_BACKEND=torch`
 (skipped under TensorFlow, the reference): the shipped presets translate,
 classify, caption, generate, predict, evaluate and give attention maps on
 the shipped samples (`backends_worker.py`), compared with the same worker
-run under TensorFlow in a subprocess: token outputs (translations, captions,
+run under TensorFlow in a subprocess (once for both backends' passes:
+`tensorflow_reference.py`): token outputs (translations, captions,
 classes, greedy ids) equal, floats within 1e-4. Each family's tiny model
 (`tiny_models.py`) trains two steps on raw samples and evaluates; and what
 stays TensorFlow-only (the SavedModel export, by `export`, each kind's
@@ -30,6 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import backends_worker  # noqa: E402
+import tensorflow_reference  # noqa: E402
 import tiny_models  # noqa: E402
 
 BACKEND = keras.backend.backend()
@@ -42,25 +44,34 @@ FLOAT_TOLERANCE = 1e-4
 
 
 @pytest.fixture(scope="module")
-def results():
+def results(request):
     """`(here, tensorflow)`: the worker's outputs on this backend and on TF.
 
-    The TensorFlow run starts first and runs while this process computes.
+    TensorFlow's come from the cache when the other backend's pass computed
+    them for this code (`tensorflow_reference.py`); if not, the TensorFlow
+    run starts first and runs while this process computes.
     """
-    reference = subprocess.Popen(
-        [sys.executable, os.path.join(HERE, "backends_worker.py")],
-        env=dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=ROOT),
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    worker = os.path.join(HERE, "backends_worker.py")
+    reference = tensorflow_reference.Reference(request.config, "backends", worker)
+    process = None
+    if reference.answer is None:
+        process = subprocess.Popen(
+            [sys.executable, worker],
+            env=dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=ROOT),
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     try:
         here = backends_worker.outputs()
     finally:
-        out, err = reference.communicate(timeout=600)
-    assert reference.returncode == 0, err[-3000:]
-    return here, json.loads(out.strip().splitlines()[-1])
+        if process is not None:
+            out, err = process.communicate(timeout=600)
+    if process is not None:
+        assert process.returncode == 0, err[-3000:]
+        reference.keep(json.loads(out.strip().splitlines()[-1]))
+    return here, reference.answer
 
 
 def _close(actual, expected):

@@ -3,7 +3,8 @@
 Run by `make test` under `KERAS_BACKEND=jax` and `KERAS_BACKEND=torch`
 (skipped under TensorFlow, the reference). `backends_cli_worker.py` runs the
 CLI's verbs on the shipped presets and samples in one process per backend,
-this one's and TensorFlow's, side by side: `translate`, `caption` and
+this one's and TensorFlow's (once for both backends' passes:
+`tensorflow_reference.py`), side by side: `translate`, `caption` and
 `classify` must print TensorFlow's text (translations, captions and classes
 equal; printed probabilities and scores within their last printed digit),
 `evaluate` its scores, every `--plot` a PNG; `train ram --max-steps 2`
@@ -14,6 +15,7 @@ export with TensorFlow alone, and answers here as on TensorFlow.
 
 import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -26,6 +28,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 WORKER = os.path.join(HERE, "backends_cli_worker.py")
 sys.path.insert(0, HERE)
+
+import tensorflow_reference  # noqa: E402
+
 BACKEND = keras.backend.backend()
 
 pytestmark = pytest.mark.skipif(
@@ -69,23 +74,27 @@ def _finish(process):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(request, tmp_path_factory):
     """The worker's runs: `here` (this backend, with `--train`) and
     `tensorflow`, and the `folders` they wrote, by the same names.
 
-    Both processes run at once.
+    TensorFlow's run and folder come from the cache when the other
+    backend's pass made them for this code (`tensorflow_reference.py`);
+    if not, both processes run at once.
     """
-    folders = {
-        "here": tmp_path_factory.mktemp(BACKEND),
-        "tensorflow": tmp_path_factory.mktemp("tensorflow"),
-    }
-    reference = _start("tensorflow", folders["tensorflow"])
-    here = _start(BACKEND, folders["here"], "--train")
+    reference = tensorflow_reference.Reference(request.config, "backends_cli", WORKER)
+    process = None
+    if reference.answer is None:
+        process = _start("tensorflow", reference.folder)
+    here_folder = tmp_path_factory.mktemp(BACKEND)
+    here = _start(BACKEND, here_folder, "--train")
     try:
-        tensorflow = _finish(reference)
+        if process is not None:
+            reference.keep(_finish(process))
     finally:
         mine = _finish(here)
-    return {"here": mine, "tensorflow": tensorflow, "folders": folders}
+    folders = {"here": here_folder, "tensorflow": pathlib.Path(reference.folder)}
+    return {"here": mine, "tensorflow": reference.answer, "folders": folders}
 
 
 def _both(runs, name):

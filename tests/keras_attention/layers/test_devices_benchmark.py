@@ -38,8 +38,12 @@ def _worker_rows(backend, *arguments):
 
 
 def test_a_row_without_tensorflow_or_keras_hub():
+    """A row on this pass's backend: JAX's and PyTorch's passes run it (the
+    script cannot run on TensorFlow, which it blocks; the TensorFlow pass's
+    run would be the JAX pass's again)."""
     backend = keras.config.backend()
-    backend = backend if backend in ("jax", "torch") else "jax"
+    if backend not in ("jax", "torch"):
+        pytest.skip("the JAX pass runs this row")
     rows = _worker_rows(
         backend, "--dtypes=float32", "--lengths=16", "--mask-lengths=16", "--repeats=1"
     )
