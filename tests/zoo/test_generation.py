@@ -317,20 +317,29 @@ def test_the_padded_source_changes_no_decoding_step(family):
         assert (attention_p[:, 4:] == 0).all()
 
 
-@pytest.mark.skipif(
-    keras.backend.backend() != "jax", reason="JAX compiles a search per shape"
-)
-@pytest.mark.parametrize("beam_width", [1, 2])
-def test_jax_compiles_one_search_for_near_source_lengths(beam_width):
+def traced_translator():
+    """A tiny Transformer translator and the list its `next` calls append to.
+
+    Python calls of `next` are traces: where the search compiles.
+    """
     model = tiny_translator("transformer")
     traced = []
     step = model.next
 
     def next(*args):
-        traced.append(args[2])  # Python calls: traces of the compiled search
+        traced.append(args[2])
         return step(*args)
 
     model.next = next
+    return model, traced
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() != "jax", reason="JAX compiles a search per shape"
+)
+@pytest.mark.parametrize("beam_width", [1, 2])
+def test_jax_compiles_one_search_for_near_source_lengths(beam_width):
+    model, traced = traced_translator()
     model.generate(np.array([[4, 5, 3]], "int32"), beam_width=beam_width, max_length=3)
     first = len(traced)
     assert first > 0
@@ -402,15 +411,7 @@ def test_a_bad_batch_size_names_the_argument():
 def test_jax_compiles_one_search_per_source_bucket_for_a_smaller_last_chunk(
     beam_width,
 ):
-    model = tiny_translator("transformer")
-    traced = []
-    step = model.next
-
-    def next(*args):
-        traced.append(args[2])  # Python calls: traces of the compiled search
-        return step(*args)
-
-    model.next = next
+    model, traced = traced_translator()
     texts = ["light", "light light", "luz", "light luz light", "luz luz"]
     model.translate(texts[:2], beam_width=beam_width, max_length=3, batch_size=2)
     first = len(traced)
