@@ -354,17 +354,8 @@ def test_jax_compiles_one_search_for_near_source_lengths(beam_width):
     assert len(traced) > first  # 17 pads to 32: a new shape
 
 
-class CopyModel(GenerativeTask):
+class CopyModel(WeightModel):
     """`next` writes the source token at `index - 1`: the output is the source."""
-
-    def __init__(self, **kwargs):
-        ids = keras.Input((None,), dtype="int32", name="token_ids")
-        super().__init__(ids, keras.layers.Embedding(5, 2)(ids), **kwargs)
-        self.preprocessor = Ids()
-        self.next_calls = 0
-
-    def encode(self, inputs, max_length):
-        return {"source": ops.convert_to_tensor(inputs)}
 
     def next(self, prompt, cache, index):
         self.next_calls += 1  # Python calls: traces where the search compiles
