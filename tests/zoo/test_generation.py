@@ -317,20 +317,29 @@ def test_the_padded_source_changes_no_decoding_step(family):
         assert (attention_p[:, 4:] == 0).all()
 
 
-@pytest.mark.skipif(
-    keras.backend.backend() != "jax", reason="JAX compiles a search per shape"
-)
-@pytest.mark.parametrize("beam_width", [1, 2])
-def test_jax_compiles_one_search_for_near_source_lengths(beam_width):
+def traced_translator():
+    """A tiny Transformer translator and the list its `next` calls append to.
+
+    Python calls of `next` are traces: where the search compiles.
+    """
     model = tiny_translator("transformer")
     traced = []
     step = model.next
 
     def next(*args):
-        traced.append(args[2])  # Python calls: traces of the compiled search
+        traced.append(args[2])
         return step(*args)
 
     model.next = next
+    return model, traced
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() != "jax", reason="JAX compiles a search per shape"
+)
+@pytest.mark.parametrize("beam_width", [1, 2])
+def test_jax_compiles_one_search_for_near_source_lengths(beam_width):
+    model, traced = traced_translator()
     model.generate(np.array([[4, 5, 3]], "int32"), beam_width=beam_width, max_length=3)
     first = len(traced)
     assert first > 0
@@ -343,3 +352,63 @@ def test_jax_compiles_one_search_for_near_source_lengths(beam_width):
         np.array([[4] * 16 + [3]], "int32"), beam_width=beam_width, max_length=3
     )
     assert len(traced) > first  # 17 pads to 32: a new shape
+
+
+class CopyModel(WeightModel):
+    """`next` writes the source token at `index - 1`: the output is the source."""
+
+    def next(self, prompt, cache, index):
+        self.next_calls += 1  # Python calls: traces where the search compiles
+        token = ops.take(cache["source"], index - 1, axis=1)
+        return ops.one_hot(token, 5) * 10.0, ops.ones((ops.shape(token)[0], 2)), cache
+
+
+@pytest.mark.parametrize("beam_width", [1, 2])
+def test_padded_batch_rows_change_no_row_and_are_dropped(beam_width):
+    # Each row copies its own source up to [END]: the rows differ, end at
+    # different steps (the last never), and come back all, in order.
+    source = np.array([[A, END, B], [B, A, END], [A, A, A]], "int32")
+    expected = [
+        [START, A, END, PAD],
+        [START, B, A, END],
+        [START, A, A, A],
+    ]
+    model = CopyModel()
+    for batch_size in (None, 3, 5, 2):  # 2 < 3 rows: nothing is cut
+        tokens = model.generate(
+            source, beam_width=beam_width, max_length=3, batch_size=batch_size
+        )
+        assert tokens.tolist() == expected, batch_size
+    traced = model.next_calls
+    # Under JAX two rows padded to 5 reuse the search compiled for 5 rows.
+    tokens = model.generate(
+        source[:2], beam_width=beam_width, max_length=3, batch_size=5
+    )
+    assert tokens.tolist() == expected[:2]
+    if keras.backend.backend() == "jax":
+        assert model.next_calls == traced
+
+
+def test_a_bad_batch_size_names_the_argument():
+    with pytest.raises(ValueError, match="batch_size=0"):
+        CopyModel().generate(SOURCE, max_length=2, batch_size=0)
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() != "jax", reason="JAX compiles a search per shape"
+)
+@pytest.mark.parametrize("beam_width", [1, 2])
+@pytest.mark.filterwarnings("ignore:.*reached max_length")  # untrained
+def test_jax_compiles_one_search_per_source_bucket_for_a_smaller_last_chunk(
+    beam_width,
+):
+    model, traced = traced_translator()
+    texts = ["light", "light light", "luz", "light luz light", "luz luz"]
+    model.translate(texts[:2], beam_width=beam_width, max_length=3, batch_size=2)
+    first = len(traced)
+    assert first > 0
+    # Chunks of 2, 2 and 1 sentences, all 16 source positions once padded:
+    # the last chunk runs padded to 2 rows, the search compiled once.
+    outputs = model.translate(texts, beam_width=beam_width, max_length=3, batch_size=2)
+    assert len(traced) == first
+    assert len(outputs) == len(texts) and all(isinstance(o, str) for o in outputs)

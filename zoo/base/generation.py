@@ -145,8 +145,9 @@ class GenerativeTask(Task):
     `jax.jit` on JAX (the model's variables passed in, read through a
     `keras.StatelessScope`, as keras-hub's `CausalLM` generates; the
     source padded to a multiple of `SOURCE_LENGTH_MULTIPLE` positions, see
-    `padded_source`, so that few shapes compile); on PyTorch it runs
-    eagerly without recording gradients.
+    `padded_source`, and the batch to the caller's `batch_size` rows, so
+    that few shapes compile); on PyTorch it runs eagerly without recording
+    gradients.
 
     Example:
     >>> import keras, numpy as np
@@ -288,6 +289,7 @@ class GenerativeTask(Task):
         length_penalty=0.0,
         coverage_penalty=0.0,
         return_attention=False,
+        batch_size=None,
     ):
         """Generates token ids from prepared inputs with a greedy or beam search.
 
@@ -304,6 +306,13 @@ class GenerativeTask(Task):
                 to `0.0`.
             return_attention: bool. Also return the attention of the chosen
                 tokens (see `token_attention`). Defaults to `False`.
+            batch_size: int. The rows the compiled search runs: under JAX,
+                where each new shape compiles the search again, a batch
+                with fewer rows runs padded with copies of its last row
+                (they end with it, and are dropped from the output), so
+                that the chunks of one long input (`translate`, `caption`)
+                share a compilation. Ignored by the other backends and by
+                a larger batch. Defaults to the batch's own rows.
 
         Returns:
             int32 NumPy array `(batch, max_length + 1)` that starts with the
@@ -324,23 +333,26 @@ class GenerativeTask(Task):
         2
         """
         pre = self.generation_preprocessor()
-        beam_width, max_length, _ = decoding_options(
-            beam_width, max_length, 1, pre.sequence_length
+        batch = int(ops.shape(tree.flatten(inputs)[0])[0])
+        beam_width, max_length, batch_size = decoding_options(
+            beam_width,
+            max_length,
+            batch if batch_size is None else batch_size,
+            pre.sequence_length,
         )
         search = make_search(
             beam_width, length_penalty=length_penalty, coverage_penalty=coverage_penalty
         )
-        batch = int(ops.shape(tree.flatten(inputs)[0])[0])
         prompt = np.full((batch, max_length + 1), pre.pad_id, "int32")
         prompt[:, 0] = pre.start_id
         run = self._search_function(search, pre.end_id, pre.pad_id)
-        tokens = ops.convert_to_numpy(run(inputs, ops.convert_to_tensor(prompt)))
+        tokens = ops.convert_to_numpy(run(inputs, prompt, max(batch, batch_size)))
         if return_attention:
             return tokens, self.token_attention(inputs, tokens)
         return tokens
 
     def _search_function(self, search, end_id, pad_id):
-        """`run(inputs, prompt) -> tokens`, compiled once per search on TF."""
+        """`run(inputs, prompt, rows) -> tokens`, compiled once per search."""
         key = (type(search).__name__, tuple(sorted(search.get_config().items())))
         key += (int(end_id), int(pad_id))
         functions = self.__dict__.setdefault("_zoo_search_functions", {})
@@ -438,13 +450,41 @@ class GenerativeTask(Task):
         return np.stack(rows, axis=1)
 
 
+def padded_rows(x, rows):
+    """`x` with `rows` rows along its first axis: its last row repeated.
+
+    What the compiled search of `GenerativeTask.generate` runs under JAX
+    (see its `batch_size`): a copied row decodes as its original does and
+    ends with it, so it adds no step; the copies are dropped after.
+
+    Args:
+        x: an array (or tensor) with at least one row.
+        rows: int >= `len(x)`.
+
+    Returns:
+        A NumPy array `(rows, ...)`, or `x` itself if it has `rows` rows.
+
+    Example:
+    >>> padded_rows(np.array([[4, 3], [5, 3]]), 4).tolist()
+    [[4, 3], [5, 3], [5, 3], [5, 3]]
+    """
+    if len(x) == rows:
+        return x
+    x = np.asarray(x)
+    return np.concatenate([x, np.repeat(x[-1:], rows - len(x), axis=0)])
+
+
 def _compiled(model, run):
-    """`run(inputs, prompt)` compiled for this backend (see `GenerativeTask`)."""
+    """`run(inputs, prompt)` compiled for this backend, as `(inputs, prompt, rows)`.
+
+    See `GenerativeTask`; `rows` is the batch size a JAX search runs.
+    """
     backend = keras.backend.backend()
     if backend == "tensorflow":
         import tensorflow as tf
 
-        return tf.function(run, reduce_retracing=True)
+        graph = tf.function(run, reduce_retracing=True)
+        return lambda inputs, prompt, rows: graph(inputs, ops.convert_to_tensor(prompt))
     if backend == "jax":
         import jax
 
@@ -455,19 +495,23 @@ def _compiled(model, run):
             with keras.StatelessScope(state_mapping=list(zip(variables, values))):
                 return run(inputs, prompt)
 
-        def padded_run(inputs, prompt):
+        def padded_run(inputs, prompt, rows):
+            # One shape for near source lengths and for a call's chunks.
             inputs = model.padded_source(inputs, SOURCE_LENGTH_MULTIPLE)
             # Prepared inputs may be TensorFlow's tensors (`tf.data`).
-            inputs = tree.map_structure(ops.convert_to_tensor, inputs)
-            return jitted_search([v.value for v in variables], inputs, prompt)
+            inputs, padded = tree.map_structure(
+                lambda x: ops.convert_to_tensor(padded_rows(x, rows)), (inputs, prompt)
+            )
+            tokens = jitted_search([v.value for v in variables], inputs, padded)
+            return tokens[: len(prompt)]
 
         return padded_run
     if backend == "torch":
         import torch
 
-        def without_gradients(inputs, prompt):
+        def without_gradients(inputs, prompt, rows):
             with torch.no_grad():
-                return run(inputs, prompt)
+                return run(inputs, ops.convert_to_tensor(prompt))
 
         return without_gradients
-    return run
+    return lambda inputs, prompt, rows: run(inputs, ops.convert_to_tensor(prompt))

@@ -112,6 +112,7 @@ class CaptioningTask(GenerativeTask):
                 length_penalty=length_penalty,
                 coverage_penalty=coverage_penalty,
                 return_attention=return_attention,
+                batch_size=min(batch_size, len(images)),  # one shape per call
             )
             tokens = generated[0] if return_attention else generated
             chunks.append(tokens)

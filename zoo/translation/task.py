@@ -178,6 +178,7 @@ class TranslationTask(GenerativeTask):
                 max_length=max_length,
                 length_penalty=length_penalty,
                 coverage_penalty=coverage_penalty,
+                batch_size=min(batch_size, len(texts)),  # one shape per call
             )
             generated.append(tokens)
             for i, text in zip(chunk, pre.detokenize(tokens[:, 1:])):
