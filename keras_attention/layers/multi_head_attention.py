@@ -802,24 +802,18 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             key_cache, value_cache = cache
             if cache_update_index is None:
                 return key_cache, value_cache, cache
-            start = [0, 0, cache_update_index, 0]
             new_key = ops.transpose(self.key_dense(key), (0, 2, 1, 3))
             new_value = ops.transpose(self.value_dense(value), (0, 2, 1, 3))
-            key = ops.slice_update(key_cache, start, ops.cast(new_key, key_cache.dtype))
-            value = ops.slice_update(
-                value_cache, start, ops.cast(new_value, value_cache.dtype)
-            )
+            key = _write_cache(key_cache, new_key, cache_update_index, 2)
+            value = _write_cache(value_cache, new_value, cache_update_index, 2)
             return key, value, (key, value)
         key_cache = cache[:, 0, ...]
         value_cache = cache[:, 1, ...]
         if cache_update_index is None:
             return key_cache, value_cache, cache
-        start = [0, cache_update_index, 0, 0]
-        key = ops.slice_update(
-            key_cache, start, ops.cast(self.key_dense(key), key_cache.dtype)
-        )
-        value = ops.slice_update(
-            value_cache, start, ops.cast(self.value_dense(value), value_cache.dtype)
+        key = _write_cache(key_cache, self.key_dense(key), cache_update_index, 1)
+        value = _write_cache(
+            value_cache, self.value_dense(value), cache_update_index, 1
         )
         return key, value, ops.stack((key, value), axis=1)
 
@@ -1269,6 +1263,32 @@ def _one_query_context(weights, value):
     eye = ops.eye(heads, dtype=every.dtype)
     own = ops.sum(every * eye[None, :, :, None], axis=2)
     return own[:, None]
+
+
+def _write_cache(cache, new, index, axis):
+    """`cache` with `new` (cast to its dtype) written from `index` on `axis`.
+
+    `ops.slice_update`, except for one position under JAX: there a
+    `where` on the position writes it. Both give the same values (a
+    selection; a negative index counted from the end, then clipped into
+    the cache, as JAX's `dynamic_update_slice` does), but in a compiled
+    decoding loop XLA turned each `slice_update` into copies of the whole
+    cache: 35 per greedy step of the zoo's Transformer translator, 17 with
+    the `where` (`experiments/benchmarks/jax_decoding_step.py --loop`).
+    """
+    new = ops.cast(new, cache.dtype)
+    length = cache.shape[axis]
+    if keras.config.backend() == "jax" and new.shape[axis] == 1 and length:
+        shape = [1] * len(cache.shape)
+        shape[axis] = length
+        index = ops.convert_to_tensor(index, "int32")
+        # As `dynamic_update_slice`: a negative index counts from the end.
+        index = ops.clip(ops.where(index < 0, index + length, index), 0, length - 1)
+        here = ops.reshape(ops.arange(length, dtype="int32") == index, shape)
+        return ops.where(here, new, cache)
+    start = [0] * len(cache.shape)
+    start[axis] = index
+    return ops.slice_update(cache, start, new)
 
 
 def _take_prefix(x, length, axis):
