@@ -17,7 +17,7 @@ import pytest
 from keras.src.backend.common import global_state
 
 from keras_attention import presets
-from keras_attention.presets import PresetError
+from keras_attention.presets import PresetError, rebuild
 
 _spec = importlib.util.spec_from_file_location(
     "tampered_presets", os.path.join(os.path.dirname(__file__), "tampered_presets.py")
@@ -207,7 +207,7 @@ def test_forced_safe_mode_without_the_scan(tmp_path, unsafe_deserialization):
     config = keras.saving.serialize_keras_object(_lambda_model(marker))
     marker.unlink(missing_ok=True)
     with pytest.raises(PresetError, match="Cannot rebuild the model"):
-        presets._deserialize(config, "config.json", "model")
+        rebuild.deserialize(config, "config.json", "model")
     assert not marker.exists()
 
 

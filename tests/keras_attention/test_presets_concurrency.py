@@ -89,13 +89,14 @@ def loaded_label(directory):
 def _traced_save(label, directory, kill_at=None, presets_lines=None):
     """Saves while counting executed lines; SIGKILLs itself at line `kill_at`."""
     count = 0
-    here = presets.__file__
+    here = os.path.dirname(presets.__file__)
 
     def tracer(frame, event, arg):
         nonlocal count
         if event == "line":
             count += 1
-            if presets_lines is not None and frame.f_code.co_filename == here:
+            library = os.path.dirname(frame.f_code.co_filename) == here
+            if presets_lines is not None and library:
                 presets_lines.append(count)
             if count == kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
@@ -116,8 +117,9 @@ def kill_points(directory, trials):
     save("A", scratch)
     library_lines = []
     total = _traced_save("B", scratch, presets_lines=library_lines)
-    # Half the points at lines of `presets.py` (between its file operations),
-    # half spread over every line run (inside Keras and h5py writes too).
+    # Half the points at lines of `keras_attention/presets/` (between its
+    # file operations), half spread over every line run (inside Keras and
+    # h5py writes too).
     step = max(1, len(library_lines) // (trials // 2))
     points = library_lines[::step][: trials // 2]
     points += [int(p) for p in np.linspace(1, total, trials - len(points))]

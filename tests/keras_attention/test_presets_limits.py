@@ -18,7 +18,7 @@ import keras
 import pytest
 
 from keras_attention import presets
-from keras_attention.presets import PresetError
+from keras_attention.presets import PresetError, rebuild, verification
 
 _spec = importlib.util.spec_from_file_location(
     "bounded",
@@ -81,10 +81,10 @@ def test_files_over_the_total_limit_are_refused(tmp_path, monkeypatch):
         for root, _, names in os.walk(directory)
         for name in names
     )
-    monkeypatch.setattr(presets, "MAX_TOTAL_BYTES", total - 1)
+    monkeypatch.setattr(verification, "MAX_TOTAL_BYTES", total - 1)
     with pytest.raises(PresetError, match=f"too large: its files hold {total} bytes"):
         presets.load_preset(str(directory))
-    monkeypatch.setattr(presets, "MAX_TOTAL_BYTES", total)
+    monkeypatch.setattr(verification, "MAX_TOTAL_BYTES", total)
     presets.load_preset(str(directory))  # The limit itself is allowed.
 
 
@@ -176,7 +176,7 @@ def test_a_file_that_grows_after_its_size_check_is_cut_off(tmp_path, monkeypatch
     # grew (stood in here by skipping the check) is refused at its limit.
     directory = _save(tmp_path / "p")
     _pad_json(directory, "config.json", presets.MAX_JSON_BYTES + 1)
-    monkeypatch.setattr(presets, "_check_size", lambda fd, name, path: 0)
+    monkeypatch.setattr(verification, "check_size", lambda fd, name, path: 0)
     with pytest.raises(PresetError, match="config.json grew past the 4194304 bytes"):
         presets.load_preset(str(directory))
 
@@ -264,7 +264,7 @@ def test_weights_error_carries_keras_cause_not_only_its_last_line(tmp_path):
 
 def test_a_long_cause_keeps_both_ends_and_says_how_much_was_cut():
     error = ValueError("a" * 1000 + "x" * 1000 + "z" * 3000)
-    assert presets._cause(error) == (
+    assert rebuild.cause(error) == (
         "a" * 1000 + " [... 1000 characters cut ...] " + "z" * 3000
     )
 
@@ -276,6 +276,6 @@ def test_the_cause_chain_is_kept_outermost_first():
         except OSError as inner:
             raise ValueError("Could not load") from inner
     except ValueError as outer:
-        assert presets._cause(outer) == (
+        assert rebuild.cause(outer) == (
             "Could not load Caused by: disk says no at block 7"
         )
