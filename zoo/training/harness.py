@@ -36,6 +36,7 @@ import sys
 
 import keras
 
+from keras_attention.presets.durable import write_json
 from zoo.training.callbacks import StepBudget, TimeBudget
 from zoo.training.flags import check_file, check_folder, fail
 from zoo.training.run_directory import RunDirectory, Stage, default_run_dir
@@ -117,13 +118,6 @@ def history_file(out):
         return os.path.join(os.path.dirname(package), *recorded.split("/")), recorded
     path = os.path.normpath(out) + ".history.json"
     return path, path
-
-
-def _write_json(path, value):
-    """Writes `value` to the JSON file `path`, creating its folder."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2)
 
 
 def _cpu_model():
@@ -697,8 +691,11 @@ class TrainingRun:
             return metadata
         path, recorded = self.history_file
         preset = os.path.basename(os.path.normpath(self.args.out))
-        _write_json(
-            path, {"preset": preset, "command": self.command, "history": history}
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        write_json(
+            path,
+            {"preset": preset, "command": self.command, "history": history},
+            atomic=False,
         )
         print(f"training history written to {path}")
         metrics = {**metadata.get("metrics", {}), "history_file": recorded}
@@ -726,7 +723,10 @@ class TrainingRun:
         >>> folder.cleanup()
         """
         if self.args.results:
-            _write_json(self.args.results, value)
+            os.makedirs(
+                os.path.dirname(os.path.abspath(self.args.results)), exist_ok=True
+            )
+            write_json(self.args.results, value, atomic=False)
 
     def finish(self):
         """Deletes the run directory: its work is in the written outputs.

@@ -52,6 +52,7 @@ import zipfile
 import keras
 import numpy as np
 
+from keras_attention.presets.durable import sync_directory, write_json
 from zoo.training.flags import check_folder, fail
 
 try:
@@ -146,7 +147,7 @@ class RunDirectory:
                 # A run that failed before training (a typo in --data, say)
                 # left only its options: the corrected command starts over.
                 print(f"run directory {self.path}: nothing trained yet, starting over")
-                _write_json(run_file, record)
+                write_json(run_file, record, indent=1)
             elif changed:
                 shown = ", ".join(
                     f"{k}={recorded.get(k)!r} (now {options.get(k)!r})" for k in changed
@@ -158,7 +159,7 @@ class RunDirectory:
             else:
                 print(f"run directory {self.path}: resuming")
         else:
-            _write_json(run_file, record)
+            write_json(run_file, record, indent=1)
             print(f"run directory {self.path}")
 
     def _take_lock(self):
@@ -226,7 +227,7 @@ class RunDirectory:
         >>> folder.cleanup()
         """
         if self.path is not None:
-            _write_json(os.path.join(self.path, name), value)
+            write_json(os.path.join(self.path, name), value, indent=1)
 
     def finish(self):
         """Deletes the run directory: its work is in the written outputs.
@@ -446,14 +447,14 @@ class Stage:
         """
         folder = os.path.join(self.path, f"epoch_{state['epoch']}")
         work = tempfile.mkdtemp(prefix=".saving-", dir=self.path)
-        _write_json(os.path.join(work, STATE_FILE), state)
+        write_json(os.path.join(work, STATE_FILE), state, indent=1)
         with open(os.path.join(work, VARIABLES_FILE), "wb") as f:
             np.savez(f, **arrays)
             f.flush()
             os.fsync(f.fileno())
         _remove(folder)
         os.rename(work, folder)
-        _sync_directory(self.path)
+        sync_directory(self.path)
         for old in self._saved()[:-KEPT_STATES]:
             _remove(old)
 
@@ -779,30 +780,9 @@ def _holds_work(path):
     return False
 
 
-def _write_json(path, value):
-    """Writes JSON to a hidden sibling, then renames it into place."""
-    folder, name = os.path.split(path)
-    fd, work = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(work, path)
-
-
 def _remove(path):
     if os.path.isdir(path) and not os.path.islink(path):
         shutil.rmtree(path, ignore_errors=True)
     else:
         with contextlib.suppress(FileNotFoundError):
             os.remove(path)
-
-
-def _sync_directory(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError:  # Some file systems cannot sync a folder.
-        pass
-    finally:
-        os.close(fd)
