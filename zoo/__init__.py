@@ -33,6 +33,10 @@ before the folders (`zoo.task`, `zoo.export`, ...) still work
 (`zoo.old_paths`).
 """
 
+from zoo import quiet
+
+quiet.import_tensorflow()  # before anything imports it: its start-up logs held back
+
 from zoo import data, old_paths, registry
 from zoo.base.generation import GenerativeTask
 from zoo.base.task import Task, list_presets

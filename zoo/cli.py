@@ -20,7 +20,7 @@ import sys
 import tempfile
 import warnings
 
-from zoo import registry
+from zoo import quiet, registry
 from zoo.base import backends
 from zoo.base.task import Task, list_presets
 from zoo.training.flags import positive_int, program_name
@@ -572,6 +572,14 @@ def build_parser(prog=PROG):
         default=5.0,
         help="how long a request waits for others to batch with",
     )
+    for command in (parser, *sub.choices.values()):
+        if command is train:  # `train`'s `--verbose N` is fit's (zoo/quiet.py)
+            continue
+        command.add_argument(
+            quiet.VERBOSE_FLAG,
+            action="store_true",
+            help="show TensorFlow's own start-up and runtime logs (hidden by default)",
+        )
     return parser
 
 

@@ -20,6 +20,25 @@ from keras_attention.arguments import int_argument
 PACKAGE = "keras_attention"
 
 
+def relu(x):
+    """ReLU written as `max(x, 0)`: the values of `keras.activations.relu`.
+
+    TensorFlow 2.21's graph optimizer breaks on a ReLU of a sum of two
+    `Dense` outputs (MatMul, BiasAdd, Add, Relu: this network's last step,
+    and the step of a ReLU `SimpleRNNCell`) on oneDNN CPUs: its remapper
+    leaves the Relu node without an op, logs W- and E-level lines for every
+    traced function, and every optimization of the function is dropped
+    ("Ignoring multi-device function optimization failure"). `Maximum` is
+    not part of that fusion.
+
+    Example:
+    >>> import numpy as np
+    >>> np.asarray(relu(np.array([-2.0, 0.0, 3.0])))
+    array([0., 0., 3.])
+    """
+    return ops.maximum(x, 0)
+
+
 def _check_input_shapes(layer, images_shape, locations_shape):
     """Raises a clear `ValueError` unless images are 4D and locations `(B, 2)`."""
     name = type(layer).__name__
@@ -386,9 +405,7 @@ class GlimpseNetwork(keras.layers.Layer):
         rho = ops.reshape(glimpses, (-1, self._rho_size))
         h_g = self.glimpse_dense(rho)
         h_l = self.location_dense(ops.cast(locations, self.compute_dtype))
-        return ops.relu(
-            self.glimpse_output_dense(h_g) + self.location_output_dense(h_l)
-        )
+        return relu(self.glimpse_output_dense(h_g) + self.location_output_dense(h_l))
 
     def compute_output_shape(self, images_shape, locations_shape):
         return (images_shape[0], self.output_units)

@@ -176,3 +176,20 @@ def test_twenty_concurrent_requests_are_batched_and_answered_right(server):
     predictions = [answer["predictions"][0] for _, answer in answers]
     assert_predictions(predictions, wanted)
     assert running.batcher.calls - calls < 20
+
+
+def test_answers_are_utf8_json_not_ascii_escapes(server):
+    """Accented text comes back as UTF-8 (readable in `curl`), not `\\u00e9`."""
+    host, port = server[0][:2]
+    connection = http.client.HTTPConnection(host, port, timeout=TIMEOUT)
+    connection.request(
+        "POST",
+        "/v1/predict",
+        '{"pícture": [[[[1]]]]}'.encode(),
+        {"Content-Type": "application/json"},
+    )
+    answer = connection.getresponse()
+    body = answer.read()
+    connection.close()
+    assert answer.status == 400
+    assert "pícture".encode() in body and b"\\u00ed" not in body

@@ -13,6 +13,7 @@ import keras
 from keras import ops
 
 from keras_attention.layers import GlimpseNetwork
+from keras_attention.layers.glimpse import relu
 from zoo.base.backbone import MAX_PATCH_SIDE, positive_int
 from zoo.ram.preprocessor import to_model_pixels
 
@@ -352,7 +353,7 @@ class RecurrentAttention(keras.layers.Layer):
             )
         else:
             self.core = keras.layers.SimpleRNNCell(
-                self.units, activation="relu", dtype=self.dtype_policy, name="core"
+                self.units, activation=relu, dtype=self.dtype_policy, name="core"
             )
         self.core.build((batch, self.glimpse_output_units))
         self.location_policy.build((batch, self.units))

@@ -567,7 +567,11 @@ def _array(field, value, spec, base64_strings=True):
 
 
 def _string(field, index, value, binary):
-    """One string input: text as UTF-8, `{"b64": ...}` or base64 as bytes."""
+    """One string input: text as UTF-8, `{"b64": ...}` or base64 as bytes.
+
+    Text that is empty or only white space is refused, as the command line
+    refuses it: there is nothing to translate.
+    """
     if isinstance(value, dict) and set(value) == {"b64"}:
         value, binary = value["b64"], True
     if not isinstance(value, str):
@@ -583,6 +587,12 @@ def _string(field, index, value, binary):
             raise RequestError(
                 f"`{field}[{index}]` is not valid base64.", field=field
             ) from None
+    if not value.strip():
+        raise RequestError(
+            f"`{field}[{index}]` is empty or only white space: nothing to read. "
+            f"Received: {value!r:.60}",
+            field=field,
+        )
     try:
         return value.encode("utf-8")
     except UnicodeEncodeError:

@@ -141,6 +141,8 @@ class ModelServer(HTTPServer):
     {'signature': 'serving_default', 'predictions': [{'length': 2}, {'length': 1}]}
     >>> post("/v1/predict", {"txt": ["ab"]})
     (400, {'error': "The fields ['txt'] match no signature: send {text}.", 'field': 'txt'})
+    >>> post("/v1/predict", {"text": ["ab", " "]})[1]["error"]
+    "`text[1]` is empty or only white space: nothing to read. Received: ' '"
     >>> server.shutdown()
     >>> server.server_close()  # and the workers and the batcher's thread
     """
@@ -375,7 +377,11 @@ class Handler(BaseHTTPRequestHandler):
         self._send(code, {"error": message or HTTPStatus(code).phrase})
 
     def _send(self, status, body, content_type="application/json"):
-        data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
+        data = (
+            body
+            if isinstance(body, bytes)
+            else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        )
         try:
             self.send_response(int(status))
             self.send_header("Content-Type", content_type)
