@@ -3,12 +3,10 @@
 A `Task` is a `zoo.base.pipeline_model.PipelineModel` (a functional
 `keras.Model` whose `fit`, `evaluate` and `predict` take raw data through
 its `preprocessor`) built on a family's backbone; it saves to / loads from
-preset directories (`keras_attention.presets`), exports through its kind,
-and corrects the loss under `tf.distribute` (`zoo.base.distributed_loss`).
+preset directories (`keras_attention.presets`; shipped presets are found
+through `zoo.registry`), exports through its kind, and corrects the loss
+under `tf.distribute` (`zoo.base.distributed_loss`).
 """
-
-import os
-import warnings
 
 import keras
 
@@ -22,8 +20,8 @@ from zoo.base.distributed_loss import global_batch_mean, logged_as_share  # noqa
 from zoo.base.pipeline_model import PipelineModel
 from zoo.base.raw_inputs import given_dataset, sliced  # noqa: F401
 
-#: The `zoo` package folder, whose family folders hold the shipped presets.
-ZOO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Re-exported: the CLI, the package and the tests import them from here.
+from zoo.registry import list_presets, resolve_preset  # noqa: F401
 
 # The model config entry that receives the preset's preprocessor.
 PREPROCESSOR_KEY = "preprocessor"
@@ -570,77 +568,3 @@ def _check_consistent(model, directory):
                 f"Preset {directory}: the model's end_token_id={end} is not "
                 "the id of [END] in its vocabulary."
             )
-
-
-def list_presets():
-    """Returns `{name: directory}` of every preset shipped with the zoo.
-
-    A shipped preset is a folder of `zoo/<model>/presets/` that holds a
-    `metadata.json`; `Task.from_preset` (and each model's) takes its name.
-
-    Example:
-    >>> found = list_presets()
-    >>> "seq2seq_bahdanau_bible_en_es" in found
-    True
-    >>> name = "ram_fashion_mnist_cluttered_100_long"
-    >>> found[name].endswith(os.path.join("zoo", "ram", "presets", name))
-    True
-    """
-    found = {}
-    root = ZOO_DIR
-    for model_dir in sorted(os.listdir(root)):
-        shipped = os.path.join(root, model_dir, "presets")
-        if not os.path.isdir(shipped):
-            continue
-        for name in sorted(os.listdir(shipped)):
-            if os.path.isfile(os.path.join(shipped, name, presets.METADATA_FILE)):
-                found[name] = os.path.join(shipped, name)
-    return found
-
-
-def _is_path(preset):
-    """A path-like object, or a str with a separator or a leading `.` or `~`."""
-    if not isinstance(preset, str):
-        return True
-    separators = [s for s in (os.sep, os.altsep) if s]
-    return preset.startswith((".", "~")) or any(s in preset for s in separators)
-
-
-def resolve_preset(preset):
-    """Maps a preset name or directory to its directory, with clear errors.
-
-    A path (path-like, or a str that holds a separator or starts with `.`
-    or `~`) is a directory. A bare name is a shipped preset, never a folder
-    of the current directory: a folder named like a shipped preset cannot
-    stand in for it (a warning says which one is loaded); write `./name`
-    to load the folder.
-
-    Args:
-        preset: str or path-like.
-
-    Returns:
-        The directory (str).
-    """
-    if not isinstance(preset, (str, os.PathLike)):
-        raise TypeError(
-            f"`preset` must be a name or a path. Received: preset={preset!r:.80}"
-        )
-    if _is_path(preset):
-        return os.path.expanduser(os.fspath(preset))
-    available = list_presets()
-    local = os.path.isdir(preset)
-    if preset in available:
-        if local:
-            warnings.warn(
-                f"Loading the shipped preset {preset!r} ({available[preset]}), "
-                f"not the folder {preset!r} of the current directory: pass "
-                f"'./{preset}' to load that folder.",
-                stacklevel=3,
-            )
-        return available[preset]
-    names = ", ".join(available) or "(none shipped yet)"
-    hint = f" To load the folder {preset!r} here, pass './{preset}'." if local else ""
-    raise ValueError(
-        f"Unknown preset {preset!r}: not a path, and not one of the "
-        f"shipped presets: {names}.{hint}"
-    )
