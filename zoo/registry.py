@@ -8,6 +8,10 @@ family is named after its folder (`zoo/<name>/`), which holds its presets
 (`train.py`, run by `python -m zoo train <name>`). Its kind is its task's
 (`TaskClass.kind`: `"translation"`, `"captioning"` or `"classification"`).
 
+The shipped presets are found here too: `list_presets` (each family's
+presets, in its folder) and `resolve_preset` (a preset name or a directory,
+as `Task.from_preset` takes it).
+
 This module imports nothing of the zoo, so a family of any layer may
 register.
 
@@ -25,6 +29,9 @@ True
 import dataclasses
 import os
 import sys
+import warnings
+
+from keras_attention import presets as preset_files
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,3 +182,90 @@ def for_class_name(class_name):
 def presets():
     """`{preset name: family}` of every registered preset."""
     return {p: f for f in families() for p in f.presets}
+
+
+def list_presets():
+    """Returns `{name: directory}` of every preset shipped with the zoo.
+
+    A shipped preset is a preset of a registered family (`Family.presets`)
+    whose folder (`Family.preset_folder`) holds a `metadata.json`;
+    `Task.from_preset` (and each model's) takes its name. Families come in
+    the order of their names, each one's presets sorted.
+
+    Example:
+    >>> import zoo
+    >>> found = list_presets()
+    >>> "seq2seq_bahdanau_bible_en_es" in found
+    True
+    >>> name = "ram_fashion_mnist_cluttered_100_long"
+    >>> found[name].endswith(os.path.join("zoo", "ram", "presets", name))
+    True
+    """
+    found = {}
+    for family in families():
+        for name in sorted(family.presets):
+            directory = family.preset_folder(name)
+            if os.path.isfile(os.path.join(directory, preset_files.METADATA_FILE)):
+                found[name] = directory
+    return found
+
+
+def _is_path(preset):
+    """A path-like object, or a str with a separator or a leading `.` or `~`."""
+    if not isinstance(preset, str):
+        return True
+    separators = [s for s in (os.sep, os.altsep) if s]
+    return preset.startswith((".", "~")) or any(s in preset for s in separators)
+
+
+def resolve_preset(preset):
+    """Maps a preset name or directory to its directory, with clear errors.
+
+    A path (path-like, or a str that holds a separator or starts with `.`
+    or `~`) is a directory. A bare name is a shipped preset
+    (`list_presets`), never a folder of the current directory: a folder
+    named like a shipped preset cannot stand in for it (a warning says
+    which one is loaded); write `./name` to load the folder.
+
+    Args:
+        preset: str or path-like.
+
+    Returns:
+        The directory (str).
+
+    Raises:
+        TypeError: `preset` is neither a str nor path-like.
+        ValueError: a name that is no shipped preset (the message lists
+            them).
+
+    Example:
+    >>> import zoo
+    >>> resolve_preset("./my_preset")
+    './my_preset'
+    >>> resolve_preset("seq2seq_bahdanau_bible_en_es") == get(
+    ...     "seq2seq").preset_folder("seq2seq_bahdanau_bible_en_es")
+    True
+    """
+    if not isinstance(preset, (str, os.PathLike)):
+        raise TypeError(
+            f"`preset` must be a name or a path. Received: preset={preset!r:.80}"
+        )
+    if _is_path(preset):
+        return os.path.expanduser(os.fspath(preset))
+    available = list_presets()
+    local = os.path.isdir(preset)
+    if preset in available:
+        if local:
+            warnings.warn(
+                f"Loading the shipped preset {preset!r} ({available[preset]}), "
+                f"not the folder {preset!r} of the current directory: pass "
+                f"'./{preset}' to load that folder.",
+                stacklevel=3,
+            )
+        return available[preset]
+    names = ", ".join(available) or "(none shipped yet)"
+    hint = f" To load the folder {preset!r} here, pass './{preset}'." if local else ""
+    raise ValueError(
+        f"Unknown preset {preset!r}: not a path, and not one of the "
+        f"shipped presets: {names}.{hint}"
+    )

@@ -9,8 +9,8 @@ zoo, zoo.cli, zoo.__main__     the package and the CLI: may see everything
 families (zoo/<family>/)       may import kinds and below, never another family
 kinds (translation, captioning, classification)
 serving, training              may import base and below, not each other
-base, registry, old_paths      what every model stands on
-data                           the data loaders
+base, old_paths                what every model stands on
+registry, data                 the families and their presets; the data loaders
 keras_attention                never imports zoo
 ```
 
@@ -40,8 +40,8 @@ TOP = ("zoo", "zoo.cli", "zoo.__main__")
 LAYERS = {
     "keras_attention": 0,
     "zoo.data": 1,
+    "zoo.registry": 1,
     "zoo.base": 2,
-    "zoo.registry": 2,
     "zoo.old_paths": 2,
     "zoo.serving": 3,
     "zoo.training": 3,

@@ -13,8 +13,8 @@ import pytest
 import tensorflow as tf
 
 from keras_attention.presets import PresetError
+from zoo import registry
 from zoo.base import raw_inputs as inputs
-from zoo.base import task as task_module
 from zoo.base.task import Task, list_presets, resolve_preset
 
 pytestmark = pytest.mark.tensorflow_only
@@ -215,10 +215,28 @@ def test_from_preset_checks_the_class(tmp_path):
 
 @pytest.fixture
 def shipped(tmp_path, monkeypatch):
-    """A fake zoo tree: `<root>/<model>/presets/<name>/metadata.json`."""
+    """A fake zoo tree: `<root>/<model>/presets/<name>/metadata.json`.
+
+    Its families `tiny` and `other` are the registered ones; a preset
+    folder without `metadata.json` is not shipped.
+    """
     root = tmp_path / "zoo"
     root.mkdir()
-    monkeypatch.setattr(task_module, "ZOO_DIR", str(root))
+    families = {
+        name: registry.Family(
+            name=name,
+            module=f"zoo.{name}",
+            task=Task,
+            presets={preset: "" for preset in presets},
+            summary="",
+            folder=str(root / name),
+        )
+        for name, presets in (
+            ("tiny", ("tiny_small", "not_a_preset")),
+            ("other", ("other_base",)),
+        )
+    }
+    monkeypatch.setattr(registry, "_FAMILIES", families)
     return root
 
 

@@ -1,9 +1,11 @@
 """What every zoo model stands on: the task, its raw inputs, the backbone.
 
-- `zoo.base.task`: `Task` (`fit`/`evaluate`/`predict` on raw data, presets,
-  `export` through the task's kind).
-- `zoo.base.raw_inputs`: the pipeline of raw inputs (the data forms a task
-  takes, batching, the preprocessor's input form).
+- `zoo.base.task`: `Task` (the backbone, config and presets, `export`
+  through the task's kind), a `PipelineModel`.
+- `zoo.base.pipeline_model`: `PipelineModel` (`fit`/`evaluate`/`predict`
+  on raw data through the model's preprocessor, batching).
+- `zoo.base.raw_inputs`: the raw inputs (the data forms a model takes, the
+  preprocessor's input form).
 - `zoo.base.backbone`, `zoo.base.constructor_arguments`: the backbone and
   the arguments a task passes on to it.
 - `zoo.base.preprocessor`: `Preprocessor`, the base layer of preprocessors

@@ -1,7 +1,8 @@
-"""Raw data in every documented form -> `tf.data`, for `Task.fit` and co.
+"""Raw data in every documented form -> `tf.data`, for `PipelineModel.fit` and co.
 
-`Task.fit`, `evaluate` and `predict` take their data in any of these forms
-(`FORMS`), with or without `batch_size`:
+`zoo.base.pipeline_model.PipelineModel.fit`, `evaluate` and `predict` (so
+every `Task`'s) take their data in any of these forms (`FORMS`), with or
+without `batch_size`:
 
 - `x` and `y` (and `sample_weight`) as lists or NumPy arrays;
 - a list of `(x, y)` or `(x, y, sample_weight)` tuples (e.g. `(source,

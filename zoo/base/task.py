@@ -1,46 +1,40 @@
-"""`Task`: the base of every zoo model (`fit` / `evaluate` / `predict`, presets).
+"""`Task`: the base of every zoo model (backbone, kind, presets, export).
 
-A `Task` is a functional `keras.Model` with a `preprocessor` (a layer that
-turns raw samples, e.g. strings, into model inputs inside `tf.data`), so
-`fit`, `evaluate` and `predict` take raw data in every form of
-`zoo.base.raw_inputs.FORMS` as well as prepared inputs; and it saves to / loads from
-preset directories (`keras_attention.presets`). The loss corrections for
-`tf.distribute` live in `zoo.base.distributed_loss`.
+A `Task` is a `zoo.base.pipeline_model.PipelineModel` (a functional
+`keras.Model` whose `fit`, `evaluate` and `predict` take raw data through
+its `preprocessor`) built on a family's backbone; it saves to / loads from
+preset directories (`keras_attention.presets`; shipped presets are found
+through `zoo.registry`), exports through its kind, and corrects the loss
+under `tf.distribute` (`zoo.base.distributed_loss`).
 """
 
-import os
-import warnings
-
 import keras
-import tensorflow as tf
 
 from keras_attention import presets
 from zoo.base import backends, distributed_loss, parameter_budget
-from zoo.base import raw_inputs as inputs
 from zoo.base.backbone import base_config, set_dtype_policy, with_dtype_policy
 from zoo.base.constructor_arguments import ArgumentsOf
 
 # Re-exported: the family models import these from here.
 from zoo.base.distributed_loss import global_batch_mean, logged_as_share  # noqa: F401
+from zoo.base.pipeline_model import PipelineModel
 from zoo.base.raw_inputs import given_dataset, sliced  # noqa: F401
-from zoo.data import pipeline
 
-#: The `zoo` package folder, whose family folders hold the shipped presets.
-ZOO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Re-exported: the CLI, the package and the tests import them from here.
+from zoo.registry import list_presets, resolve_preset  # noqa: F401
 
 # The model config entry that receives the preset's preprocessor.
 PREPROCESSOR_KEY = "preprocessor"
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class Task(keras.Model):
-    """Base class of zoo models: raw-data `fit`/`evaluate`/`predict` + presets.
+class Task(PipelineModel):
+    """Base class of zoo models: a `PipelineModel` on a backbone, with presets.
 
-    Subclasses build a functional graph in `__init__` and pass their
-    `preprocessor` (or leave it `None`). The preprocessor says which raw
-    data it takes (`zoo.base.raw_inputs.input_form`); raw samples are batched
-    (`batch_size`, default 32) and mapped through it inside `tf.data`;
-    prepared inputs pass through untouched.
+    Adds to `PipelineModel` (raw-data `fit`/`evaluate`/`predict` through
+    the `preprocessor`) the backbone, the task's kind (its export, held-out
+    evaluation and CLI verbs), the config and the presets, and the loss
+    under `tf.distribute`.
 
     A family's task is built on its backbone (`backbone_arguments` names
     the backbone class), from a `backbone=` instance or from the backbone's
@@ -61,15 +55,14 @@ class Task(keras.Model):
         **kwargs: `keras.Model` arguments (`name`, `trainable`).
 
     Example:
+    >>> from zoo.base.raw_inputs import FeaturePreprocessor
     >>> words = keras.layers.StringLookup(vocabulary=["in", "the", "beginning"])
     >>> ids = keras.Input((), dtype="int64", name="ids")
     >>> outputs = keras.layers.Dense(1)(keras.layers.Embedding(4, 2)(ids))
-    >>> model = Task(ids, outputs, preprocessor=inputs.FeaturePreprocessor(words))
+    >>> model = Task(ids, outputs, preprocessor=FeaturePreprocessor(words))
     >>> model.predict(["in", "the", "end"], verbose=0).shape
     (3, 1)
     """
-
-    static_shapes = False
 
     #: What the task does, in the zoo's one vocabulary of kinds:
     #: `"translation"`, `"captioning"` or `"classification"`, set by the kind
@@ -94,11 +87,10 @@ class Task(keras.Model):
             super().__setattr__(name, value)
 
     def __init__(self, *args, backbone=None, preprocessor=None, dtype=None, **kwargs):
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, preprocessor=preprocessor, **kwargs)
         if dtype is None and backbone is not None:
             dtype = backbone.dtype_policy
         set_dtype_policy(self, dtype)
-        self.preprocessor = preprocessor
         if backbone is not None and self.backbone_arguments is not None:
             self.backbone = backbone
             # `backbone` is the backbone itself, even where a backbone
@@ -162,329 +154,6 @@ class Task(keras.Model):
             given["backbone"] = backbone
         return arguments.build(given, dtype=dtype, name=name)
 
-    def use_static_shapes(self, enabled=True):
-        """Feeds `fit`/`evaluate` batches of one fixed shape (for TPUs, XLA).
-
-        With static shapes, raw samples are batched with
-        `drop_remainder=True` (the last partial batch of an epoch is
-        skipped) and a preprocessor with a `trim_padding` option pads every
-        batch to its full sequence length instead of the batch's longest
-        row, so every step sees the same shapes and XLA compiles once.
-        `predict` never drops samples. Datasets the caller batched are not
-        re-batched: batch them with `drop_remainder=True` yourself. The
-        preprocessor's `trim_padding` is part of its config: call
-        `use_static_shapes(False)` before `save_to_preset` for a preset
-        that trims padding again.
-
-        Args:
-            enabled: bool. Defaults to `True`.
-
-        Returns:
-            The model (so calls can be chained).
-
-        Example:
-        >>> ids = keras.Input((), dtype="int64", name="ids")
-        >>> model = Task(ids, keras.layers.Embedding(4, 2)(ids))
-        >>> model.use_static_shapes().static_shapes
-        True
-        """
-        self.static_shapes = bool(enabled)
-        if hasattr(self.preprocessor, "trim_padding"):
-            self.preprocessor.trim_padding = not self.static_shapes
-        return self
-
-    # Data ------------------------------------------------------------------
-
-    def input_form(self, spec):
-        """How this task takes data whose elements have the type spec `spec`.
-
-        The hook `fit`, `evaluate` and `predict` ask: `zoo.base.raw_inputs.SAMPLES`
-        (one raw sample: batch, then preprocess), `zoo.base.raw_inputs.BATCHES` (a
-        raw batch: preprocess) or `None` (prepared inputs, fed as they are).
-        By default the preprocessor's declared `input_form` answers
-        (`zoo.base.raw_inputs.input_form`); a subclass may override this.
-
-        Args:
-            spec: the element spec as `(x,)`, `(x, y)` or `(x, y, w)`.
-
-        Returns:
-            `"samples"`, `"batches"` or None.
-
-        Example:
-        >>> words = keras.layers.StringLookup(vocabulary=["in", "the"])
-        >>> ids = keras.Input((), dtype="int64", name="ids")
-        >>> model = Task(ids, ids, preprocessor=inputs.FeaturePreprocessor(words))
-        >>> model.input_form((tf.TensorSpec((), tf.string),))
-        'samples'
-        >>> model.input_form((tf.TensorSpec((None,), tf.int64),)) is None
-        True
-        """
-        return inputs.input_form(self.preprocessor, spec)
-
-    def _batch(self, dataset, batch_size, drop_remainder):
-        """Batches unbatched samples (32 when `batch_size` is `None`).
-
-        `drop_remainder` says the caller may drop a last partial batch
-        (`fit`, `evaluate`); it is dropped only with static shapes on.
-        """
-        return dataset.batch(
-            batch_size or 32, drop_remainder=drop_remainder and self.static_shapes
-        )
-
-    def preprocess_samples(self, x, y=None, sample_weight=None):
-        """Maps one batch of raw samples to `(inputs, labels, sample_weight)`.
-
-        Example:
-        >>> ids = keras.Input((), dtype="int64", name="ids")
-        >>> model = Task(ids, ids)  # No preprocessor: packed as given.
-        >>> model.preprocess_samples([1, 2], [0, 1])
-        ([1, 2], [0, 1])
-        """
-        if self.preprocessor is None:
-            return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
-        return self.preprocessor(x, y, sample_weight)
-
-    def _as_dataset(
-        self,
-        x,
-        y=None,
-        sample_weight=None,
-        batch_size=None,
-        shuffle=False,
-        drop_remainder=False,
-    ):
-        """Raw data as a batched, preprocessed `tf.data.Dataset`.
-
-        Returns `None` for prepared in-memory data and data Keras iterates
-        itself (the caller hands it to Keras), and a dataset of prepared
-        inputs as it is.
-        """
-        batch_size = inputs.check_batch_size(batch_size)
-        if inputs.passed_to_keras(x):
-            return None
-        dataset = inputs.given_dataset(x, y, sample_weight)
-        if dataset is None:
-            data = inputs.unpack(x, y, sample_weight)
-            if self.input_form(inputs.sample_spec(data)) is None:
-                return None
-            # In-memory data is a collection of samples, whatever their rank.
-            dataset = inputs.sliced(keras.utils.pack_x_y_sample_weight(*data), shuffle)
-            form = inputs.SAMPLES
-        else:
-            form = self.input_form(dataset.element_spec)
-            if form is None:
-                return dataset
-        if form == inputs.SAMPLES:
-            dataset = self._batch(dataset, batch_size, drop_remainder)
-        elif batch_size is not None:
-            warnings.warn(
-                f"batch_size={batch_size} is ignored: the dataset is already "
-                "batched (as Keras ignores it for any tf.data.Dataset).",
-                stacklevel=3,
-            )
-
-        batch = tf.nest.flatten(dataset.element_spec)[0].shape[0]
-
-        def preprocess(*sample):
-            prepared = self.preprocess_samples(*sample)
-            if self.static_shapes and batch is not None:
-                # Tokenizers lose the static batch size; TPUs need it back.
-                prepared = tf.nest.map_structure(
-                    lambda t: tf.ensure_shape(t, [batch] + t.shape[1:]), prepared
-                )
-            return prepared
-
-        dataset = dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        self._check_prepared(dataset.element_spec)
-        return pipeline.finish(dataset)
-
-    def _check_prepared(self, spec):
-        """Refuses preprocessed data that lacks some of the model's inputs.
-
-        Checked before Keras traces anything, so a wrong call creates no
-        variable and the model stays usable.
-        """
-        expected = self.input if isinstance(self.input, dict) else None
-        given = inputs.element_parts(spec)[0]
-        if expected is None or not isinstance(given, dict):
-            return
-        missing = sorted(set(expected) - set(given))
-        if missing:
-            raise ValueError(
-                f"The preprocessor turns this data into the inputs "
-                f"{sorted(given)}, but {type(self).__name__} also needs "
-                f"{missing}. Pass the labels as well (e.g. (source, target) "
-                "pairs), or, to generate outputs, call the task's own method "
-                "(e.g. `translate` or `caption`)."
-            )
-
-    def _validation(self, validation, batch_size):
-        if validation is None:
-            return None
-        if isinstance(validation, tuple):
-            prepared = self._as_dataset(
-                *validation, batch_size=batch_size, drop_remainder=True
-            )
-        elif isinstance(validation, tf.data.Dataset):
-            prepared = self._as_dataset(validation, drop_remainder=True)
-        else:
-            prepared = self._as_dataset(
-                validation, batch_size=batch_size, drop_remainder=True
-            )
-        return validation if prepared is None else prepared
-
-    def _retrace_after_failure(self):
-        """Drops the step functions of a failed call.
-
-        A call that fails while Keras traces its step leaves a function
-        that may not create variables any more; the next call then traces
-        a new one, so a failed `fit` leaves the model usable.
-        """
-        self.train_function = None
-        self.test_function = None
-        self.predict_function = None
-
-    def fit(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        """Trains on raw or prepared data in any form of `zoo.base.raw_inputs.FORMS`.
-
-        Raw data goes through the preprocessor inside `tf.data`: lists and
-        arrays are shuffled each epoch (unless `shuffle=False`) and batched
-        by `batch_size` (default 32); an unbatched `tf.data.Dataset` is
-        batched by `batch_size`, a batched one is used as it is (its
-        shuffling is the caller's). `validation_data` takes the same forms.
-        A call that fails (wrong data) leaves the model usable.
-
-        Args:
-            x: the data: `x` (with `y`), a list of `(x, y[, w])` tuples, a
-                tuple `(x, y[, w])`, or a `tf.data.Dataset`.
-            y: optional labels, when `x` holds only the inputs.
-            batch_size: optional int. Samples per step for unbatched data.
-            sample_weight: optional per-sample weights.
-            **kwargs: `keras.Model.fit` arguments (`epochs`,
-                `validation_data`, `callbacks`, `shuffle`, ...).
-
-        Returns:
-            The Keras `History`.
-
-        Raises:
-            ValueError: data in no accepted form (the message lists them),
-                labels given twice, or data the preprocessor cannot turn
-                into every model input.
-
-        Example:
-        >>> words = keras.layers.StringLookup(vocabulary=["in", "the", "beginning"])
-        >>> ids = keras.Input((), dtype="int64", name="ids")
-        >>> outputs = keras.layers.Dense(1)(keras.layers.Embedding(4, 2)(ids))
-        >>> model = Task(ids, outputs, preprocessor=inputs.FeaturePreprocessor(words))
-        >>> model.compile("sgd", "mse")
-        >>> pairs = [("in", 1.0), ("the", 0.0), ("beginning", 0.5)]
-        >>> history = model.fit(pairs, batch_size=2, epochs=2, verbose=0)
-        >>> history = model.fit(["in", "the"], [1.0, 0.0], verbose=0)  # x and y
-        >>> history = model.fit((["in", "the"], [1.0, 0.0]), verbose=0)  # a tuple
-        >>> data = tf.data.Dataset.from_tensor_slices((["in", "the"], [1.0, 0.0]))
-        >>> history = model.fit(data, batch_size=2, verbose=0)  # unbatched
-        >>> history = model.fit(data.batch(2), verbose=0)  # batched
-        >>> len(history.history["loss"])
-        1
-        """
-        shuffle = kwargs.pop("shuffle", True)
-        validation = kwargs.pop("validation_data", None)
-        dataset = self._as_dataset(
-            x, y, sample_weight, batch_size, shuffle=shuffle, drop_remainder=True
-        )
-        validation = self._validation(validation, batch_size)
-        try:
-            if dataset is None:
-                return super().fit(
-                    x,
-                    y,
-                    batch_size=batch_size,
-                    sample_weight=sample_weight,
-                    validation_data=validation,
-                    shuffle=shuffle,
-                    **kwargs,
-                )
-            # Raw samples were shuffled before batching (lists) or are the
-            # caller's dataset to shuffle (tf.data), so Keras must not.
-            return super().fit(
-                dataset, validation_data=validation, shuffle=False, **kwargs
-            )
-        except Exception:
-            self._retrace_after_failure()
-            raise
-
-    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        """Evaluates on raw or prepared data in any form of `zoo.base.raw_inputs.FORMS`.
-
-        The forms and batching are those of `fit` (without shuffling).
-
-        Args:
-            x, y, batch_size, sample_weight: the data, as `fit` takes it.
-            **kwargs: `keras.Model.evaluate` arguments (`return_dict`, ...).
-
-        Returns:
-            The loss (and metrics), as `keras.Model.evaluate` returns them.
-
-        Example:
-        >>> words = keras.layers.StringLookup(vocabulary=["in", "the", "beginning"])
-        >>> ids = keras.Input((), dtype="int64", name="ids")
-        >>> embedded = keras.layers.Embedding(4, 1, embeddings_initializer="zeros")
-        >>> model = Task(ids, embedded(ids), preprocessor=inputs.FeaturePreprocessor(words))
-        >>> model.compile("sgd", "mse")
-        >>> model.evaluate([("in", 1.0), ("the", 3.0)], verbose=0)  # (1 + 9) / 2
-        5.0
-        """
-        dataset = self._as_dataset(x, y, sample_weight, batch_size, drop_remainder=True)
-        try:
-            if dataset is None:
-                return super().evaluate(
-                    x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
-                )
-            return super().evaluate(dataset, **kwargs)
-        except Exception:
-            self._retrace_after_failure()
-            raise
-
-    def predict(self, x, batch_size=None, **kwargs):
-        """Model outputs for raw or prepared inputs in any form of `fit`.
-
-        Labels in the data (pairs, a tuple, a dataset of `(x, y)`) are
-        ignored. A generative task's raw inputs lack the decoder input, so
-        `predict` refuses them and names the method to call instead (e.g.
-        `translate`, `caption`).
-
-        Args:
-            x: the inputs: a list or array of `x`, a list of `(x, y)`
-                tuples, a tuple `(x, y)`, or a `tf.data.Dataset`.
-            batch_size: optional int. Samples per step for unbatched data.
-            **kwargs: `keras.Model.predict` arguments (`verbose`, ...).
-
-        Returns:
-            NumPy outputs, as `keras.Model.predict` returns them.
-
-        Example:
-        >>> words = keras.layers.StringLookup(vocabulary=["in", "the", "beginning"])
-        >>> ids = keras.Input((), dtype="int64", name="ids")
-        >>> model = Task(ids, ids, preprocessor=inputs.FeaturePreprocessor(words))
-        >>> model.predict(["the", "beginning", "end"], verbose=0).tolist()
-        [2, 3, 0]
-        >>> data = tf.data.Dataset.from_tensor_slices(["in", "end"])
-        >>> model.predict(data, batch_size=2, verbose=0).tolist()
-        [1, 0]
-        """
-        if not isinstance(x, tf.data.Dataset) and not inputs.passed_to_keras(x):
-            x, _, _ = inputs.unpack(x)
-        elif isinstance(x, tf.data.Dataset) and isinstance(x.element_spec, tuple):
-            x = x.map(lambda x, *labels: x)
-        dataset = self._as_dataset(x, batch_size=batch_size)
-        try:
-            if dataset is None:
-                return super().predict(x, batch_size=batch_size, **kwargs)
-            return super().predict(dataset, **kwargs)
-        except Exception:
-            self._retrace_after_failure()
-            raise
-
     # Distribution ------------------------------------------------------------
 
     def compute_loss(
@@ -509,6 +178,7 @@ class Task(keras.Model):
         weighted metrics (they would count padding).
 
         Example:
+        >>> import tensorflow as tf
         >>> ids = keras.Input((1,), name="ids")
         >>> model = Task(ids, ids)
         >>> model.compile(loss="mse")
@@ -542,37 +212,6 @@ class Task(keras.Model):
         if not backends.on_tensorflow():
             return super().test_step(*args)
         return distributed_loss.per_worker_logs(super().test_step(*args))
-
-    def predict_step(self, *args):
-        """Keras's prediction step, returning `prediction_outputs` of its outputs.
-
-        (JAX passes `(state, data)` and gets `(outputs, state)`.)
-        """
-        result = super().predict_step(*args)
-        if keras.backend.backend() == "jax":
-            outputs, state = result
-            return self.prediction_outputs(outputs), state
-        return self.prediction_outputs(result)
-
-    #: The output `predict` returns of a model whose outputs are a dict
-    #: (e.g. `"logits"` beside diagnostics); `None`: all of them.
-    prediction_key = None
-
-    def prediction_outputs(self, outputs):
-        """What `predict` returns of the model's outputs (`prediction_key`).
-
-        Example:
-        >>> ids = keras.Input((), dtype="int64", name="ids")
-        >>> Task(ids, ids).prediction_outputs({"logits": 1})
-        {'logits': 1}
-        >>> class Classifier(Task):
-        ...     prediction_key = "logits"
-        >>> Classifier(ids, ids).prediction_outputs({"logits": 1, "steps": 2})
-        1
-        """
-        if self.prediction_key is None:
-            return outputs
-        return outputs[self.prediction_key]
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         # Keras 3 builds from the first distributed batch averaged over the
@@ -687,10 +326,11 @@ class Task(keras.Model):
 
         Example:
         >>> import tempfile
+        >>> from zoo.base.raw_inputs import FeaturePreprocessor
         >>> words = keras.layers.StringLookup(vocabulary=["in", "the"])
         >>> ids = keras.Input((), dtype="int64", name="ids")
         >>> model = Task(ids, keras.layers.Embedding(3, 2)(ids),
-        ...              preprocessor=inputs.FeaturePreprocessor(words))
+        ...              preprocessor=FeaturePreprocessor(words))
         >>> meta = model.save_to_preset(tempfile.mkdtemp(), metadata={"note": "tiny"})
         >>> sorted(meta["files"]), meta["note"]
         (['config.json', 'model.weights.h5', 'preprocessor.json'], 'tiny')
@@ -928,77 +568,3 @@ def _check_consistent(model, directory):
                 f"Preset {directory}: the model's end_token_id={end} is not "
                 "the id of [END] in its vocabulary."
             )
-
-
-def list_presets():
-    """Returns `{name: directory}` of every preset shipped with the zoo.
-
-    A shipped preset is a folder of `zoo/<model>/presets/` that holds a
-    `metadata.json`; `Task.from_preset` (and each model's) takes its name.
-
-    Example:
-    >>> found = list_presets()
-    >>> "seq2seq_bahdanau_bible_en_es" in found
-    True
-    >>> name = "ram_fashion_mnist_cluttered_100_long"
-    >>> found[name].endswith(os.path.join("zoo", "ram", "presets", name))
-    True
-    """
-    found = {}
-    root = ZOO_DIR
-    for model_dir in sorted(os.listdir(root)):
-        shipped = os.path.join(root, model_dir, "presets")
-        if not os.path.isdir(shipped):
-            continue
-        for name in sorted(os.listdir(shipped)):
-            if os.path.isfile(os.path.join(shipped, name, presets.METADATA_FILE)):
-                found[name] = os.path.join(shipped, name)
-    return found
-
-
-def _is_path(preset):
-    """A path-like object, or a str with a separator or a leading `.` or `~`."""
-    if not isinstance(preset, str):
-        return True
-    separators = [s for s in (os.sep, os.altsep) if s]
-    return preset.startswith((".", "~")) or any(s in preset for s in separators)
-
-
-def resolve_preset(preset):
-    """Maps a preset name or directory to its directory, with clear errors.
-
-    A path (path-like, or a str that holds a separator or starts with `.`
-    or `~`) is a directory. A bare name is a shipped preset, never a folder
-    of the current directory: a folder named like a shipped preset cannot
-    stand in for it (a warning says which one is loaded); write `./name`
-    to load the folder.
-
-    Args:
-        preset: str or path-like.
-
-    Returns:
-        The directory (str).
-    """
-    if not isinstance(preset, (str, os.PathLike)):
-        raise TypeError(
-            f"`preset` must be a name or a path. Received: preset={preset!r:.80}"
-        )
-    if _is_path(preset):
-        return os.path.expanduser(os.fspath(preset))
-    available = list_presets()
-    local = os.path.isdir(preset)
-    if preset in available:
-        if local:
-            warnings.warn(
-                f"Loading the shipped preset {preset!r} ({available[preset]}), "
-                f"not the folder {preset!r} of the current directory: pass "
-                f"'./{preset}' to load that folder.",
-                stacklevel=3,
-            )
-        return available[preset]
-    names = ", ".join(available) or "(none shipped yet)"
-    hint = f" To load the folder {preset!r} here, pass './{preset}'." if local else ""
-    raise ValueError(
-        f"Unknown preset {preset!r}: not a path, and not one of the "
-        f"shipped presets: {names}.{hint}"
-    )
