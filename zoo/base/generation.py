@@ -68,8 +68,9 @@ def decoding_options(beam_width, max_length, batch_size, default_length):
 def make_search(beam_width, **penalties):
     """`GreedySearch()` for a beam width of 1, else a `BeamSearch`.
 
-    A width given as a scalar int tensor (an input of a traced signature,
-    `zoo.translation.export`) is read when the search runs: the search
+    A width given as a scalar int tensor (an input of a signature traced
+    by TensorFlow, `zoo.translation.export`, whose batch size is unknown)
+    is read when the search runs: the search
     returned then runs the greedy search where it is 1, else the beam
     (`keras.ops.cond`), so both must return one structure (call them with
     `return_scores=True`).
