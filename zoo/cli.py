@@ -23,7 +23,7 @@ import warnings
 from zoo import quiet, registry
 from zoo.base import backends
 from zoo.base.task import Task, list_presets
-from zoo.training.flags import positive_int, program_name
+from zoo.training.flags import positive_float, positive_int, program_name
 
 #: The command's name in usage lines: `keras-attention` (the installed
 #: script); `python -m zoo` passes its own.
@@ -384,13 +384,6 @@ def _serve(args):
     return 0
 
 
-def _positive_float(text):
-    value = _non_negative_float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, received {text!r}")
-    return value
-
-
 def _non_negative_float(text):
     try:
         value = float(text)
@@ -410,8 +403,8 @@ SERVE_LIMITS = [
     ("--max-length", positive_int, "largest max_length input"),
     ("--max-image-pixels", positive_int, "pixels of one image"),
     ("--max-request-pixels", positive_int, "pixels of a request's images"),
-    ("--request-timeout", _positive_float, "seconds to answer, else 503"),
-    ("--read-timeout", _positive_float, "seconds to send a request, else 408"),
+    ("--request-timeout", positive_float, "seconds to answer, else 503"),
+    ("--read-timeout", positive_float, "seconds to send a request, else 408"),
     ("--workers", positive_int, "threads handling connections"),
     ("--max-queued", positive_int, "connections waiting, else 503"),
 ]
@@ -608,7 +601,8 @@ def main(argv=None, prog=PROG):
             "export": _export,
             "serve": _serve,
         }[args.command](args)
-    except (ValueError, FileNotFoundError, backends.BackendError) as e:
+    # A bad value or type (a preset's config, say) is one line and exit 2.
+    except (ValueError, TypeError, FileNotFoundError, backends.BackendError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 

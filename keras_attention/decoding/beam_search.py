@@ -1,9 +1,8 @@
 """Beam search with GNMT's length and coverage penalties."""
 
-import numbers
-
 from keras import ops, tree
 
+from keras_attention.arguments import int_argument
 from keras_attention.decoding import search
 
 #: Floor of the accumulated attention inside the coverage penalty's log, so
@@ -103,8 +102,9 @@ class BeamSearch(search.Search):
     inside `tf.function(jit_compile=True)` and `jax.jit`.
 
     Args:
-        beam_width: int. Number of live hypotheses per example. Defaults to
-            `4`.
+        beam_width: int. Number of live hypotheses per example, or a scalar
+            int tensor read when the search runs inside a graph (e.g. an
+            input of an exported signature). Defaults to `4`.
         length_penalty: float. The exponent `alpha >= 0` of the length
             penalty; `0` ranks by log-probability. Defaults to `0.6`.
         coverage_penalty: float. The weight `beta >= 0` of the coverage
@@ -173,11 +173,7 @@ class BeamSearch(search.Search):
         coverage_penalty=0.0,
         return_all_beams=False,
     ):
-        if not isinstance(beam_width, numbers.Integral) or beam_width < 1:
-            raise ValueError(
-                "`beam_width` must be an integer >= 1. "
-                f"Received: beam_width={beam_width}"
-            )
+        self.beam_width = int_argument("beam_width", beam_width, tensor=True)
         if length_penalty < 0:
             raise ValueError(
                 "`length_penalty` (alpha) must be >= 0. "
@@ -188,7 +184,6 @@ class BeamSearch(search.Search):
                 "`coverage_penalty` (beta) must be >= 0. "
                 f"Received: coverage_penalty={coverage_penalty}"
             )
-        self.beam_width = int(beam_width)
         self.length_penalty = length_penalty
         self.coverage_penalty = coverage_penalty
         self.return_all_beams = return_all_beams

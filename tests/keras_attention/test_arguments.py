@@ -1,9 +1,11 @@
 """Every integer argument of the layers and scores is checked by one helper,
 `keras_attention.arguments.int_argument`: one message, naming the argument,
-what it takes and the value given; bools are no sizes, NumPy ints are."""
+what it takes and the value given; bools are no sizes, NumPy ints are. A
+value of the wrong type raises a TypeError, one out of range a ValueError."""
 
 import numpy as np
 import pytest
+from keras import ops
 
 from keras_attention import scores
 from keras_attention.arguments import int_argument
@@ -69,7 +71,11 @@ def test_one_message_for_every_integer_argument(layer, name, takes, bad):
     if bad == -1 and "int >= 0" in takes:
         bad = -2
     expected = f"`{name}` must be {takes}. Received: {name}={bad!r}"
-    with pytest.raises(ValueError) as error:
+    # A string where strings are taken ('auto') is a bad value, not type.
+    bad_type = isinstance(bad, (bool, float)) or (
+        isinstance(bad, str) and "'" not in takes
+    )
+    with pytest.raises(TypeError if bad_type else ValueError) as error:
         LAYERS[layer](**{name: bad})
     assert str(error.value) == expected
 
@@ -84,7 +90,24 @@ def test_numpy_ints_are_kept_as_python_ints():
 def test_allowed_values_pass_unchanged():
     assert int_argument("chunk_size", "auto", allowed=("auto",)) == "auto"
     assert int_argument("window", None, allowed=(None,)) is None
-    with pytest.raises(ValueError, match="Received: window=None"):
+    with pytest.raises(TypeError, match="Received: window=None"):
         int_argument("window", None)
     with pytest.raises(ValueError, match="Received: chunk_size='AUTO'"):
         int_argument("chunk_size", "AUTO", allowed=("auto",))
+
+
+def test_a_maximum_is_a_value_error_naming_it():
+    assert int_argument("units", 8192, maximum=8192) == 8192
+    with pytest.raises(ValueError) as error:
+        int_argument("units", 8193, maximum=8192)
+    assert str(error.value) == "`units` must be at most 8192. Received: units=8193"
+
+
+def test_a_scalar_int_tensor_passes_only_where_tensors_are_taken():
+    width = ops.convert_to_tensor(3, "int32")
+    assert int_argument("beam_width", width, tensor=True) is width
+    with pytest.raises(TypeError, match="beam_width"):
+        int_argument("beam_width", width)
+    for bad in (ops.convert_to_tensor(3.0), ops.convert_to_tensor([3, 4])):
+        with pytest.raises(TypeError, match="a scalar int tensor"):
+            int_argument("beam_width", bad, tensor=True)

@@ -14,7 +14,7 @@ import pytest
 from keras import ops
 
 from keras_attention.decoding import BeamSearch
-from zoo.base.generation import GenerativeTask
+from zoo.base.generation import GenerativeTask, make_search
 
 PAD, START, END, A, B = range(5)
 TINY = 1e-9  # The probability of tokens a model should never write.
@@ -119,6 +119,36 @@ def test_greedy_is_the_argmax_loop_and_beam_width_one():
         pad_token_id=PAD,
     )
     np.testing.assert_array_equal(ops.convert_to_numpy(beam), greedy)
+
+
+@pytest.mark.tensorflow_only
+@pytest.mark.parametrize("beam_width", [1, 3])
+def test_a_width_given_as_a_tensor_runs_the_search_of_that_int(beam_width):
+    # An export's signature takes the width as a tensor: greedy at 1, else a beam.
+    import tensorflow as tf
+
+    model = random_model(4)
+    source = np.ones((2, 2), "int32")
+    prompt = np.full((2, 5), PAD, "int32")
+    prompt[:, 0] = START
+
+    def run(width, source, prompt):
+        search = make_search(width, length_penalty=0.6)
+        return model.run_search(
+            search,
+            source,
+            prompt,
+            stop_token_ids=[END],
+            pad_token_id=PAD,
+            return_scores=True,
+        )
+
+    # A signature's shapes: the batch is unknown.
+    ids = tf.TensorSpec([None, None], tf.int32)
+    graph = tf.function(run, input_signature=[tf.TensorSpec([], tf.int32), ids, ids])
+    traced = graph(tf.constant(beam_width), source, prompt)
+    for got, expected in zip(traced, run(beam_width, source, prompt)):
+        np.testing.assert_allclose(ops.convert_to_numpy(got), expected, rtol=1e-6)
 
 
 @pytest.mark.parametrize("beam_width", [1, 3])

@@ -161,7 +161,7 @@ def test_the_budget_refuses_a_config_before_building_and_is_settable(monkeypatch
 def test_a_bad_size_gets_the_constructors_error_before_any_arithmetic():
     # A string where a size goes must not be multiplied ("x" * 10**9).
     config = {**SIZES[Seq2Seq], "units": "x" * 10}
-    with pytest.raises(ValueError, match="`units` must be a positive int"):
+    with pytest.raises(TypeError, match="`units` must be an int >= 1"):
         Seq2Seq.from_config(config)
     config = {**SIZES[RecurrentAttentionModel], "glimpse_filters": 10**9}
     with pytest.raises(TypeError, match="`glimpse_filters` must be a sequence"):

@@ -9,6 +9,7 @@ are handled here once, for the backbones and (through `set_dtype_policy`,
 
 import keras
 
+from keras_attention.arguments import int_argument
 from zoo.base import backends
 from zoo.base.constructor_arguments import ArgumentsOf, check_model_arguments
 
@@ -99,7 +100,10 @@ MAX_IMAGE_SHAPE = (8192, 8192, 4)
 
 
 def positive_int(name, value, maximum=None):
-    """`value` if it is a positive int (not a bool) within its limit.
+    """`value` as an int >= 1 within its limit (`MAX_SIZES`), else an error.
+
+    The check is `keras_attention.arguments.int_argument`'s; this adds
+    the limit of an architecture size.
 
     Args:
         name: str. The argument, named in the error.
@@ -108,28 +112,22 @@ def positive_int(name, value, maximum=None):
             `MAX_SIZES[name]`, or no limit for a name not there.
 
     Raises:
-        ValueError: naming the argument, the value and the limit.
+        TypeError: `value` is not an int.
+        ValueError: `value` is below 1 or over its limit.
 
     Example:
     >>> positive_int("units", 0)
     Traceback (most recent call last):
     ...
-    ValueError: `units` must be a positive int. Received: units=0
+    ValueError: `units` must be an int >= 1. Received: units=0
     >>> positive_int("units", 12000)
     Traceback (most recent call last):
     ...
-    ValueError: `units` must be at most 8192 (zoo.base.backbone.MAX_SIZES). Received: units=12000
+    ValueError: `units` must be at most 8192. Received: units=12000
     """
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
-    where = ""
     if maximum is None:
-        maximum, where = MAX_SIZES.get(name), " (zoo.base.backbone.MAX_SIZES)"
-    if maximum is not None and value > maximum:
-        raise ValueError(
-            f"`{name}` must be at most {maximum}{where}. Received: {name}={value}"
-        )
-    return value
+        maximum = MAX_SIZES.get(name)
+    return int_argument(name, value, maximum=maximum)
 
 
 def dropout_rate(name, value):
@@ -233,7 +231,7 @@ class Backbone(keras.Model):
         ...     **dict(sizes, units=0), cell="rnn", glimpse_filters=None, channels=1)
         Traceback (most recent call last):
         ...
-        ValueError: `units` must be a positive int. Received: units=0
+        ValueError: `units` must be an int >= 1. Received: units=0
         """
         raise NotImplementedError(
             f"{cls.__name__} does not count its parameters: a backbone "

@@ -10,16 +10,16 @@ chosen tokens, for alignment plots). The user verbs (`translate`,
 `caption`) are thin: preprocess raw input, `generate`, detokenize.
 
 The decoding arguments of those verbs (`beam_width`, `max_length`,
-`batch_size`) are checked here once (`decoding_options`), so a bad value
-gets the same clear error from every model.
+`batch_size`) are checked here once (`decoding_options`, with
+`keras_attention.arguments.int_argument`), so a bad value gets the same
+clear error from every model.
 """
-
-import numbers
 
 import keras
 import numpy as np
 from keras import ops, tree
 
+from keras_attention.arguments import int_argument
 from keras_attention.decoding import BeamSearch, GreedySearch
 from zoo.base.task import Task
 
@@ -28,16 +28,6 @@ from zoo.base.task import Task
 #: (`GenerativeTask.padded_source`), so that batches of near source lengths
 #: share one compilation. The models mask the padding as any other.
 SOURCE_LENGTH_MULTIPLE = 16
-
-
-def _int_at_least(name, value, low):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"`{name}` must be an int. Received: {name}={value!r}")
-    if value < low:
-        raise ValueError(
-            f"`{name}` must be an int >= {low}. Received: {name}={value!r}"
-        )
-    return int(value)
 
 
 def decoding_options(beam_width, max_length, batch_size, default_length):
@@ -52,6 +42,10 @@ def decoding_options(beam_width, max_length, batch_size, default_length):
     Returns:
         `(beam_width, max_length, batch_size)` as ints.
 
+    Raises:
+        TypeError: an argument is not an int (`int_argument`).
+        ValueError: an argument is below 1.
+
     Example:
     >>> decoding_options(None, None, 8, default_length=64)
     (1, 64, 8)
@@ -60,19 +54,30 @@ def decoding_options(beam_width, max_length, batch_size, default_length):
     ...
     ValueError: `beam_width` must be an int >= 1. Received: beam_width=0
     """
-    beam_width = 1 if beam_width is None else _int_at_least("beam_width", beam_width, 1)
+    if beam_width is None:
+        beam_width = 1
     if max_length is None:
         max_length = default_length
-    max_length = _int_at_least("max_length", max_length, 1)
-    batch_size = _int_at_least("batch_size", batch_size, 1)
-    return beam_width, max_length, batch_size
+    return (
+        int_argument("beam_width", beam_width),
+        int_argument("max_length", max_length),
+        int_argument("batch_size", batch_size),
+    )
 
 
 def make_search(beam_width, **penalties):
     """`GreedySearch()` for a beam width of 1, else a `BeamSearch`.
 
+    A width given as a scalar int tensor (an input of a signature traced
+    by TensorFlow, `zoo.translation.export`, whose batch size is unknown)
+    is read when the search runs: the search
+    returned then runs the greedy search where it is 1, else the beam
+    (`keras.ops.cond`), so both must return one structure (call them with
+    `return_scores=True`).
+
     Args:
-        beam_width: int >= 1 (checked by `decoding_options`).
+        beam_width: int >= 1 (checked by `decoding_options`), or a scalar
+            int tensor (checked where the graph runs).
         **penalties: `BeamSearch` arguments (`length_penalty`,
             `coverage_penalty`); a greedy search has none.
 
@@ -82,9 +87,21 @@ def make_search(beam_width, **penalties):
     >>> make_search(4, length_penalty=0.6).beam_width
     4
     """
-    if beam_width == 1:
-        return GreedySearch()
-    return BeamSearch(beam_width=beam_width, **penalties)
+    if not ops.is_tensor(beam_width):
+        if beam_width == 1:
+            return GreedySearch()
+        return BeamSearch(beam_width=beam_width, **penalties)
+    greedy = GreedySearch()
+    beam = BeamSearch(beam_width=beam_width, **penalties)
+
+    def search(*args, **kwargs):
+        return ops.cond(
+            ops.equal(beam_width, 1),
+            lambda: greedy(*args, **kwargs),
+            lambda: beam(*args, **kwargs),
+        )
+
+    return search
 
 
 def as_texts(texts, name="texts"):
@@ -343,13 +360,45 @@ class GenerativeTask(Task):
         search = make_search(
             beam_width, length_penalty=length_penalty, coverage_penalty=coverage_penalty
         )
-        prompt = np.full((batch, max_length + 1), pre.pad_id, "int32")
-        prompt[:, 0] = pre.start_id
-        run = self._search_function(search, pre.end_id, pre.pad_id)
-        tokens = ops.convert_to_numpy(run(inputs, prompt, max(batch, batch_size)))
+        tokens = self.generate_with(search, inputs, max_length, batch_size)
         if return_attention:
             return tokens, self.token_attention(inputs, tokens)
         return tokens
+
+    def generate_with(self, search, inputs, max_length, batch_size):
+        """`generate`'s token ids, from a search made and arguments checked.
+
+        What a verb that decodes its input in chunks (`translate`,
+        `caption`) calls for each chunk, having checked its arguments once
+        (`decoding_options`) and made its search once (`make_search`).
+
+        Args:
+            search: a `GreedySearch` or `BeamSearch`.
+            inputs: the prepared source, as `encode` takes it.
+            max_length: int >= 1. Decoding steps.
+            batch_size: int >= 1. The rows the compiled search runs (see
+                `generate`).
+
+        Returns:
+            int32 NumPy array `(batch, max_length + 1)`, as `generate`.
+
+        Example:
+        >>> import numpy as np, zoo
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+        >>> ids = np.array([[4, 3, 0], [4, 4, 3]])
+        >>> tokens = model.generate_with(
+        ...     make_search(2, length_penalty=0.0), ids, 3, batch_size=2)
+        >>> bool((tokens == model.generate(ids, beam_width=2, max_length=3)).all())
+        True
+        """
+        pre = self.generation_preprocessor()
+        batch = int(ops.shape(tree.flatten(inputs)[0])[0])
+        prompt = np.full((batch, max_length + 1), pre.pad_id, "int32")
+        prompt[:, 0] = pre.start_id
+        run = self._search_function(search, pre.end_id, pre.pad_id)
+        return ops.convert_to_numpy(run(inputs, prompt, max(batch, batch_size)))
 
     def _search_function(self, search, end_id, pad_id):
         """`run(inputs, prompt, rows) -> tokens`, compiled once per search."""

@@ -6,7 +6,7 @@ SavedModel export (`zoo.captioning.export`), the held-out evaluation on the
 scenes (`zoo.captioning.evaluation`) and the metrics line of its presets.
 """
 
-from zoo.base.generation import GenerativeTask, decoding_options
+from zoo.base.generation import GenerativeTask, decoding_options, make_search
 from zoo.base.truncation import warn_unfinished
 from zoo.captioning import evaluation
 from zoo.captioning.export import export_captioner
@@ -102,23 +102,23 @@ class CaptioningTask(GenerativeTask):
             beam_width, max_length, batch_size, pre.sequence_length
         )
         images, single = image_batch(images)
+        search = make_search(
+            beam_width, length_penalty=length_penalty, coverage_penalty=coverage_penalty
+        )
         texts, maps, chunks = [], [], []
         for start in range(0, len(images), batch_size):
             prepared = pre.images(images[start : start + batch_size])
-            generated = self.generate(
+            tokens = self.generate_with(
+                search,
                 prepared,
-                beam_width=beam_width,
-                max_length=max_length,
-                length_penalty=length_penalty,
-                coverage_penalty=coverage_penalty,
-                return_attention=return_attention,
+                max_length,
                 batch_size=min(batch_size, len(images)),  # one shape per call
             )
-            tokens = generated[0] if return_attention else generated
             chunks.append(tokens)
             texts.extend(pre.detokenize(tokens[:, 1:]))
             if return_attention:
-                maps.extend(self._attention_dicts(tokens, generated[1]))
+                attention = self.token_attention(prepared, tokens)
+                maps.extend(self._attention_dicts(tokens, attention))
         warn_unfinished(chunks, pre.end_id, max_length, "captions")
         if single:
             texts, maps = texts[0], (maps[0] if maps else maps)

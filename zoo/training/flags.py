@@ -18,13 +18,17 @@ import os
 import sys
 import tempfile
 
+from keras_attention.arguments import int_argument
+
 # The command a training script runs under (`python -m zoo train seq2seq`),
 # set by the CLI for the script's usage line; `None`: argparse's default.
 _program = contextvars.ContextVar("program", default=None)
 
 
 def positive_int(text):
-    """An int >= 1.
+    """An int >= 1 (`keras_attention.arguments.int_argument`), as argparse's type.
+
+    argparse prints the error as one line naming the flag, and exits 2.
 
     Example:
     >>> positive_int("3")
@@ -32,17 +36,14 @@ def positive_int(text):
     >>> positive_int("0")
     Traceback (most recent call last):
     ...
-    argparse.ArgumentTypeError: expected an int >= 1, got 0
+    argparse.ArgumentTypeError: expected an int >= 1, got '0'
     """
     try:
-        value = int(text)
+        return int_argument("value", int(text))
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected an int >= 1, got {text!r}"
         ) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {value}")
-    return value
 
 
 def positive_float(text):

@@ -57,9 +57,10 @@ import os
 import keras
 import tensorflow as tf
 
-from keras_attention.decoding import BeamSearch, GreedySearch
+from keras_attention.arguments import int_argument
+from keras_attention.decoding import BeamSearch
 from zoo.base import backends
-from zoo.base.generation import decoding_options
+from zoo.base.generation import decoding_options, make_search
 from zoo.serving.export import write_metadata
 from zoo.translation.preprocessor import RESERVED_TOKENS
 
@@ -96,23 +97,6 @@ def glue_punctuation_graph(texts):
     return texts
 
 
-class _WidthTensorBeamSearch(BeamSearch):
-    """A `BeamSearch` whose width is an int32 scalar tensor (a signature input).
-
-    `BeamSearch` uses its width only as an operand of TF ops (reshapes,
-    `top_k`, `repeat`, `range`), so a tensor runs the same ops as the int
-    `translate` uses, with the width read at run time.
-    """
-
-    def __init__(self, beam_width, length_penalty, coverage_penalty):
-        super().__init__(
-            beam_width=1,
-            length_penalty=length_penalty,
-            coverage_penalty=coverage_penalty,
-        )
-        self.beam_width = beam_width
-
-
 class _Translator:
     """`texts -> (translations, scores)` of a task, traced into the export."""
 
@@ -125,20 +109,6 @@ class _Translator:
         tokenizer = pre.target_tokenizer
         self.special_ids = tf.constant(
             [tokenizer.token_to_id(t) for t in RESERVED_TOKENS], tf.int32
-        )
-
-    def search(self, beam_width):
-        """The search `translate` runs for `beam_width` (an int or a tensor)."""
-        if isinstance(beam_width, int):
-            if beam_width == 1:
-                return GreedySearch()
-            return BeamSearch(
-                beam_width,
-                length_penalty=self.length_penalty,
-                coverage_penalty=self.coverage_penalty,
-            )
-        return _WidthTensorBeamSearch(
-            beam_width, self.length_penalty, self.coverage_penalty
         )
 
     def decode(self, source, search, max_length):
@@ -177,15 +147,13 @@ class _Translator:
         """Translations, scores and truncation flags of `text` (tf.string `(batch,)`)."""
         source, input_truncated = self.preprocessor.pack_source(text)
         source = tf.cast(source, tf.int32)
-        if isinstance(beam_width, int):
-            tokens, scores = self.decode(source, self.search(beam_width), max_length)
-        else:
-            # Greedy for width 1 as in `translate`, a beam for the others.
-            tokens, scores = tf.cond(
-                beam_width == 1,
-                lambda: self.decode(source, self.search(1), max_length),
-                lambda: self.decode(source, self.search(beam_width), max_length),
-            )
+        # Greedy for width 1 as in `translate`, a beam for the others.
+        search = make_search(
+            beam_width,
+            length_penalty=self.length_penalty,
+            coverage_penalty=self.coverage_penalty,
+        )
+        tokens, scores = self.decode(source, search, max_length)
         generated = tokens[:, 1:]
         ended = tf.reduce_any(generated == self.preprocessor.end_id, axis=1)
         return {
@@ -262,7 +230,8 @@ def export_translator(
         `serving_default` settings, the signatures).
 
     Raises:
-        TypeError: `task` is not a `zoo.TranslationTask`.
+        TypeError: `task` is not a `zoo.TranslationTask`, or a setting is
+            not an int.
         ValueError: the task has no preprocessor, or a setting is out of
             range.
         zoo.base.backends.BackendError: the backend is not TensorFlow.
@@ -279,14 +248,8 @@ def export_translator(
     )
     if max_length_limit is None:
         max_length_limit = max(256, max_length)
-    for name, limit in (
-        ("beam_width_limit", beam_width_limit),
-        ("max_length_limit", max_length_limit),
-    ):
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(
-                f"`{name}` must be an int >= 1. Received: {name}={limit!r}"
-            )
+    beam_width_limit = int_argument("beam_width_limit", beam_width_limit)
+    max_length_limit = int_argument("max_length_limit", max_length_limit)
     if beam_width > beam_width_limit or max_length > max_length_limit:
         raise ValueError(
             "`beam_width` and `max_length` must lie within `beam_width_limit` "

@@ -3,7 +3,12 @@
 import numpy as np
 import tensorflow as tf
 
-from zoo.base.generation import GenerativeTask, as_texts, decoding_options
+from zoo.base.generation import (
+    GenerativeTask,
+    as_texts,
+    decoding_options,
+    make_search,
+)
 from zoo.base.truncation import warn_unfinished
 from zoo.data import bible
 from zoo.serving.export import read_metadata
@@ -159,6 +164,9 @@ class TranslationTask(GenerativeTask):
         )
         if not texts:
             return ([], []) if return_attention else []
+        search = make_search(
+            beam_width, length_penalty=length_penalty, coverage_penalty=coverage_penalty
+        )
         pad = pre.source_pad_id
         ids = [
             row[row != pad]
@@ -172,12 +180,10 @@ class TranslationTask(GenerativeTask):
             batch = np.full((len(chunk), max(len(ids[i]) for i in chunk)), pad, "int32")
             for row, i in enumerate(chunk):
                 batch[row, : len(ids[i])] = ids[i]
-            tokens = self.generate(
+            tokens = self.generate_with(
+                search,
                 batch,
-                beam_width=beam_width,
-                max_length=max_length,
-                length_penalty=length_penalty,
-                coverage_penalty=coverage_penalty,
+                max_length,
                 batch_size=min(batch_size, len(texts)),  # one shape per call
             )
             generated.append(tokens)

@@ -329,7 +329,7 @@ def test_return_values_and_padding():
 def test_clear_errors():
     with pytest.raises(ValueError, match="beam_width"):
         BeamSearch(beam_width=0)
-    with pytest.raises(ValueError, match="beam_width"):
+    with pytest.raises(TypeError, match="beam_width"):
         BeamSearch(beam_width=2.5)
     with pytest.raises(ValueError, match="length_penalty"):
         BeamSearch(length_penalty=-0.1)
