@@ -28,6 +28,7 @@ True
 
 import dataclasses
 import os
+import re
 import sys
 import warnings
 
@@ -236,12 +237,17 @@ def resolve_preset(preset):
     Raises:
         TypeError: `preset` is neither a str nor path-like.
         ValueError: a name that is no shipped preset (the message lists
-            them).
+            them), or a hub handle or URL (`hf://...`, `kaggle://...`,
+            `https://...`), which this offline loader does not fetch.
 
     Example:
     >>> import zoo
     >>> resolve_preset("./my_preset")
     './my_preset'
+    >>> resolve_preset("hf://keras/bert_base_en")
+    Traceback (most recent call last):
+    ...
+    ValueError: `preset` 'hf://keras/bert_base_en' is a hf:// handle: this loader reads no hub or URL (it works offline). Pass a shipped preset's name (`python -m zoo presets` lists them) or a local preset folder (download it first).
     >>> resolve_preset("seq2seq_bahdanau_bible_en_es") == get(
     ...     "seq2seq").preset_folder("seq2seq_bahdanau_bible_en_es")
     True
@@ -249,6 +255,14 @@ def resolve_preset(preset):
     if not isinstance(preset, (str, os.PathLike)):
         raise TypeError(
             f"`preset` must be a name or a path. Received: preset={preset!r:.80}"
+        )
+    scheme = re.match(r"([a-zA-Z][a-zA-Z0-9+.\-]*)://", str(preset))
+    if isinstance(preset, str) and scheme:
+        raise ValueError(
+            f"`preset` {preset!r:.120} is a {scheme.group(1)}:// handle: this "
+            "loader reads no hub or URL (it works offline). Pass a shipped "
+            "preset's name (`python -m zoo presets` lists them) or a local "
+            "preset folder (download it first)."
         )
     if _is_path(preset):
         return os.path.expanduser(os.fspath(preset))

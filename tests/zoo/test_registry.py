@@ -43,3 +43,18 @@ def test_a_preset_registered_by_another_family_is_refused():
 def test_an_unknown_family_is_a_value_error_naming_the_choices():
     with pytest.raises(ValueError, match="Unknown family 'nope'. Choose one of: ram"):
         registry.get("nope")
+
+
+@pytest.mark.parametrize(
+    "handle, scheme",
+    [
+        ("hf://keras/bert_base_en", "hf"),
+        ("kaggle://keras/gemma/keras/gemma_2b_en", "kaggle"),
+        ("https://example.com/preset.zip", "https"),
+    ],
+)
+def test_a_hub_handle_is_refused_naming_its_scheme(handle, scheme):
+    with pytest.raises(
+        ValueError, match=f"is a {scheme}:// handle.*local preset folder"
+    ):
+        zoo.from_preset(handle)
