@@ -18,6 +18,7 @@ import argparse
 import os
 import sys
 import tempfile
+import textwrap
 import warnings
 
 from zoo import quiet, registry
@@ -58,13 +59,20 @@ def _presets(args):
     if not found:
         print("No presets shipped yet.")
         return 0
+    descriptions = {
+        name: text
+        for family in registry.families()
+        for name, text in family.presets.items()
+    }
     for name, path in found.items():
         meta = read_metadata(path)
         print(f"{name:40s} {meta.get('class_name', '?'):24s} {metrics_summary(meta)}")
+        for line in textwrap.wrap(descriptions.get(name, ""), 76):
+            print(f"    {line}")
         sizes = image_sizes(meta)
         if sizes:
-            print(f"{'':40s} {sizes}")
-        print(f"{'':40s} {path}")
+            print(f"    {sizes}")
+        print(f"    {path}")
     return 0
 
 

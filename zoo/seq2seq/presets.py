@@ -2,8 +2,9 @@
 
 PRESETS = {
     "seq2seq_bahdanau_bible_en_es": (
-        "Bahdanau attention, 1-layer biGRU encoder (256 units), GRU decoder, "
-        "maxout output; English -> Spanish Bible verses (WEB -> RV1909), "
-        "WordPiece vocabularies of 4,793 / 6,434 subwords."
+        "Bible domain only: English -> Spanish Bible verses (WEB -> RV1909); "
+        "everyday sentences come out as nonsense. Bahdanau attention, 1-layer "
+        "biGRU encoder (256 units), GRU decoder, maxout output, WordPiece "
+        "vocabularies of 4,793 / 6,434 subwords."
     ),
 }

@@ -11,8 +11,9 @@ Example:
 
 PRESETS = {
     "transformer_bible_en_es": (
-        "Transformer 'small' (3+3 pre-norm layers, d_model 256, 8.3 M "
-        "parameters), English -> Spanish Bible verses: 21.73 BLEU greedy, "
+        "Bible domain only: English -> Spanish Bible verses (WEB -> RV1909); "
+        "everyday sentences come out as nonsense. Transformer 'small' (3+3 "
+        "pre-norm layers, d_model 256, 8.3 M parameters): 21.73 BLEU greedy, "
         "23.17 beam 4 on the test books."
     ),
 }
