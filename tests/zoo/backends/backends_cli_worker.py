@@ -16,7 +16,7 @@ It prints one JSON object on its last line: for each command (a name of
 `commands()`), its `argv`, exit `status`, `out`, `err` and `seconds` (FOLDER written
 as `FOLDER`, so two runs compare), and `files`: the size of each file
 written under FOLDER.
-`tests/zoo/test_backends_cli.py` runs it under TensorFlow and under the
+`tests/zoo/backends/test_backends_cli.py` runs it under TensorFlow and under the
 backend it tests, and compares.
 """
 
@@ -146,6 +146,8 @@ def outputs(folder, train=False):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    sys.path.insert(
+        0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    )
     folder = os.path.abspath(sys.argv[1])
     print(json.dumps(outputs(folder, train="--train" in sys.argv[2:])))

@@ -3,7 +3,7 @@
 `outputs()` returns what `translate` (both translation presets), `generate`,
 `predict` on raw sentences, `classify` (RAM), `caption` and
 `attention_maps` give on a few samples, as plain Python values.
-`tests/zoo/test_backends.py` calls it in-process on JAX or PyTorch and runs
+`tests/zoo/backends/test_backends.py` calls it in-process on JAX or PyTorch and runs
 this file as a script under TensorFlow for the reference (it prints the
 outputs as JSON on its last line).
 """
@@ -93,5 +93,7 @@ def outputs():
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    sys.path.insert(
+        0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    )
     print(json.dumps(outputs()))

@@ -21,7 +21,9 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+)
 SOURCES = ("keras_attention", "zoo")
 ANSWER = "answer.json"
 # An unfinished run older than this failed: its folder is deleted.

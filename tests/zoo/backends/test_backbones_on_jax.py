@@ -20,14 +20,14 @@ import textwrap
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import families  # noqa: E402
 
 pytestmark = pytest.mark.tensorflow_only
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 
 JAX_SCRIPT = textwrap.dedent(
     """

@@ -27,8 +27,8 @@ from zoo import cli
 from zoo.base import backends
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+sys.path[:0] = [HERE, os.path.dirname(HERE)]  # this folder's helpers, tests/zoo's
 
 import backends_worker  # noqa: E402
 import tensorflow_reference  # noqa: E402

@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 WORKER = os.path.join(HERE, "backends_cli_worker.py")
-sys.path.insert(0, HERE)
+sys.path[:0] = [HERE, os.path.dirname(HERE)]  # this folder's helpers, tests/zoo's
 
 import tensorflow_reference  # noqa: E402
 

@@ -19,7 +19,7 @@ import pytest
 
 from zoo.base.task import Task
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import tiny_models  # noqa: E402
 
 pytestmark = pytest.mark.skipif(

@@ -24,7 +24,7 @@ from zoo.transformer import Transformer
 
 pytestmark = pytest.mark.tensorflow_only
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tiny_models  # noqa: E402
 

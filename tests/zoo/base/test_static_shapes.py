@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 
 import tiny_models  # noqa: E402
 

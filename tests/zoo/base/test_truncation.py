@@ -11,7 +11,7 @@ import tensorflow as tf
 from zoo.base.truncation import warn_truncated
 from zoo.data import vocabulary
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tiny_models  # noqa: E402
 

@@ -140,7 +140,8 @@ def _tiny_models():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "tiny_models", os.path.join(os.path.dirname(__file__), "tiny_models.py")
+        "tiny_models",
+        os.path.join(os.path.dirname(os.path.dirname(__file__)), "tiny_models.py"),
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -25,7 +25,7 @@ from zoo.serving.server import make_server
 
 pytestmark = pytest.mark.tensorflow_only
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tiny_models  # noqa: E402
 from serving_helpers import TIMEOUT, base_url, call, direct, post, serving  # noqa: E402

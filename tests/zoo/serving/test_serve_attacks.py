@@ -31,7 +31,7 @@ from zoo.translation.export import export_translator
 
 pytestmark = pytest.mark.tensorflow_only
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tiny_models  # noqa: E402
 from serving_helpers import TIMEOUT, post, serving  # noqa: E402

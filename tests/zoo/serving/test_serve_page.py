@@ -36,7 +36,7 @@ pytestmark = pytest.mark.tensorflow_only
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tiny_models  # noqa: E402
 from serving_helpers import base_url, free_port, serving  # noqa: E402

@@ -28,12 +28,14 @@ from zoo.ram.export import export_classifier
 
 pytestmark = pytest.mark.tensorflow_only
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tiny_models  # noqa: E402
 from serving_helpers import TIMEOUT, call, direct, free_port  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+)
 NAME = "tiny_ram"
 OUTPUTS = ["class_id", "class_name", "glimpse_path", "probabilities"]
 

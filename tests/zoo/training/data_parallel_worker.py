@@ -16,7 +16,7 @@ the shape of the batch each device gets. Prints one JSON line.
 Usage (from the repository root):
 
     XLA_FLAGS=--xla_force_host_platform_device_count=2 KERAS_BACKEND=jax \\
-        python tests/zoo/data_parallel_worker.py --out /tmp/weights.npz
+        python tests/zoo/training/data_parallel_worker.py --out /tmp/weights.npz
 """
 
 import argparse
@@ -29,7 +29,7 @@ import sys
 import keras
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tiny_models  # noqa: E402
 

@@ -11,7 +11,7 @@ per model with both losses and gradients' differences.
 
 Usage (from the repository root):
 
-    python tests/zoo/distribute_worker.py seq2seq ram --replicas 2
+    python tests/zoo/training/distribute_worker.py seq2seq ram --replicas 2
 """
 
 import argparse
@@ -19,7 +19,7 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tiny_models  # noqa: E402
 

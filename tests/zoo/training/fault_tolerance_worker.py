@@ -17,9 +17,9 @@ last completed epoch, so the only state it must get back is in the backup.
 
 Usage:
 
-    python tests/zoo/fault_tolerance_worker.py --backup DIR --out w.npz \
+    python tests/zoo/training/fault_tolerance_worker.py --backup DIR --out w.npz \
         [--double-checkpoint] [--kill-epoch 2 --kill-step 1]
-    python tests/zoo/fault_tolerance_worker.py --run-dir DIR --out w.npz \
+    python tests/zoo/training/fault_tolerance_worker.py --run-dir DIR --out w.npz \
         [--shuffle] [--kill-epoch 2 --kill-step 1]
 """
 
@@ -29,7 +29,7 @@ import os
 import signal
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tiny_models  # noqa: E402
 

@@ -33,7 +33,9 @@ def start_worker(script, arguments, backend):
 
     Its stdout and stderr are piped; collect them with `finish`.
     """
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    )
     env = dict(os.environ, KERAS_BACKEND=backend, CUDA_VISIBLE_DEVICES="")
     return subprocess.Popen(
         [sys.executable, script, *arguments],

@@ -11,7 +11,7 @@ samples (global batch size), then writes the weights before and after
 Usage:
 
     TF_CONFIG='{"cluster": {"worker": [...]}, "task": {...}}' \
-        python tests/zoo/multi_worker_worker.py --out DIR
+        python tests/zoo/training/multi_worker_worker.py --out DIR
 """
 
 import argparse
@@ -19,7 +19,7 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tiny_models  # noqa: E402
 

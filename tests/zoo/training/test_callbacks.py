@@ -17,7 +17,7 @@ from zoo.training import run_directory
 from zoo.training.callbacks import AnnealLearningRate, StepBudget, TimeBudget
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from interrupts import Interrupt, StopAt  # noqa: E402 (tests/zoo/interrupts.py)
+from interrupts import Interrupt, StopAt  # noqa: E402 (tests/zoo/training/interrupts.py)
 
 RATE = 0.1
 

@@ -35,9 +35,9 @@ import pytest
 pytestmark = pytest.mark.tensorflow_only
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 _spec = importlib.util.spec_from_file_location(
-    "tiny_models", os.path.join(HERE, "tiny_models.py")
+    "tiny_models", os.path.join(os.path.dirname(HERE), "tiny_models.py")
 )
 tiny_models = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tiny_models)

@@ -22,7 +22,7 @@ import pytest
 from zoo.training import strategy as strategies
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 BACKEND = keras.backend.backend()
 
 

@@ -92,11 +92,11 @@ def load_backup(weights_path):
     """A backup's model and optimizer state, loaded into a fresh model."""
     import keras
 
-    sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.dirname(HERE))
     try:
         import tiny_models
     finally:
-        sys.path.remove(HERE)
+        sys.path.remove(os.path.dirname(HERE))
     build, _, loss = tiny_models.CASES[CASE]
     model = build(seed=1)  # Other initial weights: the load must replace them.
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=loss())

@@ -21,11 +21,13 @@ from zoo.training import flags as arguments
 from zoo.training import harness as training
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from interrupts import Interrupt, StopAt  # noqa: E402 (tests/zoo/interrupts.py)
+from interrupts import Interrupt, StopAt  # noqa: E402 (tests/zoo/training/interrupts.py)
 
 pytestmark = pytest.mark.tensorflow_only
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+)
 SCRIPTS = {
     "seq2seq": "zoo.seq2seq.train",
     "transformer": "zoo.transformer.train",

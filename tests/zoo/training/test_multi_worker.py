@@ -19,7 +19,7 @@ import pytest
 pytestmark = pytest.mark.tensorflow_only
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 WORKERS = 2
 SAMPLES, BATCH_SIZE = 16, 4  # 4 optimizer steps on 16 real verse pairs.
 

@@ -30,7 +30,7 @@ import pytest
 from zoo.training import run_directory
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path[:0] = [HERE, os.path.dirname(HERE)]  # this folder's helpers, tests/zoo's
 
 import tiny_models  # noqa: E402
 from interrupts import StopAt, finish, start_worker  # noqa: E402

@@ -52,7 +52,7 @@ def test_the_corrected_train_command_is_not_refused(tmp_path, capsys):
     argv = ["train", "seq2seq", "--out", out, "--max-steps", "1", "--data"]
     # The failed attempt in its own process, which ends (and unlocks the
     # run directory) as a command does.
-    root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     failed = subprocess.run(
         [sys.executable, "-m", "zoo", *argv, str(tmp_path / "typo.tsv")],
         capture_output=True,

@@ -13,7 +13,9 @@ import pytest
 
 from zoo.training import flags as arguments
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+)
 
 
 def refused(capsys, check, *args, **kwargs):

@@ -33,9 +33,11 @@ from zoo.training.callbacks import StepBudget, TimeBudget
 from zoo.transformer.averaging import Checkpoints
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from interrupts import Interrupt, StopAt  # noqa: E402 (tests/zoo/interrupts.py)
+from interrupts import Interrupt, StopAt  # noqa: E402 (tests/zoo/training/interrupts.py)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+)
 EPOCHS = 3
 RAM = [
     "--data", "sample",
