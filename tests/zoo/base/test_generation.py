@@ -14,6 +14,7 @@ import pytest
 from keras import ops
 
 from keras_attention.decoding import BeamSearch
+from zoo import registry
 from zoo.base.generation import GenerativeTask
 
 PAD, START, END, A, B = range(5)
@@ -273,6 +274,8 @@ def test_the_search_compiles_once_per_shape_and_reads_the_current_weights(
         assert model.next_calls == traced  # the compiled search, not retraced
 
 
+#: The translation families (the registry's), each with a tiny model here.
+TRANSLATORS = [family.name for family in registry.families("translation")]
 VOCAB = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
 
 
@@ -283,12 +286,13 @@ def tiny_translator(family):
     pre = zoo.TranslationPreprocessor(VOCAB, VOCAB, sequence_length=8)
     if family == "seq2seq":
         return zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+    assert family == "transformer", f"no tiny {family} translator here"
     model = zoo.Transformer.from_name("tiny", vocabulary_size=6)
     model.preprocessor = pre
     return model
 
 
-@pytest.mark.parametrize("family", ["seq2seq", "transformer"])
+@pytest.mark.parametrize("family", TRANSLATORS)
 def test_the_padded_source_changes_no_decoding_step(family):
     # What `generate` pads under JAX is masked: every step's logits, and its
     # attention over the real source positions, are those of the unpadded
