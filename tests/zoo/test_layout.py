@@ -9,7 +9,7 @@ zoo, zoo.cli, zoo.__main__     the package and the CLI: may see everything
 families (zoo/<family>/)       may import kinds and below, never another family
 kinds (translation, captioning, classification)
 serving, training              may import base and below, not each other
-base, registry, old_paths      what every model stands on
+base, registry                what every model stands on
 data                           the data loaders
 keras_attention                never imports zoo
 ```
@@ -19,13 +19,12 @@ the CLI test no family's or kind's class (`isinstance`): they ask the object.
 """
 
 import ast
-import importlib
 import os
 import sys
 
 import pytest
 
-from zoo import old_paths, registry
+from zoo import registry
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -42,7 +41,6 @@ LAYERS = {
     "zoo.data": 1,
     "zoo.base": 2,
     "zoo.registry": 2,
-    "zoo.old_paths": 2,
     "zoo.serving": 3,
     "zoo.training": 3,
     **{f"zoo.{kind}": 4 for kind in KINDS},
@@ -241,17 +239,11 @@ def test_the_tiny_models_of_the_distribution_tests_cover_every_family():
     assert sorted(tiny_models.CASES) == registry.names()
 
 
-@pytest.mark.parametrize("old, new", sorted(old_paths.MOVED.items()))
-def test_an_old_import_path_is_the_module_at_its_new_path(old, new):
-    assert old not in MODULES and new in MODULES  # No file shadows it.
-    assert importlib.import_module(old) is importlib.import_module(new)
-
-
-def test_the_names_users_wrote_before_the_folders_still_import():
+def test_the_package_names_are_those_of_the_modules():
     import zoo
-    from zoo.export import export_preset
-    from zoo.show_attend_tell.preprocessor import CaptionPreprocessor
-    from zoo.task import Task, list_presets
+    from zoo.base.task import Task, list_presets
+    from zoo.captioning.preprocessor import CaptionPreprocessor
+    from zoo.serving.export import export_preset
     from zoo.training import TrainingRun
 
     assert zoo.CaptionPreprocessor is CaptionPreprocessor

@@ -193,8 +193,8 @@ def test_export_to_an_existing_file_is_refused_before_loading(tmp_path, capsys):
 def test_evaluate_limit_above_the_split_is_clipped_not_allocated(
     tiny_presets, monkeypatch, capsys
 ):
+    from zoo.captioning import evaluation
     from zoo.data import scenes
-    from zoo.show_attend_tell import evaluation
 
     asked = []
     real_load = scenes.load
