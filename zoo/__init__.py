@@ -53,8 +53,7 @@ from zoo.transformer_captioner import (
     TransformerCaptionerBackbone,
 )
 from zoo.translation import TranslationPreprocessor, TranslationTask
-
-__version__ = "0.1.0"
+from zoo.version import __version__
 
 
 def from_preset(preset, load_weights=True, **overrides):
