@@ -38,22 +38,24 @@ format: $(STAMP)
 # (the CPU build, from the dev extra) to prove the layer math is
 # backend-agnostic (conftest.py skips what needs TensorFlow), and the zoo's
 # verbs, a short fit, save_to_preset, the plots, the `python -m zoo` verbs
-# and the TensorFlow-only refusals on each family (tests/zoo/test_backends*.py,
+# and the TensorFlow-only refusals on each family (tests/zoo/backends/test_backends*.py,
 # compared with a TensorFlow run that the JAX pass makes and the PyTorch pass
-# reads from pytest's cache: tests/zoo/tensorflow_reference.py), the strategies (JAX's
+# reads from pytest's cache: tests/zoo/backends/tensorflow_reference.py), the strategies (JAX's
 # keras.distribution.DataParallel over two CPU devices), fits resumed from
 # their run directory (SIGKILLed or interrupted), and the one search front
-# end, compiled once per shape, and its examples (tests/zoo/test_generation.py,
+# end, compiled once per shape, and its examples (tests/zoo/base/test_generation.py,
 # zoo/base/generation.py). The PyTorch
 # pass runs one OpenMP thread per process: with a thread per core in each of
-# the processes sharing the cores, tests/zoo/test_backends*.py took 353 s
+# the processes sharing the cores, tests/zoo/backends/test_backends*.py took 353 s
 # instead of 121 s (2 shared cores).
 TEST_WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
-BACKEND_TESTS := tests/keras_attention keras_attention tests/zoo/test_backends*.py \
-	tests/zoo/test_distribution_backends.py tests/zoo/test_resume_backends.py \
-	tests/zoo/test_training_resume.py tests/zoo/test_generation.py \
-	zoo/base/generation.py
+BACKEND_TESTS := tests/keras_attention keras_attention \
+	tests/zoo/backends/test_backends*.py \
+	tests/zoo/training/test_distribution_backends.py \
+	tests/zoo/training/test_resume_backends.py \
+	tests/zoo/training/test_training_resume.py \
+	tests/zoo/base/test_generation.py zoo/base/generation.py
 
 test: lint
 	$(PYTEST) --doctest-modules tests keras_attention zoo

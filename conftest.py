@@ -2,7 +2,7 @@
 
 `make test` runs `tests/` and `--doctest-modules keras_attention zoo` in one
 pytest run on TensorFlow, then `tests/keras_attention` and the
-`keras_attention` examples (with `tests/zoo/test_backends.py`, the zoo's
+`keras_attention` examples (with `tests/zoo/backends/test_backends.py`, the zoo's
 verbs compared with TensorFlow) in one run on JAX and one on PyTorch, each
 on two processes
 (pytest-xdist, a module's tests on one process). On a backend other than TensorFlow, tests marked

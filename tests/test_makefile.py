@@ -5,6 +5,7 @@ The install runs a stand-in `pip` in a temporary virtual-environment folder
 what make prints around the install, for one that succeeds and one that fails.
 """
 
+import glob
 import os
 import shutil
 import subprocess
@@ -58,3 +59,15 @@ def test_a_failed_install_stops_make_with_the_log_tail(tmp_path):
     assert "install output line 0\n" not in done.stderr  # not all of it
     assert "the install failed" in done.stderr
     assert not (tmp_path / "venv" / ".installed").exists()
+
+
+def test_the_backend_passes_name_paths_that_exist():
+    # `make test` runs BACKEND_TESTS under JAX and PyTorch; a moved test file
+    # would drop out of those passes silently (pytest runs what it finds).
+    with open(os.path.join(ROOT, "Makefile"), encoding="utf-8") as f:
+        text = f.read().replace("\\\n", " ")
+    line = next(x for x in text.splitlines() if x.startswith("BACKEND_TESTS :="))
+    paths = line.partition(":=")[2].split()
+    assert "tests/zoo/base/test_generation.py" in paths
+    missing = [p for p in paths if not glob.glob(os.path.join(ROOT, p))]
+    assert not missing, missing

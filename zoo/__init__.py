@@ -28,16 +28,14 @@ kinds -> base (`tests/zoo/test_layout.py`):
 - `zoo.data`: the real-data loaders.
 
 `zoo.from_preset(name_or_dir)` loads any zoo preset, picking the class from
-its config; `zoo.list_presets()` lists the shipped ones. Import paths from
-before the folders (`zoo.task`, `zoo.export`, ...) still work
-(`zoo.old_paths`).
+its config; `zoo.list_presets()` lists the shipped ones.
 """
 
 from zoo import quiet
 
 quiet.import_tensorflow()  # before anything imports it: its start-up logs held back
 
-from zoo import data, old_paths, registry
+from zoo import data, registry
 from zoo.base.generation import GenerativeTask
 from zoo.base.task import Task, list_presets
 from zoo.captioning.task import CaptioningTask
@@ -59,10 +57,7 @@ from zoo.transformer_captioner import (
     TransformerCaptionerBackbone,
 )
 from zoo.translation import TranslationPreprocessor, TranslationTask
-
-__version__ = "0.1.0"
-
-old_paths.install()
+from zoo.version import __version__
 
 
 def from_preset(preset, load_weights=True, **overrides):

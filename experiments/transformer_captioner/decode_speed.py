@@ -8,8 +8,8 @@ second, timed, call decodes the same 2,000 scenes (no attention maps).
 
 import time
 
+from zoo.base.task import Task
 from zoo.data import scenes
-from zoo.task import Task
 
 test = scenes.load("test", num_scenes=2000)
 for name in ("show_attend_tell_fashion_scenes", "transformer_captioner_fashion_scenes"):

@@ -2,7 +2,7 @@
 
 A family's test folder (`tests/zoo/<family>/`) holds, in its
 `test_backbone.py`, the cases the cross-family tests run on it:
-`JAX_CASES` (`test_backbones_on_jax.py`) and `TASK_CASES`
+`JAX_CASES` (`backends/test_backbones_on_jax.py`) and `TASK_CASES`
 (`test_task_backbone.py`). The families are the registry's
 (`zoo.registry`), so a registered family without its cases fails here
 instead of being left out.

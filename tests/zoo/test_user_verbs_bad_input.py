@@ -16,6 +16,8 @@ import keras
 import numpy as np
 import pytest
 
+from zoo import registry
+
 pytestmark = pytest.mark.tensorflow_only
 
 _spec = importlib.util.spec_from_file_location(
@@ -24,8 +26,11 @@ _spec = importlib.util.spec_from_file_location(
 tiny_models = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tiny_models)
 
+#: The translation families (the registry's), each with a tiny model here.
+TRANSLATORS = [family.name for family in registry.families("translation")]
 
-@pytest.fixture(scope="module", params=["seq2seq", "transformer"])
+
+@pytest.fixture(scope="module", params=TRANSLATORS)
 def translator(request):
     return getattr(tiny_models, request.param)()
 

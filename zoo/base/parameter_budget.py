@@ -70,7 +70,7 @@ def score_parameters(score, query_dim, key_dim):
     first: built on one feature (a few weights at most), one with no
     weights there (`dot`, `scaled_dot`, `cosine`) has none. Every score of
     `keras_attention.scores` keeps within the bound
-    (tests/zoo/test_parameter_budget.py checks each).
+    (tests/zoo/base/test_parameter_budget.py checks each).
 
     Args:
         score: a score name, config dict or layer, as the zoo models take.

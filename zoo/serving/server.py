@@ -66,6 +66,7 @@ from zoo.serving.requests import (  # noqa: F401 - Parsed, _demo_exported: examp
     _demo_exported,
     check_depth,
 )
+from zoo.version import __version__
 
 #: What `curl -d` sends without `-H 'Content-Type: ...'`.
 CURL_DEFAULT_TYPE = "application/x-www-form-urlencoded"
@@ -508,9 +509,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.command == "GET" and path in ("/v2/health/live", "/v2/health/ready"):
             return {path.rsplit("/", 1)[1]: True}, None
         if self.command == "GET" and path == "/v2":
-            import zoo
-
-            return serving_v2.server_metadata(zoo.__version__), None
+            return serving_v2.server_metadata(__version__), None
         found = _V2_PATH.fullmatch(path)
         if found is None:
             raise RequestError(f"No page {path[:200]}.", status=HTTPStatus.NOT_FOUND)

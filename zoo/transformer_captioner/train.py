@@ -18,7 +18,7 @@ falls in the named item's box and the decoding time for each beam width
 goes to `experiments/transformer_captioner/history/<preset>.json`, not into
 the preset. The shared options (budgets, seed, strategy, `--results`, the
 run directory that resumes a killed run) are those of every training
-script (`zoo.arguments`, `zoo.training`).
+script (`zoo.training.flags`, `zoo.training.harness`).
 """
 
 from zoo.captioning import CaptionPreprocessor

@@ -1,6 +1,6 @@
 """RecurrentAttentionBackbone: a functional graph that runs on any backend.
 
-(Its forward on JAX: `tests/zoo/test_backbones_on_jax.py`.)
+(Its forward on JAX: `tests/zoo/backends/test_backbones_on_jax.py`.)
 """
 
 import keras
@@ -70,7 +70,7 @@ def test_bad_channels():
         RecurrentAttentionBackbone(channels=2)
 
 
-# The forward pass on JAX (`tests/zoo/test_backbones_on_jax.py`, one JAX
+# The forward pass on JAX (`tests/zoo/backends/test_backbones_on_jax.py`, one JAX
 # process for every zoo backbone): name -> () -> (backbone with weights no
 # fresh one has, inputs, output to sample with `training=True` or None,
 # tolerance of `assert_allclose`).

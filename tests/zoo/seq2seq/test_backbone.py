@@ -1,6 +1,6 @@
 """`Seq2SeqBackbone`: named inputs and outputs, config, masks, `Maxout`.
 
-(Its forward on JAX: `tests/zoo/test_backbones_on_jax.py`.)
+(Its forward on JAX: `tests/zoo/backends/test_backbones_on_jax.py`.)
 """
 
 import json
@@ -117,7 +117,7 @@ def test_maxout_deep_output_matches_numpy_and_passes_gradients():
     assert clone.units == 3 and clone.pool_size == 2
 
 
-# The forward pass on JAX (`tests/zoo/test_backbones_on_jax.py`, one JAX
+# The forward pass on JAX (`tests/zoo/backends/test_backbones_on_jax.py`, one JAX
 # process for every zoo backbone): name -> () -> (backbone with weights no
 # fresh one has, inputs, output to sample with `training=True` or None,
 # tolerance of `assert_allclose`).

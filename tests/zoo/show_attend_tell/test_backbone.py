@@ -1,6 +1,6 @@
 """`ShowAttendTellBackbone`: named graph, step by step, config.
 
-(Its forward on JAX: `tests/zoo/test_backbones_on_jax.py`.)
+(Its forward on JAX: `tests/zoo/backends/test_backbones_on_jax.py`.)
 """
 
 import keras
@@ -88,7 +88,7 @@ def test_invalid_arguments(kwargs, message):
         ShowAttendTellBackbone(**{**CONFIG, **kwargs})
 
 
-# The forward pass on JAX (`tests/zoo/test_backbones_on_jax.py`, one JAX
+# The forward pass on JAX (`tests/zoo/backends/test_backbones_on_jax.py`, one JAX
 # process for every zoo backbone): name -> () -> (backbone with weights no
 # fresh one has, inputs, output to sample with `training=True` or None,
 # tolerance of `assert_allclose`).

@@ -1,6 +1,6 @@
 """The cases the cross-family tests run on `TransformerCaptionerBackbone`.
 
-`JAX_CASES` (`tests/zoo/test_backbones_on_jax.py`: the forward pass under
+`JAX_CASES` (`tests/zoo/backends/test_backbones_on_jax.py`: the forward pass under
 JAX equals TensorFlow's) and `TASK_CASES` (`tests/zoo/test_task_backbone.py`:
 the task built from its arguments or from a backbone), and the parameter
 count the loader's budget asks (`zoo.base.parameter_budget`).

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from zoo import registry
 from zoo.base.generation import make_search
 from zoo.data import bible, parallel_text
 from zoo.serving import export as zoo_export
@@ -39,6 +40,8 @@ SOURCE_LENGTH = 16
 MAX_LENGTH = 12
 WIDTHS = (1, 3)
 PRESET = "transformer_bible_en_es"
+#: The translation families (the registry's), each with a tiny model here.
+TRANSLATORS = [family.name for family in registry.families("translation")]
 
 # Loads exports in the zoo-less process, calls their signatures and prints
 # one JSON line: `{name: {label: {"translation": [...], "score": [...],
@@ -178,7 +181,7 @@ def search(task, sentences, beam_width):
 @pytest.fixture(scope="module")
 def tiny_exports(tmp_path_factory):
     folder = tmp_path_factory.mktemp("translators")
-    tasks = {name: tiny(name) for name in ("seq2seq", "transformer")}
+    tasks = {name: tiny(name) for name in TRANSLATORS}
     paths = {}
     for name, task in tasks.items():
         paths[name] = export_translator(
@@ -191,7 +194,7 @@ def test_the_zoo_keras_and_keras_hub_are_hidden_from_the_export(tiny_exports):
     _, _, answers = tiny_exports
     assert answers["hidden"] == ["zoo", "keras_attention", "keras_hub", "keras"]
     assert answers["loaded"] == []
-    for name in ("seq2seq", "transformer"):
+    for name in TRANSLATORS:
         assert answers[name]["signatures"] == [
             "serve",
             "serving_default",
@@ -199,7 +202,7 @@ def test_the_zoo_keras_and_keras_hub_are_hidden_from_the_export(tiny_exports):
         ]
 
 
-@pytest.mark.parametrize("name", ["seq2seq", "transformer"])
+@pytest.mark.parametrize("name", TRANSLATORS)
 @pytest.mark.parametrize("beam_width", WIDTHS)
 def test_translations_equal_translate_and_scores_the_search(
     tiny_exports, name, beam_width
@@ -225,7 +228,7 @@ def test_translations_equal_translate_and_scores_the_search(
     assert answer["output_truncated"] == [end not in row[1:] for row in tokens]
 
 
-@pytest.mark.parametrize("name", ["seq2seq", "transformer"])
+@pytest.mark.parametrize("name", TRANSLATORS)
 def test_serving_default_is_the_exported_beam(tiny_exports, name):
     tasks, paths, answers = tiny_exports
     answer = answers[name]
