@@ -58,6 +58,10 @@ setup(
             "jax[cpu]",
             "torch==2.13.*",
         ],
+        # benchmarks/decode_engines.py times the Transformer preset beside
+        # CTranslate2 (tests/benchmarks skip without it); never the
+        # library's dependency.
+        "bench": ["ctranslate2>=4.5"],
     },
     entry_points={"console_scripts": ["keras-attention = zoo.cli:main"]},
     classifiers=[
