@@ -8,7 +8,7 @@ from keras import ops, tree
 from keras.src.backend import set_keras_mask
 
 from keras_attention import scores
-from keras_attention.layers import dispatch, kv_cache
+from keras_attention.layers import dispatch, head_masks, kv_cache
 from keras_attention.layers.chunked import chunked_attention
 from keras_attention.layers.kv_cache import (
     MAX_BLOCK_HEADS,
@@ -387,7 +387,9 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             )
         if prefix is not None:
             keys = call.key[:, 0] if call.heads_first else call.key
-            call.value_mask = _key_padding_mask(call.value_mask, call.key_mask, keys)
+            call.value_mask = head_masks.key_padding_mask(
+                call.value_mask, call.key_mask, keys
+            )
             call.key_mask = None
             if call.attention_mask is not None:
                 call.attention_mask = self._check_attention_mask(
@@ -520,10 +522,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         explicit path.
         """
         query, key, value = call.query, call.key, call.value
-        keys = _key_padding_mask(call.value_mask, call.key_mask, key)
-        attention_mask = call.attention_mask
-        if attention_mask is not None:
-            attention_mask = self._check_attention_mask(attention_mask, query, key)
+        query_mask, keys, attention_mask = self._blockwise_masks(call)
         score_fn, rate, seed = self._blockwise_options(call.training)
         if (
             self.chunk_size == dispatch.AUTO
@@ -550,9 +549,6 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                     shared_mask=padding == "shared",
                 )
                 return context, None, None
-        query_mask = call.query_mask
-        if query_mask is not None:
-            query_mask = ops.cast(query_mask, "bool")
         rows = query.shape[0] and query.shape[0] * self.num_heads
         size = dispatch.chunk_size(self.chunk_size, rows, query)
         context = chunked_attention(
@@ -579,18 +575,11 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         As `_chunked_path`: 1-D padding masks, the attention mask as given
         (only its band is read), zeros for a row with nothing to attend to.
         """
-        query, key = call.query, call.key
-        keys = _key_padding_mask(call.value_mask, call.key_mask, key)
-        attention_mask = call.attention_mask
-        if attention_mask is not None:
-            attention_mask = self._check_attention_mask(attention_mask, query, key)
-        query_mask = call.query_mask
-        if query_mask is not None:
-            query_mask = ops.cast(query_mask, "bool")
+        query_mask, keys, attention_mask = self._blockwise_masks(call)
         score_fn, rate, seed = self._blockwise_options(call.training)
         context = windowed_attention(
-            query,
-            key,
+            call.query,
+            call.key,
             call.value,
             self.window,
             causal=call.use_causal_mask,
@@ -648,6 +637,24 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             row_valid = None
         return context, weights, row_valid
 
+    def _blockwise_masks(self, call):
+        """`(query_mask, key_mask, attention_mask)` of the blockwise paths.
+
+        The padding masks stay 1-D (bool, `value_mask` and `key_mask`
+        merged) and the attention mask as given, checked: no `(B, Tq, Tv)`
+        mask is built.
+        """
+        keys = head_masks.key_padding_mask(call.value_mask, call.key_mask, call.key)
+        attention_mask = call.attention_mask
+        if attention_mask is not None:
+            attention_mask = self._check_attention_mask(
+                attention_mask, call.query, call.key
+            )
+        query_mask = call.query_mask
+        if query_mask is not None:
+            query_mask = ops.cast(query_mask, "bool")
+        return query_mask, keys, attention_mask
+
     def _blockwise_options(self, training):
         """`(score_fn, dropout_rate, seed)` of the chunked and windowed paths.
 
@@ -667,108 +674,27 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         return score_fn, rate, seed
 
     def _attention_mask(self, call, key, fused):
-        """Merges every mask for `_compute_attention`.
-
-        All the decisions are on static shapes and Python values. Returns
-        `(mask, causal_only, row_valid)`:
-
-        - `mask`: None, `(B, Tq, Tv)` or, with a 4-D `attention_mask`,
-          `(B, num_heads, Tq, Tv)`, any of them possibly 1 (broadcast).
-        - `causal_only`: the causal mask is the only one and the fused kernel
-          applies it by itself (then `mask` is None).
-        - `row_valid`: on the fused path, which query rows have a key to
-          attend to, `(B or 1, Tq or 1, 1)` (`(B, num_heads, Tq, 1)` with a
-          4-D mask, any of them possibly 1), for `call` to repair the rows
-          the kernel averages uniformly; else None.
-        """
-        query, query_mask = call.query, call.query_mask
-        use_causal_mask = call.use_causal_mask
-        cache_update_index = call.cache_update_index
-        value_mask = _key_padding_mask(call.value_mask, call.key_mask, key)
-        attention_mask = call.attention_mask
-        if attention_mask is not None:
-            attention_mask = self._check_attention_mask(attention_mask, query, key)
-        no_pairwise_mask = (
-            attention_mask is None
-            and self._sliding_window is None
-            and self.window is None
+        """`head_masks.merge_head_masks` of the call's masks, with this layer's bands."""
+        return head_masks.merge_head_masks(
+            call.query,
+            key,
+            self.num_heads,
+            call.query_mask,
+            call.value_mask,
+            call.key_mask,
+            call.attention_mask,
+            call.use_causal_mask,
+            call.cache_update_index,
+            self._sliding_window,
+            self.window,
+            fused,
         )
-        if (
-            fused
-            and use_causal_mask
-            and no_pairwise_mask
-            and query_mask is None
-            and value_mask is None
-            and cache_update_index is None
-        ):
-            return None, True, None
-        if fused and no_pairwise_mask and not use_causal_mask:
-            # Padding masks only: the kernel gets the `(B, 1, Tv)` key mask
-            # (broadcast over queries, no `(B, Tq, Tv)` tensor), and which
-            # rows have anything to attend to follows from the 1-D masks,
-            # O(B * (Tq + Tv)).
-            keys = None if value_mask is None else ops.cast(value_mask, "bool")
-            mask = None if keys is None else ops.expand_dims(keys, 1)
-            return mask, False, _rows_with_keys(query_mask, mask)
-
-        parts = []
-        if query_mask is not None:
-            parts.append(ops.expand_dims(ops.cast(query_mask, "bool"), -1))
-        if value_mask is not None:
-            parts.append(ops.expand_dims(ops.cast(value_mask, "bool"), -2))
-        # Keras's alignment, query 0 with key 0; a cache shifts the queries
-        # to their absolute positions.
-        offset = 0 if cache_update_index is None else cache_update_index
-        if use_causal_mask or self._sliding_window is not None or self.window:
-            rows = ops.arange(ops.shape(query)[1]) + offset
-            distance = rows[:, None] - ops.arange(ops.shape(key)[1])[None, :]
-            if use_causal_mask:
-                parts.append(ops.expand_dims(distance >= 0, 0))
-            if self._sliding_window is not None:
-                parts.append(
-                    ops.expand_dims(ops.abs(distance) < self._sliding_window, 0)
-                )
-            if self.window is not None:
-                parts.append(ops.expand_dims(ops.abs(distance) <= self.window, 0))
-        per_head = attention_mask is not None and len(attention_mask.shape) == 4
-        mask = attention_mask
-        for part in parts:
-            if per_head:
-                part = ops.expand_dims(part, 1)
-            mask = part if mask is None else ops.logical_and(mask, part)
-        row_valid = None
-        if fused and mask is not None:
-            row_valid = ops.any(mask, axis=-1, keepdims=True)
-        return mask, False, row_valid
 
     def _check_attention_mask(self, attention_mask, query, key):
-        """Checks the shape of `attention_mask`; returns it bool, of rank >= 3.
-
-        Keras's shapes: `(Tq, Tv)`, `(B, Tq, Tv)` or `(B, num_heads, Tq,
-        Tv)`, each dimension equal to that size or 1 (broadcast).
-        """
-        attention_mask = ops.cast(attention_mask, "bool")
-        shape = tuple(attention_mask.shape)
-        batch, q_len, k_len = query.shape[0], query.shape[1], key.shape[1]
-        expected = {
-            2: (q_len, k_len),
-            3: (batch, q_len, k_len),
-            4: (batch, self.num_heads, q_len, k_len),
-        }.get(len(shape))
-        if expected is None or any(
-            m is not None and e is not None and m not in (1, e)
-            for m, e in zip(shape, expected, strict=True)
-        ):
-            raise ValueError(
-                "`attention_mask` must have shape (Tq, Tv), (B, Tq, Tv) or "
-                "(B, num_heads, Tq, Tv), each dimension equal to that size or "
-                f"1, here with B={batch}, num_heads={self.num_heads}, "
-                f"Tq={q_len}, Tv={k_len} (with a cache, Tv is its "
-                f"max_length). Received: attention_mask.shape={shape}"
-            )
-        if len(shape) == 2:
-            attention_mask = ops.expand_dims(attention_mask, 0)
-        return attention_mask
+        """`head_masks.check_attention_mask` with this layer's heads."""
+        return head_masks.check_attention_mask(
+            attention_mask, query, key, self.num_heads
+        )
 
     def _compute_attention(
         self,
@@ -818,7 +744,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                 " attention scores."
             )
         if use_causal_mask and attention_mask is not None:
-            causal = _causal_mask(ops.shape(query)[1], ops.shape(key)[1])
+            causal = head_masks.causal_mask(ops.shape(query)[1], ops.shape(key)[1])
             if len(attention_mask.shape) == 4:
                 causal = ops.expand_dims(causal, 0)
             attention_mask = ops.logical_and(ops.cast(attention_mask, "bool"), causal)
@@ -828,7 +754,9 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                 query, key, value, attention_mask, use_causal_mask
             )
         if use_causal_mask:
-            attention_mask = _causal_mask(ops.shape(query)[1], ops.shape(key)[1])
+            attention_mask = head_masks.causal_mask(
+                ops.shape(query)[1], ops.shape(key)[1]
+            )
         return self._explicit_attention(query, key, value, attention_mask, training)
 
     def _fused_attention(self, query, key, value, attention_mask, use_causal_mask):
@@ -1077,43 +1005,3 @@ def _check_window_lengths(window, query_shape, key_shape):
             f"the same length. Received: window={window}, query length {q_len}, "
             f"key length {k_len}"
         )
-
-
-def _key_padding_mask(value_mask, key_mask, key):
-    """`value_mask` and `key_mask` merged, `(B, Tv)` (or None), length checked."""
-    if key_mask is not None:
-        value_mask = (
-            key_mask
-            if value_mask is None
-            else ops.logical_and(
-                ops.cast(value_mask, "bool"), ops.cast(key_mask, "bool")
-            )
-        )
-    if value_mask is not None:
-        length, mask_length = key.shape[1], value_mask.shape[-1]
-        if None not in (length, mask_length) and length != mask_length:
-            raise ValueError(
-                "`value_mask`/`key_mask` must cover every key position "
-                f"({length}; with a cache, its max_length). Received a "
-                f"mask of shape {tuple(value_mask.shape)}."
-            )
-    return value_mask
-
-
-def _causal_mask(query_length, key_length):
-    """`(1, Tq, Tv)` bool: query `i` sees keys `j <= i` (Keras's alignment)."""
-    rows = ops.arange(query_length)[:, None]
-    return ops.expand_dims(rows >= ops.arange(key_length)[None, :], 0)
-
-
-def _rows_with_keys(query_mask, keys):
-    """`(B, Tq, 1)` or `(B, 1, 1)` bool: rows with a key under padding masks.
-
-    `keys`: None or the `(B, 1, Tv)` key mask; the trailing axis is the one
-    `where` broadcasts over the output's features.
-    """
-    rows = None if keys is None else ops.any(keys, axis=-1, keepdims=True)
-    if query_mask is not None:
-        query_mask = ops.expand_dims(ops.cast(query_mask, "bool"), -1)
-        rows = query_mask if rows is None else ops.logical_and(query_mask, rows)
-    return rows
