@@ -1,5 +1,7 @@
 """Soft, hard (stochastic) and local attention over any alignment score."""
 
+import dataclasses
+
 import keras
 from keras import ops
 
@@ -109,40 +111,15 @@ class Attention(keras.layers.Layer):
 
     Windows, masks and modes combine freely (e.g. hard local-p attention).
 
-    Global soft attention with a (scaled) dot product, `"scaled_dot"` or
-    `"dot"` without a learned scale, takes the backend's fused
-    `keras.ops.dot_product_attention` kernel, at every length, where
-    `keras_attention.layers.dispatch` finds that kernel memory-efficient
-    for the device, compute dtype and mask (PyTorch on CPU and CUDA; JAX on
-    a GPU in bfloat16 or float16 without a mask or with the causal one
-    only), and nothing needs the weights: no `window`, no `return_*`
-    output, no `projected_key`, no dropout while training, not under
-    float16 (where the explicit path scores in float32). Rows with nothing
-    to attend to still give zeros. Every other alignment function, and
-    every other device, keeps the explicit path or the chunked one below.
-
-    Long sequences in soft mode take a memory-efficient exact path: when the
-    number of values `Tv` is above `chunk_threshold`, the layer calls
-    `keras_attention.layers.chunked.chunked_attention` (online softmax over
-    chunks of `chunk_size` queries and values), in `O(Tq + Tv)` memory
-    instead of the `(batch, Tq, Tv)` scores, forward and backward, with the
-    explicit path's outputs and gradients to float tolerance. It is taken
-    only when nothing needs the full weights: global soft attention (no
-    `window`), no `return_*` output, no `projected_key`, a score that can be
-    computed on chunks (not `"location"`), and lengths known when the layer
-    is called. The choice is made per call on those lengths: an eager or
-    jitted call has them; a length still unknown (`None` in a TensorFlow
-    graph, a symbolic dimension while JAX infers a functional model's
-    shapes) takes the full path, with the same outputs. Dropout there
-    draws its mask from a hash of the positions (`chunked.dropout_keep_mask`),
-    not from `keras.random.dropout`: the same rate, other draws. Under JAX
-    on a GPU a call that could be fused (above) with `chunk_size="auto"`
-    runs JAX's Triton flash kernel there instead of the loop, as
-    `MultiHeadAttention` does (`fused.triton_attention`): no
-    `attention_mask`, a causal mask only with `Tq == Tv`, a query mask
-    alone or one mask for queries and values (the same tensor:
-    `layer(x, x)` with a Keras mask, or `layer([x, x], mask=[m, m])`),
-    query and value widths up to 128.
+    Soft global attention is routed per call (`_route`, by the rules of
+    `keras_attention.layers.dispatch`): with a (scaled) dot product it
+    takes the backend's fused `keras.ops.dot_product_attention` where that
+    kernel is memory-efficient; above `chunk_threshold` values it takes the
+    exact chunked path, `chunked_attention` (JAX's Triton kernel on a GPU),
+    in `O(Tq + Tv)` memory; elsewhere, and wherever the weights are needed
+    (`window`, hard mode, a `return_*` output, `projected_key`), the
+    explicit scores. Every path gives the explicit path's outputs to float
+    tolerance, and a row with nothing to attend to gets zeros.
 
     Args:
         score: str, dict or `keras_attention.scores.Score`. The alignment
@@ -173,17 +150,12 @@ class Attention(keras.layers.Layer):
             `"concat"` (`c sum tanh(s + h)`, `scores.TanhSum`). Defaults to
             `None` (Keras: `"dot"`).
         chunk_threshold: `"auto"`, int or None. Above this number of
-            values `Tv`, soft attention takes the memory-efficient chunked
-            path (see above); `None` disables it; `"auto"` keeps the fused
-            kernel where it is memory-efficient and elsewhere is the
-            device's crossover, `dispatch.auto_threshold` (1,023 on a CPU
-            under TensorFlow or JAX, 3,071 there while TensorFlow runs
-            eagerly, 4,096 elsewhere); an int chunks above it on any
-            device (`0`: always). Defaults to `"auto"`.
-        chunk_size: `"auto"` or int. Queries and values per chunk on the
-            chunked path (`"auto"`: `dispatch.chunk_size`, or JAX's Triton
-            kernel where it applies). Defaults
-            to `"auto"`.
+            values `Tv`, soft attention takes the chunked path; `"auto"`
+            decides by backend, device, dtype and mask (`dispatch`), an int
+            on any device (`0`: always), `None` never. Defaults to
+            `"auto"`.
+        chunk_size: `"auto"` or int. Queries and values per chunk
+            (`dispatch.chunk_size`). Defaults to `"auto"`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -421,189 +393,169 @@ class Attention(keras.layers.Layer):
                 query_positions=query_positions,
                 projected_key=projected_key,
             )
-            return self._call_list(query, mask, use_causal_mask, training, returns)
-        if mask is not None:
-            raise ValueError(
-                "`mask=[query_mask, value_mask]` goes with Keras's list call "
-                "`layer([query, value], mask=...)`; the tensor call takes "
-                f"`query_mask` and `value_mask`. Received: mask={mask!r}"
+            call = _list_call(query, mask, use_causal_mask)
+        else:
+            call = _tensor_call(
+                query, value, key, query_mask, value_mask, key_mask, mask
             )
-        if value is None:
-            raise ValueError(
-                "Attention needs a value: call it as `layer(query, value)` or "
-                f"`layer([query, value])`. Received: value={value!r}"
-            )
-        key = value if key is None else key
-        _check_shapes(query.shape, value.shape, key.shape)
-        _check_floating(query=query, value=value, key=key)
-        # The masks as given: `triton_padding` compares the objects.
-        padding = dispatch.triton_padding(query_mask, (value_mask, key_mask))
-        if key_mask is not None:
-            key_mask = ops.cast(key_mask, "bool")
-            value_mask = (
-                key_mask
-                if value_mask is None
-                else ops.logical_and(ops.cast(value_mask, "bool"), key_mask)
-            )
-        # The causal mask aligns the last query with the last value: with
-        # `Tq != Tv` that is no kernel's own causal mask.
-        aligned = query.shape[1] == value.shape[1]
-        kind = dispatch.mask_kind(
-            causal=use_causal_mask,
-            padding=query_mask is not None or value_mask is not None,
-            pairwise=attention_mask is not None or (use_causal_mask and not aligned),
+            call.attention_mask, call.use_causal_mask = attention_mask, use_causal_mask
+            call.query_positions, call.projected_key = query_positions, projected_key
+        call.training, call.returns = training, returns
+        path = self._route(call)
+        context, *others = path(call)
+        if call.batch_shape is not None:
+            context = _unflatten_batch(context, call.batch_shape)
+            others = [_unflatten_batch(x, call.batch_shape) for x in others]
+        if call.row_mask is not None:
+            row = ops.expand_dims(call.row_mask, -1)
+            context = ops.where(row, context, ops.zeros_like(context))
+        return _select((context, *others), returns)
+
+    def _route(self, call):
+        """The path method that computes this call's context.
+
+        The one place a path is chosen, on static shapes and Python flags,
+        by the rules of `keras_attention.layers.dispatch`. Each path takes
+        the `_Call` and returns `(context, weights, log_prob,
+        distribution)`, None where not computed.
+        """
+        # The tensor call's causal mask aligns the last query with the last
+        # value: with `Tq != Tv` that is no kernel's own causal mask.
+        aligned = call.causal_from_start or call.query.shape[1] == call.value.shape[1]
+        call.kind = dispatch.mask_kind(
+            causal=call.use_causal_mask,
+            padding=call.query_mask is not None or call.value_mask is not None,
+            pairwise=call.attention_mask is not None
+            or (call.use_causal_mask and not aligned),
         )
-        scale = self._fused_scale(
-            query, value, key, returns, training, attention_mask, projected_key
+        call.scale = self._fused_scale(
+            call.query,
+            call.value,
+            call.key,
+            call.returns,
+            call.training,
+            call.attention_mask,
+            call.projected_key,
         )
         if self._takes_chunked_path(
-            query, value, returns, attention_mask, projected_key, scale, kind
+            call.query,
+            call.value,
+            call.returns,
+            call.attention_mask,
+            call.projected_key,
+            call.scale,
+            call.kind,
         ):
-            return self._chunked(
-                query,
-                value,
-                key,
-                query_mask,
-                value_mask,
-                attention_mask,
-                use_causal_mask,
-                causal_offset=value.shape[1] - query.shape[1],
-                training=training,
-                scale=scale,
-                padding=padding,
-            )
-        fused = self._takes_fused_path(scale, kind, query)
-        if fused and kind != "pairwise":
-            return fused_attention(
-                query,
-                key,
-                value,
-                scale,
-                key_mask=value_mask,
-                query_mask=query_mask,
-                use_causal_mask=use_causal_mask,
-            )
-        mask = merge_masks(
-            query, value, query_mask, value_mask, attention_mask, use_causal_mask
-        )
-        if fused:
-            return fused_attention(query, key, value, scale, attention_mask=mask)
-        outputs = self._attend(
-            query,
-            value,
-            key,
-            mask,
-            value_mask=value_mask,
-            training=training,
-            query_positions=query_positions,
-            projected_key=projected_key,
-        )
-        return _select(outputs, returns)
+            return self._chunked_path
+        if self._takes_fused_path(call.scale, call.kind, call.query):
+            if call.kind == "pairwise":
+                return self._fused_masked_path
+            return self._fused_path
+        return self._explicit_path
 
-    def _call_list(self, inputs, mask, use_causal_mask, training, returns):
-        """Keras's call: `layer([query, value(, key)], mask=[qm, vm])`.
+    def _chunked_path(self, call):
+        """The context from `chunked_attention`, masks kept 1-D.
 
-        As `keras.layers.Attention`: the query mask only zeroes the output
-        rows, the causal mask aligns the first query with the first value,
-        `mask[2]` (a key mask) is ignored, and inputs of rank > 3 have several
-        batch axes (they are flattened into one around the attention).
+        A fusable call (`call.scale`, `_fused_scale`) with
+        `chunk_size="auto"`, no dropout and no `attention_mask` runs JAX's
+        Triton flash kernel where it applies (`fused.triton_attention`).
         """
-        query, value, key = _unpack_list("inputs", inputs)
-        key = value if key is None else key
-        query_mask = value_mask = None
-        if mask is not None:
-            if not isinstance(mask, (list, tuple)) or not 2 <= len(mask) <= 3:
-                raise ValueError(
-                    "Attention's list call takes `mask=[query_mask, "
-                    f"value_mask]`. Received: mask={mask!r}"
-                )
-            query_mask, value_mask = mask[0], mask[1]
-        # One mask object for queries and values (Keras's masks of `[x, x]`)
-        # is a self-attention padding JAX's Triton kernel takes.
-        shared = query_mask is not None and query_mask is value_mask
-        padding = "shared" if shared else dispatch.triton_padding(None, (value_mask,))
-        _check_shapes(query.shape, value.shape, key.shape, any_rank=True)
-        _check_floating(query=query, value=value, key=key)
-        query_shape, value_shape = ops.shape(query), ops.shape(value)
-        batch_shape = query_shape[:-2]
-        if query_mask is not None:
-            query_mask = ops.broadcast_to(
-                ops.cast(query_mask, "bool"), query_shape[:-1]
+        query, value, key = call.query, call.value, call.key
+        query_mask, value_mask = call.query_mask, call.value_mask
+        attention_mask, use_causal_mask = call.attention_mask, call.use_causal_mask
+        scale, padding, training = call.scale, call.padding, call.training
+        if query_mask is None and padding == "shared":
+            # Keras's list call zeroes masked query rows after; the
+            # chunked path takes its query mask where it is the values'.
+            query_mask = value_mask
+        causal_offset = 0
+        if not call.causal_from_start:
+            causal_offset = value.shape[1] - query.shape[1]
+        rate = self.dropout if training and self.dropout > 0 else 0.0
+        if (
+            self.chunk_size == dispatch.AUTO
+            and scale is not None
+            and not rate
+            and attention_mask is None
+            and not (use_causal_mask and causal_offset)
+        ):
+            context = triton_attention(
+                query, key, value, scale, padding, query_mask, use_causal_mask
             )
-        if value_mask is not None:
-            value_mask = ops.broadcast_to(
-                ops.cast(value_mask, "bool"), value_shape[:-1]
-            )
-        flat = len(query.shape) > 3
-        if flat:
-            query, value, key = (_flatten_batch(x, 2) for x in (query, value, key))
-            if value_mask is not None:
-                value_mask = _flatten_batch(value_mask, 1)
-        # Keras's causal mask aligns the first query with the first value,
-        # as the fused kernels' own.
-        kind = dispatch.mask_kind(
-            causal=use_causal_mask, padding=value_mask is not None
+            if context is not None:
+                return context, None, None, None
+        seed = None
+        if rate:
+            seed = keras.random.randint((), 0, 2**31 - 1, seed=self.seed_generator)
+        size = dispatch.chunk_size(self.chunk_size, query.shape[0], query)
+        context = chunked_attention(
+            query,
+            key,
+            value,
+            key_mask=value_mask,
+            query_mask=query_mask,
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+            causal_offset=causal_offset,
+            score_fn=self.score_layer,
+            dropout_rate=rate,
+            seed=seed,
+            query_chunk_size=size,
+            key_chunk_size=size,
         )
-        scale = self._fused_scale(query, value, key, returns, training)
-        weights = log_prob = distribution = None
-        chunked = self._takes_chunked_path(
-            query, value, returns, None, None, scale, kind
+        return context, None, None, None
+
+    def _fused_path(self, call):
+        """The fused kernel with 1-D masks and its own causal mask."""
+        context = fused_attention(
+            call.query,
+            call.key,
+            call.value,
+            call.scale,
+            key_mask=call.value_mask,
+            query_mask=call.query_mask,
+            use_causal_mask=call.use_causal_mask,
         )
-        fused = not chunked and self._takes_fused_path(scale, kind, query)
-        if chunked:
-            # The query mask zeroes the rows after: the chunked path needs
-            # it only where it is the values' too.
-            context = self._chunked(
-                query,
-                value,
-                key,
-                value_mask if shared else None,
-                value_mask,
-                None,
-                use_causal_mask,
-                causal_offset=0,
-                training=training,
-                scale=scale,
-                padding=padding,
+        return context, None, None, None
+
+    def _fused_masked_path(self, call):
+        """The fused kernel with every mask merged into one `(B, Tq, Tv)`."""
+        mask = self._score_mask(call)
+        context = fused_attention(
+            call.query, call.key, call.value, call.scale, attention_mask=mask
+        )
+        return context, None, None, None
+
+    def _explicit_path(self, call):
+        """Scores, masked normalisation, weighted sum (`_attend`)."""
+        return self._attend(
+            call.query,
+            call.value,
+            call.key,
+            self._score_mask(call),
+            value_mask=call.value_mask,
+            training=call.training,
+            query_positions=call.query_positions,
+            projected_key=call.projected_key,
+        )
+
+    def _score_mask(self, call):
+        """Every mask of the call merged, broadcastable to `(B, Tq, Tv)`."""
+        if not call.causal_from_start:
+            return merge_masks(
+                call.query,
+                call.value,
+                call.query_mask,
+                call.value_mask,
+                call.attention_mask,
+                call.use_causal_mask,
             )
-        elif fused and kind != "pairwise":
-            context = fused_attention(
-                query,
-                key,
-                value,
-                scale,
-                key_mask=value_mask,
-                use_causal_mask=use_causal_mask,
-            )
-        else:
-            causal = None
-            if use_causal_mask:
-                rows = ops.expand_dims(ops.arange(ops.shape(query)[1]), -1)
-                cols = ops.expand_dims(ops.arange(ops.shape(value)[1]), 0)
-                causal = ops.expand_dims(rows >= cols, 0)
-            score_mask = merge_masks(query, value, None, value_mask, causal)
-            if fused:
-                context = fused_attention(
-                    query, key, value, scale, attention_mask=score_mask
-                )
-            else:
-                context, weights, log_prob, distribution = self._attend(
-                    query,
-                    value,
-                    key,
-                    score_mask,
-                    value_mask=value_mask,
-                    training=training,
-                )
-        if flat:
-            context = _unflatten_batch(context, batch_shape)
-            weights = _unflatten_batch(weights, batch_shape)
-            log_prob = _unflatten_batch(log_prob, batch_shape)
-            distribution = _unflatten_batch(distribution, batch_shape)
-        if query_mask is not None:
-            row = ops.expand_dims(query_mask, -1)
-            context = ops.where(row, context, ops.zeros_like(context))
-        return _select((context, weights, log_prob, distribution), returns)
+        causal = None
+        if call.use_causal_mask:
+            rows = ops.expand_dims(ops.arange(ops.shape(call.query)[1]), -1)
+            cols = ops.expand_dims(ops.arange(ops.shape(call.value)[1]), 0)
+            causal = ops.expand_dims(rows >= cols, 0)
+        return merge_masks(call.query, call.value, None, call.value_mask, causal)
 
     def _fused_scale(
         self,
@@ -694,60 +646,6 @@ class Attention(keras.layers.Layer):
             self.compute_dtype,
             mask,
             query,
-        )
-
-    def _chunked(
-        self,
-        query,
-        value,
-        key,
-        query_mask,
-        value_mask,
-        attention_mask,
-        use_causal_mask,
-        causal_offset,
-        training,
-        scale=None,
-        padding=None,
-    ):
-        """The context `(B, Tq, Dv)` from `chunked_attention`, masks kept 1-D.
-
-        A fusable call (`scale`, `_fused_scale`) with `chunk_size="auto"`,
-        no dropout and no `attention_mask` runs JAX's Triton flash kernel
-        where it applies (`fused.triton_attention`; `padding`:
-        `dispatch.triton_padding` of the masks as the caller got them).
-        """
-        rate = self.dropout if training and self.dropout > 0 else 0.0
-        if (
-            self.chunk_size == dispatch.AUTO
-            and scale is not None
-            and not rate
-            and attention_mask is None
-            and not (use_causal_mask and causal_offset)
-        ):
-            context = triton_attention(
-                query, key, value, scale, padding, query_mask, use_causal_mask
-            )
-            if context is not None:
-                return context
-        seed = None
-        if rate:
-            seed = keras.random.randint((), 0, 2**31 - 1, seed=self.seed_generator)
-        size = dispatch.chunk_size(self.chunk_size, query.shape[0], query)
-        return chunked_attention(
-            query,
-            key,
-            value,
-            key_mask=value_mask,
-            query_mask=query_mask,
-            attention_mask=attention_mask,
-            use_causal_mask=use_causal_mask,
-            causal_offset=causal_offset,
-            score_fn=self.score_layer,
-            dropout_rate=rate,
-            seed=seed,
-            query_chunk_size=size,
-            key_chunk_size=size,
         )
 
     def _attend(
@@ -965,6 +863,113 @@ class Attention(keras.layers.Layer):
             chunk_size=self.chunk_size,
         )
         return config
+
+
+@dataclasses.dataclass
+class _Call:
+    """One call of `Attention`, as its route and paths read it.
+
+    `query_mask` is the mask of the rows inside the attention; Keras's list
+    call has none there (`row_mask` zeroes its masked rows after, and
+    `batch_shape` restores its batch axes), and its causal mask aligns the
+    first query with the first value (`causal_from_start`). `padding` is
+    `dispatch.triton_padding` of the masks as the caller gave them;
+    `scale` and `kind` are set by `_route`.
+    """
+
+    query: object
+    value: object
+    key: object
+    query_mask: object = None
+    value_mask: object = None
+    attention_mask: object = None
+    use_causal_mask: bool = False
+    causal_from_start: bool = False
+    training: object = None
+    returns: tuple = (False, False, False)
+    query_positions: object = None
+    projected_key: object = None
+    padding: object = None
+    row_mask: object = None
+    batch_shape: object = None
+    scale: object = None
+    kind: str = "none"
+
+
+def _tensor_call(query, value, key, query_mask, value_mask, key_mask, mask):
+    """The `_Call` of `layer(query, value, key, ...)`, checked."""
+    if mask is not None:
+        raise ValueError(
+            "`mask=[query_mask, value_mask]` goes with Keras's list call "
+            "`layer([query, value], mask=...)`; the tensor call takes "
+            f"`query_mask` and `value_mask`. Received: mask={mask!r}"
+        )
+    if value is None:
+        raise ValueError(
+            "Attention needs a value: call it as `layer(query, value)` or "
+            f"`layer([query, value])`. Received: value={value!r}"
+        )
+    key = value if key is None else key
+    _check_shapes(query.shape, value.shape, key.shape)
+    _check_floating(query=query, value=value, key=key)
+    # The masks as given: `triton_padding` compares the objects.
+    padding = dispatch.triton_padding(query_mask, (value_mask, key_mask))
+    if key_mask is not None:
+        key_mask = ops.cast(key_mask, "bool")
+        value_mask = (
+            key_mask
+            if value_mask is None
+            else ops.logical_and(ops.cast(value_mask, "bool"), key_mask)
+        )
+    return _Call(query, value, key, query_mask, value_mask, padding=padding)
+
+
+def _list_call(inputs, mask, use_causal_mask):
+    """The `_Call` of Keras's `layer([query, value(, key)], mask=[qm, vm])`.
+
+    As `keras.layers.Attention`: the query mask only zeroes the output
+    rows, the causal mask aligns the first query with the first value,
+    `mask[2]` (a key mask) is ignored, and inputs of rank > 3 have several
+    batch axes (they are flattened into one around the attention).
+    """
+    query, value, key = _unpack_list("inputs", inputs)
+    key = value if key is None else key
+    query_mask = value_mask = None
+    if mask is not None:
+        if not isinstance(mask, (list, tuple)) or not 2 <= len(mask) <= 3:
+            raise ValueError(
+                "Attention's list call takes `mask=[query_mask, "
+                f"value_mask]`. Received: mask={mask!r}"
+            )
+        query_mask, value_mask = mask[0], mask[1]
+    # One mask object for queries and values (Keras's masks of `[x, x]`)
+    # is a self-attention padding JAX's Triton kernel takes.
+    shared = query_mask is not None and query_mask is value_mask
+    padding = "shared" if shared else dispatch.triton_padding(None, (value_mask,))
+    _check_shapes(query.shape, value.shape, key.shape, any_rank=True)
+    _check_floating(query=query, value=value, key=key)
+    query_shape, value_shape = ops.shape(query), ops.shape(value)
+    batch_shape = None
+    if query_mask is not None:
+        query_mask = ops.broadcast_to(ops.cast(query_mask, "bool"), query_shape[:-1])
+    if value_mask is not None:
+        value_mask = ops.broadcast_to(ops.cast(value_mask, "bool"), value_shape[:-1])
+    if len(query.shape) > 3:
+        batch_shape = query_shape[:-2]
+        query, value, key = (_flatten_batch(x, 2) for x in (query, value, key))
+        if value_mask is not None:
+            value_mask = _flatten_batch(value_mask, 1)
+    return _Call(
+        query,
+        value,
+        key,
+        value_mask=value_mask,
+        use_causal_mask=use_causal_mask,
+        causal_from_start=True,
+        padding=padding,
+        row_mask=query_mask,
+        batch_shape=batch_shape,
+    )
 
 
 def _is_static_int(dim):

@@ -1,72 +1,95 @@
 """Which attention path a layer takes on the user's backend and device.
 
-Three ways compute the same exact softmax attention:
+These are the rules, stated once; the layers' `_route` methods
+(`MultiHeadAttention`, `Attention`, `ImageSelfAttention`) apply them, and
+`docs/layers.md` has the measurements behind them. Every path computes the
+same exact softmax attention, to float tolerance:
 
-- the backend's fused `keras.ops.dot_product_attention` (scaled dot
+- fused: the backend's `keras.ops.dot_product_attention` (a scaled dot
   product only);
-- the explicit path: the `(B, heads, Tq, Tv)` scores, a float32 masked
-  softmax, the weighted sum (any score, returns the weights);
-- the chunked path, `chunked_attention`: an online softmax over blocks, in
-  memory linear in `Tq + Tv`.
+- explicit: the `(B, heads, Tq, Tv)` scores, a float32 masked softmax, the
+  weighted sum (any score; the only path that returns the weights);
+- chunked: `chunked_attention`, an online softmax over blocks of
+  `chunk_size`, in memory linear in `Tq + Tv`, forward and backward (its
+  dropout draws from a hash of the positions, `chunked.dropout_keep_mask`:
+  the same rate, other draws than Keras's `Dropout`);
+- Triton: under JAX on a GPU, JAX's Triton flash kernel in place of the
+  chunk loop (`triton_flash_attention`);
+- windowed (`MultiHeadAttention(window=r)`): `windowed_attention`, blocks of
+  `r` positions, `O(r T d)`.
 
-`keras.ops.dot_product_attention` is memory-efficient only where the
-backend has a kernel for that device, dtype and mask; elsewhere it holds
-the scores too. The rules, each measured (see `benchmarks/attention_devices.py`
-and the measurements quoted below):
+Where the fused kernel is memory-efficient (`fused_is_memory_efficient`):
 
-- PyTorch, CUDA: `scaled_dot_product_attention` picks its flash or
-  memory-efficient kernel, float32 included, with or without a mask
-  (issue #39: float32 T=8,192 forward + backward 16.7 ms against 665 ms
-  chunked). Fused.
-- PyTorch, CPU: its flash kernel is memory-efficient without a mask,
-  causal, and with a key padding mask: the resident set grew by 33 / 65
-  MiB (forward) and 66 / 130 MiB (forward + backward) at T = 4,096 /
-  8,192, 8 heads of 64, where the float32 scores alone are 512 / 2,048
-  MiB. A pairwise mask (causal and padding together, an
-  `attention_mask`, `sliding_window`) is passed to it as one `(B, 1, Tq,
-  Tv)` tensor: 385 MiB at T = 8,192, one head's share of the scores, and
-  still far faster than the chunked loop in eager PyTorch. Fused.
-- JAX, GPU, bfloat16 or float16: cuDNN flash attention, without a mask or
-  causal. It takes a mask only as a full `(B, heads or 1, Tq, Tv)` bias
-  (a `(B, 1, 1, Tv)` padding mask makes Keras fall back to XLA's explicit
-  form), so padding and pairwise masks count as not fused. Its other form
-  of padding, `jax.nn.dot_product_attention(implementation="cudnn",
-  query_seq_lengths=..., key_value_seq_lengths=...)`, is exact only for a
-  mask that keeps a prefix of each row (padding at the end): that is a
-  property of the mask's values, which a trace cannot see (an
-  `Embedding(mask_zero=True)` mask hides every 0 token, wherever it
-  stands), so it is not used. float32 has no cuDNN flash kernel (XLA's
-  explicit form).
-- JAX, GPU, where the chunked path is taken (float32 above the threshold;
-  bfloat16/float16 with a padding mask): JAX's Triton flash kernel
-  (`triton_flash_attention`) runs in place of the chunked loop, 2.3-2.8x
-  faster than the loop and faster than XLA's explicit form
-  (`TRITON_BLOCKS`), where the call is a plain (scaled) dot product with
-  no dropout, a head width in `TRITON_DEPTHS` and `chunk_size="auto"`,
-  and its mask is one the kernel takes exactly
-  (`triton_padding`): none, causal (`Tq == Tv`), a query mask alone (the
-  kernel runs unmasked, the padded query rows are zeroed), or one padding
-  mask shared by the queries and the keys of a self-attention (the same
-  tensor as `query_mask` and `value_mask`, as a Keras mask propagated into
-  `mha(x, x)` is): it becomes the kernel's segment ids, so a kept query
-  sees only kept keys; a padded query sees only padded keys, and its row
-  is zeroed after. The kernel takes a mask only as segment ids shared by
-  queries and keys, so a key padding mask with all queries kept (a
-  Transformer block's `value_mask`), an `attention_mask` or a band keep
-  the loop. Self-attention of any length pads itself to whole blocks of
-  128 (the padding gets its own segment id); cross-attention needs the
-  keys in whole blocks. `MultiHeadAttention`, `Attention(mode="soft")` and
-  `ImageSelfAttention` take it alike (`fused.triton_attention` for the
-  one-head layers). Only the unmasked and causal rows are measured on a
-  GPU so far (H100, session 25); the padding and one-head rows are in
-  `experiments/benchmarks/gpu_run_s26.sh`.
-- TensorFlow (any device), JAX on CPU or TPU: no memory-efficient kernel
-  (TPU's Splash kernel is not measured here).
+- PyTorch on CUDA: `scaled_dot_product_attention` picks its flash or
+  memory-efficient kernel, float32 included, with or without a mask.
+- PyTorch on CPU: its flash kernel, without a mask, causal or with a key
+  padding mask; a pairwise mask (causal and padding together, an
+  `attention_mask`, `sliding_window`) becomes one `(B, 1, Tq, Tv)` tensor,
+  one head's share of the scores, still counted as fused.
+- JAX on a GPU in bfloat16/float16, without a mask or causal: cuDNN flash
+  attention. It takes a padding mask only as a full bias, and its
+  sequence-length form is exact only for masks that keep a prefix (which a
+  trace cannot see), so padding and pairwise masks count as not fused;
+  float32 has no cuDNN flash kernel.
+- TensorFlow (any device), JAX on CPU or TPU: nowhere.
 
-A layer with `chunk_threshold="auto"` takes the fused path where it is
-memory-efficient, at every length; elsewhere it chunks above
-`auto_threshold()` keys. An int threshold chunks above it whatever the
-device (`0`: always; `None`: never).
+`chunk_threshold="auto"` keeps the fused path, at every length, where it
+is memory-efficient; elsewhere it chunks above `auto_threshold()` keys:
+`CPU_CHUNK_THRESHOLD` on a CPU (chunking is already the faster there),
+`EAGER_CPU_CHUNK_THRESHOLD` on a CPU while TensorFlow runs eagerly (the
+chunk loop then runs op by op), `DEVICE_CHUNK_THRESHOLD` on an accelerator
+or under PyTorch (for the memory). An int chunks above it on any device
+(`0`: always), `None` never. `chunk_size="auto"` is `auto_chunk_size()`.
+
+The Triton kernel replaces the chunk loop where `chunk_size="auto"`, the
+call is a plain (scaled) dot product (not float16, where the score is
+taken in float32) without dropout, the head width is in `TRITON_DEPTHS`
+and the kernel takes the masks exactly (`triton_padding`): none, causal
+(`Tq == Tv`), a query mask alone (padded rows zeroed after), or one padding
+mask that is both the query and the key mask of a self-attention (the same
+tensor, as Keras propagates an `Embedding(mask_zero=True)` mask into
+`mha(x, x)`), which becomes its segment ids. A key padding mask alone (a
+Transformer block's `value_mask`), two mask tensors, an `attention_mask` or
+a band keep the loop. Self-attention pads itself to whole blocks of
+`TRITON_LENGTH_BLOCK`; cross-attention needs whole blocks of keys.
+
+`MultiHeadAttention._route`, in this order:
+
+1. Inputs of rank other than 3 or a non-default `attention_axes`: Keras's
+   own `call` (scaled dot only, no cache).
+2. Windowed, with `window` set, unless the full weights are needed
+   (`return_attention_scores`, a cache, a length unknown when traced, an
+   overridden `_compute_attention` / `_masked_softmax`): those take the
+   explicit path with the band as a mask.
+3. Chunked (Triton where it applies), when `dispatch.takes_chunked_path`
+   says so and nothing needs the full weights: static lengths, no cache, no
+   `return_attention_scores`, no `flash_attention=True`, a score computed
+   on chunks (not `"location"`), no hook overridden.
+4. A split cache `(keys, values)`: the explicit path on its heads-first
+   tensors (a subclass's hook or `flash_attention=True` gets Keras's
+   layout instead, and step 5).
+5. Keras's hook `_compute_attention`: fused where the score is scaled dot,
+   no weights are returned, no dropout is active, `value_dim == key_dim`,
+   and, unless `flash_attention=True`, the compute dtype is not float16
+   (the kernels overflow there; the explicit path scores in float32) and
+   the call is not one query with at most `MAX_BLOCK_HEADS` heads (a
+   decoding step, whose explicit path reads the cache in place). Else
+   explicit. On the fused path a fully masked row gets the output
+   projection's bias, as the explicit path gives it (a 4-D mask zeroes
+   those heads' context instead).
+
+A causal decoding step whose `cache_update_index` is known when the call
+runs reads only the cache positions up to its last query
+(`kv_cache.visible_prefix`): the same outputs and weights.
+
+`Attention._route` (soft mode; hard mode and `window` are explicit):
+chunked under the same rules when nothing needs the weights (no `return_*`
+output, no `projected_key`, no `window`, not `"location"`, static lengths,
+an `attention_mask` of rank 2 or 3); else fused where the score is
+`"scaled_dot"` or `"dot"` without a learned scale
+(`fused.dot_product_scale`), with no dropout while training, not float16,
+known non-zero lengths, and the kernel memory-efficient for the mask; else
+explicit. `ImageSelfAttention` follows the same rules.
 """
 
 import numbers

@@ -1,4 +1,4 @@
-"""`_write_cache`: the cache write of a decoding step.
+"""`kv_cache.write_cache`: the cache write of a decoding step.
 
 Under JAX one position is written with a `where` (XLA copied the whole
 cache for each `slice_update` in a compiled decoding loop); it must give
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_attention.layers import multi_head_attention
+from keras_attention.layers import kv_cache
 
 
 def _expected(cache, new, index, axis):
@@ -36,7 +36,7 @@ def test_write_equals_slice_update(axis, steps, index):
     new = rng.normal(size=shape).astype("float32")
     if index + steps > 8:
         index = 8 - steps
-    got = multi_head_attention._write_cache(
+    got = kv_cache.write_cache(
         ops.convert_to_tensor(cache), ops.convert_to_tensor(new), index, axis
     )
     np.testing.assert_array_equal(
@@ -52,7 +52,7 @@ def test_jitted_write_with_any_index_equals_dynamic_update_slice():
     rng = np.random.default_rng(0)
     cache = rng.normal(size=(2, 3, 8, 4)).astype("float32")
     new = rng.normal(size=(2, 3, 1, 4)).astype("float32")
-    write = jax.jit(lambda c, n, i: multi_head_attention._write_cache(c, n, i, 2))
+    write = jax.jit(lambda c, n, i: kv_cache.write_cache(c, n, i, 2))
     for index in (-9, -3, 0, 5, 7, 9):
         reference = jax.lax.dynamic_update_slice(cache, new, (0, 0, index, 0))
         for given in (index, np.int32(index)):
@@ -73,9 +73,9 @@ def test_one_position_under_jax_is_written_without_a_slice_update():
 
     def program(new):
         return str(
-            jax.make_jaxpr(
-                lambda c, n, i: multi_head_attention._write_cache(c, n, i, 2)
-            )(cache, new, np.int32(3))
+            jax.make_jaxpr(lambda c, n, i: kv_cache.write_cache(c, n, i, 2))(
+                cache, new, np.int32(3)
+            )
         )
 
     assert "dynamic_update_slice" not in program(one)
