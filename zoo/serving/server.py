@@ -27,7 +27,9 @@ image (read from the PNG / JPEG / GIF / BMP header before anything decodes
 it), a translator's `beam_width` and `max_length` (the smaller of the
 export's own limits and the server's), the time a request may wait for its
 answer; a fixed pool of worker threads handles connections, and one more
-than its queue holds gets a 503. Requests are run by one
+than its queue holds, or than one client may hold open, gets a 503; a request
+head that could be read two ways is refused (`zoo.serving.connections`);
+each connection carries one request (`Connection: close`). Requests are run by one
 `zoo.serving.batcher.Batcher` thread in
 model calls of at most `max_batch` rows, taken in turn from every waiting
 request, so that a one-sentence request is not stuck behind a
@@ -51,12 +53,12 @@ import threading
 import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from urllib.parse import urlsplit
 
 import numpy as np
 
 from zoo.serving import v2_protocol as serving_v2
 from zoo.serving.batcher import Batcher
+from zoo.serving.connections import ClientSlots, check_head
 from zoo.serving.requests import (  # noqa: F401 - Parsed, _demo_exported: examples
     BYTES_SUFFIX,
     Limits,
@@ -178,6 +180,7 @@ class ModelServer(HTTPServer):
             timeout=self.limits.request_timeout,
         )
         self._connections = queue.Queue(self.limits.max_queued)
+        self._clients = ClientSlots(self.limits.max_client_connections)
         self._receiving = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
@@ -216,20 +219,32 @@ class ModelServer(HTTPServer):
         >>> server.shutdown()
         >>> server.server_close()
         """
+        client = client_address[0]
+        if not self._clients.take(client):
+            self._turn_away(
+                request,
+                f"This client holds {self.limits.max_client_connections} open "
+                "connections (max_client_connections): close one, or retry later.",
+            )
+            return
         try:
             self._connections.put_nowait((request, client_address))
         except queue.Full:
-            try:
-                request.settimeout(1.0)
-                request.sendall(
-                    _busy_answer(
-                        f"The server is busy ({self.limits.workers} workers, "
-                        f"{self.limits.max_queued} waiting): retry later."
-                    )
-                )
-            except OSError:
-                pass
-            self.shutdown_request(request)
+            self._clients.give_back(client)
+            self._turn_away(
+                request,
+                f"The server is busy ({self.limits.workers} workers, "
+                f"{self.limits.max_queued} waiting): retry later.",
+            )
+
+    def _turn_away(self, request, message):
+        """Answers a 503 on an accepted connection before reading it, and closes it."""
+        try:
+            request.settimeout(1.0)
+            request.sendall(_busy_answer(message))
+        except OSError:
+            pass
+        self.shutdown_request(request)
 
     def _work(self):
         while True:
@@ -249,6 +264,7 @@ class ModelServer(HTTPServer):
             finally:
                 self._received(request)
                 self.shutdown_request(request)
+                self._clients.give_back(client_address[0])
 
     def _received(self, connection):
         """`connection`'s request has arrived: the watchdog leaves it."""
@@ -389,12 +405,19 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(data)))
             if int(status) == HTTPStatus.SERVICE_UNAVAILABLE:
                 self.send_header("Retry-After", "1")
+            if self.close_connection:  # Requests sent after this one go unread.
+                self.send_header("Connection", "close")
             self.end_headers()
-            self.wfile.write(data)
+            if self.command != "HEAD":
+                self.wfile.write(data)
         except OSError:  # The client left.
             self.close_connection = True
 
     def do_GET(self):
+        self._answer(self._get)
+
+    def do_HEAD(self):
+        """A GET's status and headers, without its body."""
         self._answer(self._get)
 
     def do_POST(self):
@@ -403,8 +426,7 @@ class Handler(BaseHTTPRequestHandler):
     def _answer(self, route):
         tf_serving = False
         try:
-            self._check_host()
-            path = urlsplit(self.path).path
+            path = check_head(self.headers, self.path, self.server.allowed_hosts)
             match = _TF_SERVING_PATH.fullmatch(path)
             # TF Serving's and KServe's errors are `{"error"}` alone.
             v2 = path == "/v2" or path.startswith("/v2/")
@@ -429,26 +451,6 @@ class Handler(BaseHTTPRequestHandler):
                 None,
             )
         self._send(status, body, content_type or "application/json")
-
-    def _check_host(self):
-        """A `Host` (and `Origin`) that is not ours is refused: DNS rebinding."""
-        allowed = self.server.allowed_hosts
-        if "*" in allowed:
-            return
-        for header in ("Host", "Origin"):
-            value = self.headers.get(header)
-            if value is None:
-                continue
-            try:
-                host = urlsplit(value if header == "Origin" else "//" + value).hostname
-            except ValueError:  # e.g. "[::1" (an unclosed IPv6 address)
-                host = None
-            if host is None or host.rstrip(".") not in allowed:
-                raise RequestError(
-                    f"The {header} {value[:100]!r} is not one this server answers "
-                    "to: a loopback name, or one given with --allow-host.",
-                    status=HTTPStatus.FORBIDDEN,
-                )
 
     def _get(self, path, match):
         signatures = self.server.signatures
@@ -506,9 +508,10 @@ class Handler(BaseHTTPRequestHandler):
     def _v2(self, path, match):
         """KServe's Open Inference Protocol (`zoo.serving.v2_protocol`)."""
         server = self.server
-        if self.command == "GET" and path in ("/v2/health/live", "/v2/health/ready"):
+        command = "GET" if self.command == "HEAD" else self.command
+        if command == "GET" and path in ("/v2/health/live", "/v2/health/ready"):
             return {path.rsplit("/", 1)[1]: True}, None
-        if self.command == "GET" and path == "/v2":
+        if command == "GET" and path == "/v2":
             return serving_v2.server_metadata(__version__), None
         found = _V2_PATH.fullmatch(path)
         if found is None:
@@ -520,10 +523,10 @@ class Handler(BaseHTTPRequestHandler):
                 f"{server.model_name!r} version {server.version}.",
                 status=HTTPStatus.NOT_FOUND,
             )
-        wanted = {"GET": (None, "/ready"), "POST": ("/infer",)}[self.command]
+        wanted = {"GET": (None, "/ready"), "POST": ("/infer",)}[command]
         if verb not in wanted:
             raise RequestError(
-                f"No {self.command} {path[:200]}: GET the model or /ready, POST /infer.",
+                f"No {command} {path[:200]}: GET the model or /ready, POST /infer.",
                 status=HTTPStatus.NOT_FOUND,
             )
         if verb == "/ready":

@@ -19,6 +19,7 @@ Reference: https://kserve.github.io/website/latest/modelserving/data_plane/v2_pr
 
 import base64
 import json
+import math
 
 import numpy as np
 
@@ -90,13 +91,26 @@ def parse(signatures, body):
     for i, tensor in enumerate(body["inputs"]):
         if not isinstance(tensor, dict) or not isinstance(tensor.get("name"), str):
             raise RequestError(f"`inputs[{i}]` must be an object with a `name`.")
-        fields[tensor["name"]] = _values(tensor)
+        fields[tensor["name"]] = _values(tensor, signatures.limits.max_request_bytes)
     name = signatures.choose(fields)
     return signatures.check(name, fields, base64_strings=False)
 
 
-def _values(tensor):
-    """A v2 input tensor as the nested JSON values `Signatures` reads."""
+def _values(tensor, max_values):
+    """A v2 input tensor as the nested JSON values `Signatures` reads.
+
+    The shape is checked before anything is built: a zero in it is refused
+    (a tensor of no values: nothing to run), and so is a product of its
+    sizes (`math.prod`, which does not wrap) above `max_values` (the body's
+    limit in bytes: each JSON value takes at least one) or unequal to the
+    values sent.
+
+    Example:
+    >>> _values({"name": "x", "shape": [1, 2**25, 0, 1], "data": []}, 100)
+    Traceback (most recent call last):
+    ...
+    zoo.serving.requests.RequestError: `x`'s shape [1, 33554432, 0, 1] holds no values: send at least one.
+    """
     name, shape, data = tensor["name"], tensor.get("shape"), tensor.get("data")
     if not (
         isinstance(shape, list)
@@ -109,13 +123,24 @@ def _values(tensor):
             f"`{name}` needs a `shape` (a list of sizes) and its `data` (a list).",
             field=name,
         )
+    size = math.prod(shape)
+    if size == 0:
+        raise RequestError(
+            f"`{name}`'s shape {shape} holds no values: send at least one.",
+            field=name,
+        )
+    if size > max_values:
+        raise RequestError(
+            f"`{name}`'s shape {shape} holds {size} values; a body of at most "
+            f"{max_values} bytes (max_request_bytes) cannot hold them.",
+            field=name,
+        )
     try:
         flat = np.asarray(data, dtype=object).reshape(-1)
     except ValueError:
         raise RequestError(
             f"`{name}`'s `data` must be a flat list.", field=name
         ) from None
-    size = int(np.prod(shape)) if shape else 1
     if flat.size != size:
         raise RequestError(
             f"`{name}` holds {flat.size} values; its shape {shape} needs {size}.",
