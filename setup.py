@@ -57,6 +57,9 @@ setup(
             "ruff>=0.6",
             "jax[cpu]",
             "torch==2.13.*",
+            # Triton's client: the KServe v2 binary tensor tests (it pins
+            # ml-dtypes<=0.5.4, which TensorFlow and JAX here accept).
+            "tritonclient[http]",
         ],
     },
     entry_points={"console_scripts": ["keras-attention = zoo.cli:main"]},

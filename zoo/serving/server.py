@@ -12,7 +12,8 @@ port, with the standard library's `http.server`:
   /v1/models/NAME/metadata` (its signatures). Errors are `{"error": ...}`.
 - KServe's Open Inference Protocol v2 (`zoo.serving.v2_protocol`): `GET /v2`,
   `GET /v2/health/ready`, `GET /v2/models/NAME`, `POST
-  /v2/models/NAME/infer` (with its `id` and requested `outputs`).
+  /v2/models/NAME/infer` (with its `id` and requested `outputs`), in JSON
+  or with binary tensors (`zoo.serving.v2_binary`).
 - The zoo's own, older paths: `POST /v1/predict` takes the inputs of the
   signature that matches its fields (`{"text": [...]}`, `{"image": [...]}`,
   `{"image_bytes": [base64, ...]}`, a scalar such as `beam_width` as a
@@ -56,6 +57,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import numpy as np
 
+from zoo.serving import v2_binary
 from zoo.serving import v2_protocol as serving_v2
 from zoo.serving.batcher import Batcher
 from zoo.serving.connections import ClientSlots, check_head
@@ -405,6 +407,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(data)))
             if int(status) == HTTPStatus.SERVICE_UNAVAILABLE:
                 self.send_header("Retry-After", "1")
+            if getattr(self, "_json_length", None) is not None:
+                self.send_header(v2_binary.HEADER, str(self._json_length))
             if self.close_connection:  # Requests sent after this one go unread.
                 self.send_header("Connection", "close")
             self.end_headers()
@@ -533,7 +537,8 @@ class Handler(BaseHTTPRequestHandler):
             return {"name": name, "ready": True}, None
         if verb is None:
             return serving_v2.metadata(server.signatures, name, server.version), None
-        body = self._json()
+        body, binary = self._v2_body()
+        v2_binary.inline(body, binary, server.limits.max_request_bytes)
         parsed = serving_v2.parse(server.signatures, body)
         function = server.signatures.functions[parsed.signature]
         request_id, wanted = serving_v2.request_options(
@@ -541,7 +546,12 @@ class Handler(BaseHTTPRequestHandler):
         )
         outputs = self._run(parsed)
         outputs = {key: outputs[key] for key in wanted}
-        return serving_v2.answer(outputs, name, server.version, request_id), None
+        response = serving_v2.answer(outputs, name, server.version, request_id)
+        as_bytes = v2_binary.binary_outputs(body, wanted)
+        if not as_bytes:
+            return response, None
+        data, self._json_length = v2_binary.encode(response, outputs, as_bytes)
+        return data, "application/octet-stream"
 
     def _run(self, parsed):
         return self.server.batcher.submit(
@@ -601,12 +611,25 @@ class Handler(BaseHTTPRequestHandler):
 
     def _json(self):
         """The body, checked (type, length, arrival time, depth) and decoded."""
+        body, binary = self._v2_body()
+        if binary:
+            raise RequestError(
+                f"Binary tensor data ({v2_binary.HEADER}) is KServe v2's: POST it to "
+                f"/v2/models/{self.server.model_name}/infer."
+            )
+        return body
+
+    def _v2_body(self):
+        """`(request, binary)`: the JSON and the bytes after it (`v2_binary`)."""
         kind = self.headers.get("Content-Type", "")
         media = kind.split(";")[0].strip().lower()
+        header_length = self.headers.get(v2_binary.HEADER)
         # curl's `-d` without a type (as in TF Serving's own examples) is
         # taken from a client that is not a browser: no Origin header.
         curl = media in ("", CURL_DEFAULT_TYPE) and "Origin" not in self.headers
-        if media != "application/json" and not curl:
+        # A browser sends octet-stream only after a CORS preflight.
+        binary = media == "application/octet-stream" and header_length is not None
+        if media != "application/json" and not (curl or binary):
             raise RequestError(
                 "A POST must carry its JSON with `Content-Type: application/json`. "
                 f"Received: {kind[:60]!r}",
@@ -634,14 +657,9 @@ class Handler(BaseHTTPRequestHandler):
                 "(max_request_bytes).",
                 status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
             )
-        data = self._read(int(length))
-        try:
-            body = json.loads(data)
-        except (ValueError, RecursionError) as error:
-            reason = "nested too deeply" if isinstance(error, RecursionError) else error
-            raise RequestError(f"The body is not JSON: {reason}"[:300]) from None
+        body, binary = v2_binary.split(self._read(int(length)), header_length)
         check_depth(body)
-        return body
+        return body, binary
 
     def _read(self, length):
         """`length` bytes of body, within the request's `read_timeout`."""

@@ -12,7 +12,9 @@ signature is the one whose inputs are the request's names
 (`serving_default` first), as on `POST /v1/predict`. `BYTES` data are
 UTF-8 text, or base64 when the tensor's `parameters` say
 `{"content_type": "base64"}` (an encoded image; outputs named `*_bytes`
-come back so). Errors are `{"error": ...}`.
+come back so). Tensors may also travel as raw bytes after the JSON
+(`zoo.serving.v2_binary`, what `tritonclient.http` sends by default).
+Errors are `{"error": ...}`.
 
 Reference: https://kserve.github.io/website/latest/modelserving/data_plane/v2_protocol/
 """
@@ -96,31 +98,29 @@ def parse(signatures, body):
     return signatures.check(name, fields, base64_strings=False)
 
 
-def _values(tensor, max_values):
-    """A v2 input tensor as the nested JSON values `Signatures` reads.
+def check_shape(name, shape, max_values):
+    """The count of values a v2 `shape` declares, checked before anything is built.
 
-    The shape is checked before anything is built: a zero in it is refused
-    (a tensor of no values: nothing to run), and so is a product of its
-    sizes (`math.prod`, which does not wrap) above `max_values` (the body's
-    limit in bytes: each JSON value takes at least one) or unequal to the
-    values sent.
+    A zero in it is refused (a tensor of no values: nothing to run), and so
+    is a product of its sizes (`math.prod`, which does not wrap) above
+    `max_values` (the body's limit in bytes: each value takes at least one).
 
     Example:
-    >>> _values({"name": "x", "shape": [1, 2**25, 0, 1], "data": []}, 100)
+    >>> check_shape("x", [2, 3], 100)
+    6
+    >>> check_shape("x", [1, 2**25, 0, 1], 100)
     Traceback (most recent call last):
     ...
     zoo.serving.requests.RequestError: `x`'s shape [1, 33554432, 0, 1] holds no values: send at least one.
     """
-    name, shape, data = tensor["name"], tensor.get("shape"), tensor.get("data")
     if not (
         isinstance(shape, list)
         and all(
             isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
         )
-        and isinstance(data, list)
     ):
         raise RequestError(
-            f"`{name}` needs a `shape` (a list of sizes) and its `data` (a list).",
+            f"`{name}` needs a `shape` (a list of sizes). Received: {shape!r:.60}",
             field=name,
         )
     size = math.prod(shape)
@@ -135,6 +135,18 @@ def _values(tensor, max_values):
             f"{max_values} bytes (max_request_bytes) cannot hold them.",
             field=name,
         )
+    return size
+
+
+def _values(tensor, max_values):
+    """A v2 input tensor as the nested JSON values `Signatures` reads."""
+    name, shape, data = tensor["name"], tensor.get("shape"), tensor.get("data")
+    if not isinstance(data, list):
+        raise RequestError(
+            f"`{name}` needs a `shape` (a list of sizes) and its `data` (a list).",
+            field=name,
+        )
+    size = check_shape(name, shape, max_values)
     try:
         flat = np.asarray(data, dtype=object).reshape(-1)
     except ValueError:
