@@ -46,6 +46,8 @@ setup(
         "numpy",
         "matplotlib",
         "pysword>=0.2.8",
+        # `zoo serve`'s /metrics, in Prometheus' text format.
+        "prometheus-client>=0.20",
     ],
     extras_require={
         # torch 2.13: the third test pass. The project's registry serves it

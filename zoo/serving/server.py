@@ -19,7 +19,8 @@ port, with the standard library's `http.server`:
   `{"image_bytes": [base64, ...]}`, a scalar such as `beam_width` as a
   number) and answers `{"signature", "predictions": [{output: value}, ...]}`;
   `GET /v1/metadata` gives the export's description; `GET /` a page to try
-  the model in a browser (`page.html`, beside this module).
+  the model in a browser (`page.html`, beside this module); `GET /metrics`
+  Prometheus' metrics (`zoo.serving.metrics`).
 
 Every request is bounded (`zoo.serving.requests.Limits`, each a `python -m zoo
 serve` flag, checked by `zoo.serving.requests.Signatures`): the
@@ -61,6 +62,8 @@ from zoo.serving import v2_binary
 from zoo.serving import v2_protocol as serving_v2
 from zoo.serving.batcher import Batcher
 from zoo.serving.connections import ClientSlots, check_head
+from zoo.serving.metrics import CONTENT_TYPE as METRICS_TYPE
+from zoo.serving.metrics import ServerMetrics
 from zoo.serving.requests import (  # noqa: F401 - Parsed, _demo_exported: examples
     BYTES_SUFFIX,
     Limits,
@@ -174,14 +177,15 @@ class ModelServer(HTTPServer):
         self.allowed_hosts = {*LOOPBACK_HOSTS, *(h.lower() for h in allow_hosts)}
         if bound not in ("0.0.0.0", "::", ""):
             self.allowed_hosts.add(bound)
+        self._connections = queue.Queue(self.limits.max_queued)
+        self.metrics = ServerMetrics(self.model_name, self._connections.qsize)
         self.batcher = Batcher(
-            signatures,
+            self.metrics.counting(signatures),
             delay=self.limits.batch_delay,
             max_rows=self.limits.max_batch,
             max_cost=self.limits.max_request_pixels,
             timeout=self.limits.request_timeout,
         )
-        self._connections = queue.Queue(self.limits.max_queued)
         self._clients = ClientSlots(self.limits.max_client_connections)
         self._receiving = {}
         self._lock = threading.Lock()
@@ -223,6 +227,7 @@ class ModelServer(HTTPServer):
         """
         client = client_address[0]
         if not self._clients.take(client):
+            self.metrics.refused("max_client_connections")
             self._turn_away(
                 request,
                 f"This client holds {self.limits.max_client_connections} open "
@@ -233,6 +238,7 @@ class ModelServer(HTTPServer):
             self._connections.put_nowait((request, client_address))
         except queue.Full:
             self._clients.give_back(client)
+            self.metrics.refused("max_queued")
             self._turn_away(
                 request,
                 f"The server is busy ({self.limits.workers} workers, "
@@ -428,19 +434,22 @@ class Handler(BaseHTTPRequestHandler):
         self._answer(self._post)
 
     def _answer(self, route):
-        tf_serving = False
+        started, tf_serving, protocol, error_text = time.monotonic(), False, "zoo", None
         try:
             path = check_head(self.headers, self.path, self.server.allowed_hosts)
             match = _TF_SERVING_PATH.fullmatch(path)
             # TF Serving's and KServe's errors are `{"error"}` alone.
             v2 = path == "/v2" or path.startswith("/v2/")
             tf_serving = match is not None or v2
+            protocol = "kserve_v2" if v2 else "tf_serving" if tf_serving else "zoo"
+            protocol = "metrics" if path == "/metrics" else protocol
             if v2:
                 route = self._v2
             status, body, content_type = HTTPStatus.OK, *route(path, match)
         except RequestError as error:
             self.close_connection = True
-            status, body, content_type = error.status, {"error": str(error)}, None
+            error_text = str(error)
+            status, body, content_type = error.status, {"error": error_text}, None
             if not tf_serving:
                 body["field"] = error.field
         except Exception as error:  # noqa: BLE001 - answered, the server lives on
@@ -455,6 +464,8 @@ class Handler(BaseHTTPRequestHandler):
                 None,
             )
         self._send(status, body, content_type or "application/json")
+        elapsed = time.monotonic() - started
+        self.server.metrics.answered(protocol, status, elapsed, error_text)
 
     def _get(self, path, match):
         signatures = self.server.signatures
@@ -484,6 +495,8 @@ class Handler(BaseHTTPRequestHandler):
                     key, json.dumps(value)[1:-1].replace("<", "\\u003c")
                 )
             return page.encode("utf-8"), "text/html; charset=utf-8"
+        if path == "/metrics":
+            return self.server.metrics.text(), METRICS_TYPE
         if path == "/v1/metadata":
             return {"metadata": metadata, "signatures": signatures.describe()}, None
         raise RequestError(f"No page {path[:200]}.", status=HTTPStatus.NOT_FOUND)
@@ -554,9 +567,14 @@ class Handler(BaseHTTPRequestHandler):
         return data, "application/octet-stream"
 
     def _run(self, parsed):
-        return self.server.batcher.submit(
-            parsed.signature, parsed.inputs, parsed.rows, parsed.costs
-        )
+        waiting = self.server.metrics.waiting
+        waiting.inc()
+        try:
+            return self.server.batcher.submit(
+                parsed.signature, parsed.inputs, parsed.rows, parsed.costs
+            )
+        finally:
+            waiting.dec()
 
     def _check_model(self, match, verb):
         """TF Serving's 404 for another model or version, 400 for a verb."""
