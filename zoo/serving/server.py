@@ -3,8 +3,8 @@
 `serve(directory)` (`python -m zoo serve DIR`) answers three protocols on one
 port, with the standard library's `http.server`:
 
-- TensorFlow Serving's REST API, so that a client written for
-  `tensorflow_model_server` works unchanged: `POST
+- TensorFlow Serving's REST API (`zoo.serving.tf_serving`), so that a client
+  written for `tensorflow_model_server` works unchanged: `POST
   /v1/models/NAME[/versions/N]:predict` with `{"signature_name": ...,
   "instances": [...]}` (row format; the answer is `{"predictions": [...]}`)
   or `{"inputs": ...}` (columnar; `{"outputs": ...}`), binary strings as
@@ -43,7 +43,6 @@ from posting to a server on the reader's laptop). SIGTERM (`serve`) stops
 accepting, answers the requests already accepted, and returns.
 """
 
-import base64
 import json
 import os
 import queue
@@ -56,16 +55,13 @@ import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
-import numpy as np
-
-from zoo.serving import v2_binary
+from zoo.serving import tf_serving, v2_binary
 from zoo.serving import v2_protocol as serving_v2
 from zoo.serving.batcher import Batcher
 from zoo.serving.connections import ClientSlots, check_head
 from zoo.serving.metrics import CONTENT_TYPE as METRICS_TYPE
 from zoo.serving.metrics import ServerMetrics
 from zoo.serving.requests import (  # noqa: F401 - Parsed, _demo_exported: examples
-    BYTES_SUFFIX,
     Limits,
     Parsed,
     RequestError,
@@ -81,21 +77,6 @@ CURL_DEFAULT_TYPE = "application/x-www-form-urlencoded"
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 #: The demo page, beside this module.
 PAGE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "page.html")
-
-
-def _json_value(value, name=""):
-    """A NumPy output as JSON: text for strings (`{"b64"}` for `*_bytes`), lists."""
-    if isinstance(value, bytes):
-        if name.endswith(BYTES_SUFFIX):
-            return {"b64": base64.b64encode(value).decode("ascii")}
-        return value.decode("utf-8", errors="replace")
-    if isinstance(value, np.ndarray):
-        if value.dtype == object:
-            return [_json_value(v, name) for v in value.tolist()]
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 def _busy_answer(message):
@@ -328,27 +309,6 @@ _V2_PATH = re.compile(
     r"/v2/models/(?P<name>[^/]+)(?:/versions/(?P<version>[^/]+))?(?P<verb>/ready|/infer)?"
 )
 
-#: TensorFlow's names of the dtypes (`DataType` enum names).
-_DATA_TYPES = {
-    "string": "DT_STRING",
-    "float32": "DT_FLOAT",
-    "float64": "DT_DOUBLE",
-    "float16": "DT_HALF",
-    "bfloat16": "DT_BFLOAT16",
-    "bool": "DT_BOOL",
-}
-
-
-def _tensor_info(spec, tensor_name):
-    """A `TensorInfo` protobuf's JSON, as TF Serving's metadata gives it."""
-    dtype = _DATA_TYPES.get(spec.dtype.name, "DT_" + spec.dtype.name.upper())
-    dims = [{"size": str(-1 if d is None else d), "name": ""} for d in spec.shape]
-    return {
-        "dtype": dtype,
-        "tensor_shape": {"dim": dims, "unknown_rank": spec.shape.rank is None},
-        "name": tensor_name,
-    }
-
 
 class Handler(BaseHTTPRequestHandler):
     """The routes of a `ModelServer`: TF Serving's REST API and the zoo's own.
@@ -473,7 +433,14 @@ class Handler(BaseHTTPRequestHandler):
         if match is not None:
             self._check_model(match, "metadata" if match["metadata"] else "status")
             if match["metadata"]:
-                return self._tf_serving_metadata(), None
+                return (
+                    tf_serving.metadata(
+                        self.server.signatures,
+                        self.server.model_name,
+                        self.server.version,
+                    ),
+                    None,
+                )
             return {
                 "model_version_status": [
                     {
@@ -507,7 +474,7 @@ class Handler(BaseHTTPRequestHandler):
             self._check_model(match, "predict")
             parsed, form = signatures.parse_tf_serving(self._json())
             outputs = self._run(parsed)
-            return _tf_serving_answer(outputs, parsed.rows, form), None
+            return tf_serving.answer(outputs, parsed.rows, form), None
         if path != "/v1/predict":
             raise RequestError(
                 f"No endpoint {path[:200]}: POST to /v1/models/"
@@ -517,7 +484,7 @@ class Handler(BaseHTTPRequestHandler):
         parsed = signatures.parse(self._json())
         outputs = self._run(parsed)
         predictions = [
-            {k: _json_value(v[i], k) for k, v in sorted(outputs.items())}
+            {k: tf_serving.json_value(v[i], k) for k, v in sorted(outputs.items())}
             for i in range(parsed.rows)
         ]
         return {"signature": parsed.signature, "predictions": predictions}, None
@@ -602,31 +569,6 @@ class Handler(BaseHTTPRequestHandler):
                 status=HTTPStatus.NOT_FOUND,
             )
 
-    def _tf_serving_metadata(self):
-        signatures = self.server.signatures
-        definitions = {}
-        for name, function in signatures.functions.items():
-            inputs = signatures.inputs[name]
-            outputs = function.structured_outputs
-            definitions[name] = {
-                "inputs": {
-                    k: _tensor_info(s, f"{name}_{k}:0") for k, s in inputs.items()
-                },
-                "outputs": {
-                    k: _tensor_info(outputs[k], f"StatefulPartitionedCall:{i}")
-                    for i, k in enumerate(sorted(outputs))
-                },
-                "method_name": "tensorflow/serving/predict",
-            }
-        return {
-            "model_spec": {
-                "name": self.server.model_name,
-                "signature_name": "",
-                "version": self.server.version,
-            },
-            "metadata": {"signature_def": {"signature_def": definitions}},
-        }
-
     def _json(self):
         """The body, checked (type, length, arrival time, depth) and decoded."""
         body, binary = self._v2_body()
@@ -699,21 +641,6 @@ class Handler(BaseHTTPRequestHandler):
                 status=HTTPStatus.REQUEST_TIMEOUT,
             )
         return b"".join(chunks)
-
-
-def _tf_serving_answer(outputs, rows, form):
-    """TF Serving's answer: `{"predictions": rows}` or `{"outputs": columns}`.
-
-    A signature with one output gives its values alone, without its name.
-    """
-    names = sorted(outputs)
-    if form == "row":
-        rows = [{k: _json_value(outputs[k][i], k) for k in names} for i in range(rows)]
-        if len(names) == 1:
-            rows = [row[names[0]] for row in rows]
-        return {"predictions": rows}
-    columns = {k: _json_value(outputs[k], k) for k in names}
-    return {"outputs": columns[names[0]] if len(names) == 1 else columns}
 
 
 def saved_model_folder(directory):
