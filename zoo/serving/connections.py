@@ -114,7 +114,13 @@ class ClientSlots:
         self._lock = threading.Lock()
 
     def take(self, client):
-        """Counts one more connection of `client`; `False` if it holds `limit`."""
+        """Counts one more connection of `client`; `False` if it holds `limit`.
+
+        Example:
+        >>> slots = ClientSlots(1)
+        >>> slots.take("10.0.0.1"), slots.take("10.0.0.1"), slots.take("::1")
+        (True, False, True)
+        """
         with self._lock:
             held = self._open.get(client, 0)
             if held >= self.limit:
@@ -123,7 +129,16 @@ class ClientSlots:
             return True
 
     def give_back(self, client):
-        """`client` closed a connection that `take` counted."""
+        """`client` closed a connection that `take` counted.
+
+        Example:
+        >>> slots = ClientSlots(1)
+        >>> slots.take("10.0.0.1")
+        True
+        >>> slots.give_back("10.0.0.1")
+        >>> slots.take("10.0.0.1")
+        True
+        """
         with self._lock:
             held = self._open.pop(client) - 1
             if held:

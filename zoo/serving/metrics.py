@@ -52,6 +52,11 @@ class ServerMetrics:
         model: str. The model's name, the `model` label.
         queued: callable returning the count of connections waiting for a
             worker.
+
+    Example:
+    >>> metrics = ServerMetrics("lengths", queued=lambda: 3)
+    >>> b"zoo_serve_queued_connections 3.0" in metrics.text()
+    True
     """
 
     def __init__(self, model, queued):
@@ -96,7 +101,14 @@ class ServerMetrics:
         ).set_function(queued)
 
     def answered(self, protocol, status, seconds, error=None):
-        """Counts an answer: its status, its time and the limit it names."""
+        """Counts an answer: its status, its time and the limit it names.
+
+        Example:
+        >>> metrics = ServerMetrics("m", queued=lambda: 0)
+        >>> metrics.answered("kserve_v2", 408, 10.0, "The body stopped after 3 bytes.")
+        >>> b'zoo_serve_refusals_total{limit="read_timeout"} 1.0' in metrics.text()
+        True
+        """
         self.requests.labels(protocol, self.model, str(int(status))).inc()
         self.seconds.labels(protocol, self.model).observe(seconds)
         if error is not None:
@@ -106,11 +118,28 @@ class ServerMetrics:
                 self.refusals.labels(limit).inc()
 
     def refused(self, limit):
-        """Counts a connection turned away before its request was read."""
+        """Counts a connection turned away before its request was read.
+
+        Example:
+        >>> metrics = ServerMetrics("m", queued=lambda: 0)
+        >>> metrics.refused("max_queued")
+        >>> b'zoo_serve_refusals_total{limit="max_queued"} 1.0' in metrics.text()
+        True
+        """
         self.refusals.labels(limit).inc()
 
     def counting(self, run):
-        """`run(name, inputs)` that records each call's rows first."""
+        """`run(name, inputs)` that records each call's rows first.
+
+        Example:
+        >>> import numpy as np
+        >>> metrics = ServerMetrics("m", queued=lambda: 0)
+        >>> run = metrics.counting(lambda name, inputs: {"n": len(inputs["x"])})
+        >>> run("serve", {"x": np.zeros(5), "beam_width": np.array(2)})
+        {'n': 5}
+        >>> b'zoo_serve_model_call_rows_sum{model="m"} 5.0' in metrics.text()
+        True
+        """
 
         def call(name, inputs):
             rows = next((len(v) for v in inputs.values() if v.ndim), 1)
@@ -120,5 +149,10 @@ class ServerMetrics:
         return call
 
     def text(self):
-        """The metrics in Prometheus' text format (bytes)."""
+        """The metrics in Prometheus' text format (bytes).
+
+        Example:
+        >>> ServerMetrics("m", queued=lambda: 0).text().splitlines()[0]
+        b'# HELP zoo_serve_requests_total Requests answered, by protocol, model and HTTP status.'
+        """
         return prometheus.generate_latest(self.registry)

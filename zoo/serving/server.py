@@ -387,7 +387,19 @@ class Handler(BaseHTTPRequestHandler):
         self._answer(self._get)
 
     def do_HEAD(self):
-        """A GET's status and headers, without its body."""
+        """A GET's status and headers, without its body.
+
+        Example:
+        >>> import urllib.request
+        >>> server = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported()))
+        >>> threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+        >>> url = "http://127.0.0.1:%d/v1/metadata" % server.server_address[1]
+        >>> with urllib.request.urlopen(urllib.request.Request(url, method="HEAD")) as answer:
+        ...     answer.status, int(answer.headers["Content-Length"]) > 0, answer.read()
+        (200, True, b'')
+        >>> server.shutdown()
+        >>> server.server_close()
+        """
         self._answer(self._get)
 
     def do_POST(self):
