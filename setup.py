@@ -46,6 +46,8 @@ setup(
         "numpy",
         "matplotlib",
         "pysword>=0.2.8",
+        # `zoo serve`'s /metrics, in Prometheus' text format.
+        "prometheus-client>=0.20",
     ],
     extras_require={
         # torch 2.13: the third test pass. The project's registry serves it
@@ -57,6 +59,9 @@ setup(
             "ruff>=0.6",
             "jax[cpu]",
             "torch==2.13.*",
+            # Triton's client: the KServe v2 binary tensor tests (it pins
+            # ml-dtypes<=0.5.4, which TensorFlow and JAX here accept).
+            "tritonclient[http]",
         ],
         # benchmarks/decode_engines.py times the Transformer preset beside
         # CTranslate2 (tests/benchmarks skip without it); never the

@@ -56,6 +56,9 @@ class Limits:
             more gets a 503. Defaults to `256`.
         batch_delay: float. Seconds a request waits for others to batch
             with. Defaults to `0.005`.
+        max_client_connections: int. Connections one client (IP address)
+            may hold open, queued or read; one more gets a 503, so that one
+            client cannot fill the queue. Defaults to `64`.
 
     Example:
     >>> Limits(max_rows=8).max_rows
@@ -78,6 +81,7 @@ class Limits:
     workers: int = 16
     max_queued: int = 256
     batch_delay: float = 0.005
+    max_client_connections: int = 64
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
@@ -183,10 +187,21 @@ def _jpeg_size(data):
 
 
 def _gif_size(data):
-    """A GIF's screen size, and its frames counted by walking its blocks."""
+    """A GIF's size and frames, read from its screen and its frame descriptors.
+
+    The height and width are the largest of the logical screen's and every
+    frame's extent (its offset plus its size): a decoder given a screen
+    smaller than a frame (0x0, say) allocates the frame's size.
+
+    Example (a 0x0 screen holding one 12,000 x 12,000 frame):
+    >>> frame = b"\\x2c" + struct.pack("<HHHHB", 0, 0, 12000, 12000, 0)
+    >>> _gif_size(b"GIF89a" + struct.pack("<HHBBB", 0, 0, 0, 0, 0) + frame
+    ...     + b"\\x02\\x00\\x3b")
+    (12000, 12000, 1)
+    """
     width, height, flags = struct.unpack("<HHB", data[6:11])
     position = 13 + (3 * 2 ** ((flags & 7) + 1) if flags & 0x80 else 0)
-    frames, largest = 0, width * height
+    frames = 0
 
     def skip_sub_blocks(position):
         while data[position] != 0:
@@ -198,18 +213,16 @@ def _gif_size(data):
             position = skip_sub_blocks(position + 2)
         elif data[position] == 0x2C:  # Image descriptor.
             frames += 1
-            frame_width, frame_height, flags = struct.unpack(
-                "<HHB", data[position + 5 : position + 10]
+            left, top, frame_width, frame_height, flags = struct.unpack(
+                "<HHHHB", data[position + 1 : position + 10]
             )
-            largest = max(largest, frame_width * frame_height)
+            width = max(width, left + frame_width)
+            height = max(height, top + frame_height)
             position += 10 + (3 * 2 ** ((flags & 7) + 1) if flags & 0x80 else 0)
             position = skip_sub_blocks(position + 1)
         else:
             break
-    # The screen's shape, with as many frames as hold the largest frame's
-    # pixels each: what decoding allocates.
-    frames = max(frames, 1) * max(1, -(-largest // max(width * height, 1)))
-    return height, width, frames
+    return height, width, max(frames, 1)
 
 
 #: A parsed request: the signature, its NumPy inputs, the rows and, for
@@ -499,6 +512,12 @@ class Signatures:
                 if size is None:
                     raise RequestError(
                         f"`{field}[{i}]` is not a PNG, JPEG, GIF or BMP file.",
+                        field=field,
+                    )
+                if not size[0] * size[1]:
+                    raise RequestError(
+                        f"`{field}[{i}]` declares a size of {size[0]}x{size[1]}: "
+                        "an image needs pixels.",
                         field=field,
                     )
                 sizes.append(size[0] * size[1] * size[2])

@@ -3,8 +3,8 @@
 `serve(directory)` (`python -m zoo serve DIR`) answers three protocols on one
 port, with the standard library's `http.server`:
 
-- TensorFlow Serving's REST API, so that a client written for
-  `tensorflow_model_server` works unchanged: `POST
+- TensorFlow Serving's REST API (`zoo.serving.tf_serving`), so that a client
+  written for `tensorflow_model_server` works unchanged: `POST
   /v1/models/NAME[/versions/N]:predict` with `{"signature_name": ...,
   "instances": [...]}` (row format; the answer is `{"predictions": [...]}`)
   or `{"inputs": ...}` (columnar; `{"outputs": ...}`), binary strings as
@@ -12,13 +12,15 @@ port, with the standard library's `http.server`:
   /v1/models/NAME/metadata` (its signatures). Errors are `{"error": ...}`.
 - KServe's Open Inference Protocol v2 (`zoo.serving.v2_protocol`): `GET /v2`,
   `GET /v2/health/ready`, `GET /v2/models/NAME`, `POST
-  /v2/models/NAME/infer` (with its `id` and requested `outputs`).
+  /v2/models/NAME/infer` (with its `id` and requested `outputs`), in JSON
+  or with binary tensors (`zoo.serving.v2_binary`).
 - The zoo's own, older paths: `POST /v1/predict` takes the inputs of the
   signature that matches its fields (`{"text": [...]}`, `{"image": [...]}`,
   `{"image_bytes": [base64, ...]}`, a scalar such as `beam_width` as a
   number) and answers `{"signature", "predictions": [{output: value}, ...]}`;
   `GET /v1/metadata` gives the export's description; `GET /` a page to try
-  the model in a browser (`page.html`, beside this module).
+  the model in a browser (`page.html`, beside this module); `GET /metrics`
+  Prometheus' metrics (`zoo.serving.metrics`).
 
 Every request is bounded (`zoo.serving.requests.Limits`, each a `python -m zoo
 serve` flag, checked by `zoo.serving.requests.Signatures`): the
@@ -27,7 +29,9 @@ image (read from the PNG / JPEG / GIF / BMP header before anything decodes
 it), a translator's `beam_width` and `max_length` (the smaller of the
 export's own limits and the server's), the time a request may wait for its
 answer; a fixed pool of worker threads handles connections, and one more
-than its queue holds gets a 503. Requests are run by one
+than its queue holds, or than one client may hold open, gets a 503; a request
+head that could be read two ways is refused (`zoo.serving.connections`);
+each connection carries one request (`Connection: close`). Requests are run by one
 `zoo.serving.batcher.Batcher` thread in
 model calls of at most `max_batch` rows, taken in turn from every waiting
 request, so that a one-sentence request is not stuck behind a
@@ -39,7 +43,6 @@ from posting to a server on the reader's laptop). SIGTERM (`serve`) stops
 accepting, answers the requests already accepted, and returns.
 """
 
-import base64
 import json
 import os
 import queue
@@ -51,14 +54,14 @@ import threading
 import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from urllib.parse import urlsplit
 
-import numpy as np
-
+from zoo.serving import tf_serving, v2_binary
 from zoo.serving import v2_protocol as serving_v2
 from zoo.serving.batcher import Batcher
+from zoo.serving.connections import ClientSlots, check_head
+from zoo.serving.metrics import CONTENT_TYPE as METRICS_TYPE
+from zoo.serving.metrics import ServerMetrics
 from zoo.serving.requests import (  # noqa: F401 - Parsed, _demo_exported: examples
-    BYTES_SUFFIX,
     Limits,
     Parsed,
     RequestError,
@@ -74,21 +77,6 @@ CURL_DEFAULT_TYPE = "application/x-www-form-urlencoded"
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 #: The demo page, beside this module.
 PAGE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "page.html")
-
-
-def _json_value(value, name=""):
-    """A NumPy output as JSON: text for strings (`{"b64"}` for `*_bytes`), lists."""
-    if isinstance(value, bytes):
-        if name.endswith(BYTES_SUFFIX):
-            return {"b64": base64.b64encode(value).decode("ascii")}
-        return value.decode("utf-8", errors="replace")
-    if isinstance(value, np.ndarray):
-        if value.dtype == object:
-            return [_json_value(v, name) for v in value.tolist()]
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 def _busy_answer(message):
@@ -170,14 +158,16 @@ class ModelServer(HTTPServer):
         self.allowed_hosts = {*LOOPBACK_HOSTS, *(h.lower() for h in allow_hosts)}
         if bound not in ("0.0.0.0", "::", ""):
             self.allowed_hosts.add(bound)
+        self._connections = queue.Queue(self.limits.max_queued)
+        self.metrics = ServerMetrics(self.model_name, self._connections.qsize)
         self.batcher = Batcher(
-            signatures,
+            self.metrics.counting(signatures),
             delay=self.limits.batch_delay,
             max_rows=self.limits.max_batch,
             max_cost=self.limits.max_request_pixels,
             timeout=self.limits.request_timeout,
         )
-        self._connections = queue.Queue(self.limits.max_queued)
+        self._clients = ClientSlots(self.limits.max_client_connections)
         self._receiving = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
@@ -216,20 +206,34 @@ class ModelServer(HTTPServer):
         >>> server.shutdown()
         >>> server.server_close()
         """
+        client = client_address[0]
+        if not self._clients.take(client):
+            self.metrics.refused("max_client_connections")
+            self._turn_away(
+                request,
+                f"This client holds {self.limits.max_client_connections} open "
+                "connections (max_client_connections): close one, or retry later.",
+            )
+            return
         try:
             self._connections.put_nowait((request, client_address))
         except queue.Full:
-            try:
-                request.settimeout(1.0)
-                request.sendall(
-                    _busy_answer(
-                        f"The server is busy ({self.limits.workers} workers, "
-                        f"{self.limits.max_queued} waiting): retry later."
-                    )
-                )
-            except OSError:
-                pass
-            self.shutdown_request(request)
+            self._clients.give_back(client)
+            self.metrics.refused("max_queued")
+            self._turn_away(
+                request,
+                f"The server is busy ({self.limits.workers} workers, "
+                f"{self.limits.max_queued} waiting): retry later.",
+            )
+
+    def _turn_away(self, request, message):
+        """Answers a 503 on an accepted connection before reading it, and closes it."""
+        try:
+            request.settimeout(1.0)
+            request.sendall(_busy_answer(message))
+        except OSError:
+            pass
+        self.shutdown_request(request)
 
     def _work(self):
         while True:
@@ -249,6 +253,7 @@ class ModelServer(HTTPServer):
             finally:
                 self._received(request)
                 self.shutdown_request(request)
+                self._clients.give_back(client_address[0])
 
     def _received(self, connection):
         """`connection`'s request has arrived: the watchdog leaves it."""
@@ -303,27 +308,6 @@ _TF_SERVING_PATH = re.compile(
 _V2_PATH = re.compile(
     r"/v2/models/(?P<name>[^/]+)(?:/versions/(?P<version>[^/]+))?(?P<verb>/ready|/infer)?"
 )
-
-#: TensorFlow's names of the dtypes (`DataType` enum names).
-_DATA_TYPES = {
-    "string": "DT_STRING",
-    "float32": "DT_FLOAT",
-    "float64": "DT_DOUBLE",
-    "float16": "DT_HALF",
-    "bfloat16": "DT_BFLOAT16",
-    "bool": "DT_BOOL",
-}
-
-
-def _tensor_info(spec, tensor_name):
-    """A `TensorInfo` protobuf's JSON, as TF Serving's metadata gives it."""
-    dtype = _DATA_TYPES.get(spec.dtype.name, "DT_" + spec.dtype.name.upper())
-    dims = [{"size": str(-1 if d is None else d), "name": ""} for d in spec.shape]
-    return {
-        "dtype": dtype,
-        "tensor_shape": {"dim": dims, "unknown_rank": spec.shape.rank is None},
-        "name": tensor_name,
-    }
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -389,32 +373,55 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(data)))
             if int(status) == HTTPStatus.SERVICE_UNAVAILABLE:
                 self.send_header("Retry-After", "1")
+            if getattr(self, "_json_length", None) is not None:
+                self.send_header(v2_binary.HEADER, str(self._json_length))
+            if self.close_connection:  # Requests sent after this one go unread.
+                self.send_header("Connection", "close")
             self.end_headers()
-            self.wfile.write(data)
+            if self.command != "HEAD":
+                self.wfile.write(data)
         except OSError:  # The client left.
             self.close_connection = True
 
     def do_GET(self):
         self._answer(self._get)
 
+    def do_HEAD(self):
+        """A GET's status and headers, without its body.
+
+        Example:
+        >>> import urllib.request
+        >>> server = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported()))
+        >>> threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+        >>> url = "http://127.0.0.1:%d/v1/metadata" % server.server_address[1]
+        >>> with urllib.request.urlopen(urllib.request.Request(url, method="HEAD")) as answer:
+        ...     answer.status, int(answer.headers["Content-Length"]) > 0, answer.read()
+        (200, True, b'')
+        >>> server.shutdown()
+        >>> server.server_close()
+        """
+        self._answer(self._get)
+
     def do_POST(self):
         self._answer(self._post)
 
     def _answer(self, route):
-        tf_serving = False
+        started, tf_serving, protocol, error_text = time.monotonic(), False, "zoo", None
         try:
-            self._check_host()
-            path = urlsplit(self.path).path
+            path = check_head(self.headers, self.path, self.server.allowed_hosts)
             match = _TF_SERVING_PATH.fullmatch(path)
             # TF Serving's and KServe's errors are `{"error"}` alone.
             v2 = path == "/v2" or path.startswith("/v2/")
             tf_serving = match is not None or v2
+            protocol = "kserve_v2" if v2 else "tf_serving" if tf_serving else "zoo"
+            protocol = "metrics" if path == "/metrics" else protocol
             if v2:
                 route = self._v2
             status, body, content_type = HTTPStatus.OK, *route(path, match)
         except RequestError as error:
             self.close_connection = True
-            status, body, content_type = error.status, {"error": str(error)}, None
+            error_text = str(error)
+            status, body, content_type = error.status, {"error": error_text}, None
             if not tf_serving:
                 body["field"] = error.field
         except Exception as error:  # noqa: BLE001 - answered, the server lives on
@@ -429,26 +436,8 @@ class Handler(BaseHTTPRequestHandler):
                 None,
             )
         self._send(status, body, content_type or "application/json")
-
-    def _check_host(self):
-        """A `Host` (and `Origin`) that is not ours is refused: DNS rebinding."""
-        allowed = self.server.allowed_hosts
-        if "*" in allowed:
-            return
-        for header in ("Host", "Origin"):
-            value = self.headers.get(header)
-            if value is None:
-                continue
-            try:
-                host = urlsplit(value if header == "Origin" else "//" + value).hostname
-            except ValueError:  # e.g. "[::1" (an unclosed IPv6 address)
-                host = None
-            if host is None or host.rstrip(".") not in allowed:
-                raise RequestError(
-                    f"The {header} {value[:100]!r} is not one this server answers "
-                    "to: a loopback name, or one given with --allow-host.",
-                    status=HTTPStatus.FORBIDDEN,
-                )
+        elapsed = time.monotonic() - started
+        self.server.metrics.answered(protocol, status, elapsed, error_text)
 
     def _get(self, path, match):
         signatures = self.server.signatures
@@ -456,7 +445,14 @@ class Handler(BaseHTTPRequestHandler):
         if match is not None:
             self._check_model(match, "metadata" if match["metadata"] else "status")
             if match["metadata"]:
-                return self._tf_serving_metadata(), None
+                return (
+                    tf_serving.metadata(
+                        self.server.signatures,
+                        self.server.model_name,
+                        self.server.version,
+                    ),
+                    None,
+                )
             return {
                 "model_version_status": [
                     {
@@ -478,6 +474,8 @@ class Handler(BaseHTTPRequestHandler):
                     key, json.dumps(value)[1:-1].replace("<", "\\u003c")
                 )
             return page.encode("utf-8"), "text/html; charset=utf-8"
+        if path == "/metrics":
+            return self.server.metrics.text(), METRICS_TYPE
         if path == "/v1/metadata":
             return {"metadata": metadata, "signatures": signatures.describe()}, None
         raise RequestError(f"No page {path[:200]}.", status=HTTPStatus.NOT_FOUND)
@@ -488,7 +486,7 @@ class Handler(BaseHTTPRequestHandler):
             self._check_model(match, "predict")
             parsed, form = signatures.parse_tf_serving(self._json())
             outputs = self._run(parsed)
-            return _tf_serving_answer(outputs, parsed.rows, form), None
+            return tf_serving.answer(outputs, parsed.rows, form), None
         if path != "/v1/predict":
             raise RequestError(
                 f"No endpoint {path[:200]}: POST to /v1/models/"
@@ -498,7 +496,7 @@ class Handler(BaseHTTPRequestHandler):
         parsed = signatures.parse(self._json())
         outputs = self._run(parsed)
         predictions = [
-            {k: _json_value(v[i], k) for k, v in sorted(outputs.items())}
+            {k: tf_serving.json_value(v[i], k) for k, v in sorted(outputs.items())}
             for i in range(parsed.rows)
         ]
         return {"signature": parsed.signature, "predictions": predictions}, None
@@ -506,9 +504,10 @@ class Handler(BaseHTTPRequestHandler):
     def _v2(self, path, match):
         """KServe's Open Inference Protocol (`zoo.serving.v2_protocol`)."""
         server = self.server
-        if self.command == "GET" and path in ("/v2/health/live", "/v2/health/ready"):
+        command = "GET" if self.command == "HEAD" else self.command
+        if command == "GET" and path in ("/v2/health/live", "/v2/health/ready"):
             return {path.rsplit("/", 1)[1]: True}, None
-        if self.command == "GET" and path == "/v2":
+        if command == "GET" and path == "/v2":
             return serving_v2.server_metadata(__version__), None
         found = _V2_PATH.fullmatch(path)
         if found is None:
@@ -520,17 +519,18 @@ class Handler(BaseHTTPRequestHandler):
                 f"{server.model_name!r} version {server.version}.",
                 status=HTTPStatus.NOT_FOUND,
             )
-        wanted = {"GET": (None, "/ready"), "POST": ("/infer",)}[self.command]
+        wanted = {"GET": (None, "/ready"), "POST": ("/infer",)}[command]
         if verb not in wanted:
             raise RequestError(
-                f"No {self.command} {path[:200]}: GET the model or /ready, POST /infer.",
+                f"No {command} {path[:200]}: GET the model or /ready, POST /infer.",
                 status=HTTPStatus.NOT_FOUND,
             )
         if verb == "/ready":
             return {"name": name, "ready": True}, None
         if verb is None:
             return serving_v2.metadata(server.signatures, name, server.version), None
-        body = self._json()
+        body, binary = self._v2_body()
+        v2_binary.inline(body, binary, server.limits.max_request_bytes)
         parsed = serving_v2.parse(server.signatures, body)
         function = server.signatures.functions[parsed.signature]
         request_id, wanted = serving_v2.request_options(
@@ -538,12 +538,22 @@ class Handler(BaseHTTPRequestHandler):
         )
         outputs = self._run(parsed)
         outputs = {key: outputs[key] for key in wanted}
-        return serving_v2.answer(outputs, name, server.version, request_id), None
+        response = serving_v2.answer(outputs, name, server.version, request_id)
+        as_bytes = v2_binary.binary_outputs(body, wanted)
+        if not as_bytes:
+            return response, None
+        data, self._json_length = v2_binary.encode(response, outputs, as_bytes)
+        return data, "application/octet-stream"
 
     def _run(self, parsed):
-        return self.server.batcher.submit(
-            parsed.signature, parsed.inputs, parsed.rows, parsed.costs
-        )
+        waiting = self.server.metrics.waiting
+        waiting.inc()
+        try:
+            return self.server.batcher.submit(
+                parsed.signature, parsed.inputs, parsed.rows, parsed.costs
+            )
+        finally:
+            waiting.dec()
 
     def _check_model(self, match, verb):
         """TF Serving's 404 for another model or version, 400 for a verb."""
@@ -571,39 +581,27 @@ class Handler(BaseHTTPRequestHandler):
                 status=HTTPStatus.NOT_FOUND,
             )
 
-    def _tf_serving_metadata(self):
-        signatures = self.server.signatures
-        definitions = {}
-        for name, function in signatures.functions.items():
-            inputs = signatures.inputs[name]
-            outputs = function.structured_outputs
-            definitions[name] = {
-                "inputs": {
-                    k: _tensor_info(s, f"{name}_{k}:0") for k, s in inputs.items()
-                },
-                "outputs": {
-                    k: _tensor_info(outputs[k], f"StatefulPartitionedCall:{i}")
-                    for i, k in enumerate(sorted(outputs))
-                },
-                "method_name": "tensorflow/serving/predict",
-            }
-        return {
-            "model_spec": {
-                "name": self.server.model_name,
-                "signature_name": "",
-                "version": self.server.version,
-            },
-            "metadata": {"signature_def": {"signature_def": definitions}},
-        }
-
     def _json(self):
         """The body, checked (type, length, arrival time, depth) and decoded."""
+        body, binary = self._v2_body()
+        if binary:
+            raise RequestError(
+                f"Binary tensor data ({v2_binary.HEADER}) is KServe v2's: POST it to "
+                f"/v2/models/{self.server.model_name}/infer."
+            )
+        return body
+
+    def _v2_body(self):
+        """`(request, binary)`: the JSON and the bytes after it (`v2_binary`)."""
         kind = self.headers.get("Content-Type", "")
         media = kind.split(";")[0].strip().lower()
+        header_length = self.headers.get(v2_binary.HEADER)
         # curl's `-d` without a type (as in TF Serving's own examples) is
         # taken from a client that is not a browser: no Origin header.
         curl = media in ("", CURL_DEFAULT_TYPE) and "Origin" not in self.headers
-        if media != "application/json" and not curl:
+        # A browser sends octet-stream only after a CORS preflight.
+        binary = media == "application/octet-stream" and header_length is not None
+        if media != "application/json" and not (curl or binary):
             raise RequestError(
                 "A POST must carry its JSON with `Content-Type: application/json`. "
                 f"Received: {kind[:60]!r}",
@@ -631,14 +629,9 @@ class Handler(BaseHTTPRequestHandler):
                 "(max_request_bytes).",
                 status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
             )
-        data = self._read(int(length))
-        try:
-            body = json.loads(data)
-        except (ValueError, RecursionError) as error:
-            reason = "nested too deeply" if isinstance(error, RecursionError) else error
-            raise RequestError(f"The body is not JSON: {reason}"[:300]) from None
+        body, binary = v2_binary.split(self._read(int(length)), header_length)
         check_depth(body)
-        return body
+        return body, binary
 
     def _read(self, length):
         """`length` bytes of body, within the request's `read_timeout`."""
@@ -660,21 +653,6 @@ class Handler(BaseHTTPRequestHandler):
                 status=HTTPStatus.REQUEST_TIMEOUT,
             )
         return b"".join(chunks)
-
-
-def _tf_serving_answer(outputs, rows, form):
-    """TF Serving's answer: `{"predictions": rows}` or `{"outputs": columns}`.
-
-    A signature with one output gives its values alone, without its name.
-    """
-    names = sorted(outputs)
-    if form == "row":
-        rows = [{k: _json_value(outputs[k][i], k) for k in names} for i in range(rows)]
-        if len(names) == 1:
-            rows = [row[names[0]] for row in rows]
-        return {"predictions": rows}
-    columns = {k: _json_value(outputs[k], k) for k in names}
-    return {"outputs": columns[names[0]] if len(names) == 1 else columns}
 
 
 def saved_model_folder(directory):

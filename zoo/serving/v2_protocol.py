@@ -12,13 +12,16 @@ signature is the one whose inputs are the request's names
 (`serving_default` first), as on `POST /v1/predict`. `BYTES` data are
 UTF-8 text, or base64 when the tensor's `parameters` say
 `{"content_type": "base64"}` (an encoded image; outputs named `*_bytes`
-come back so). Errors are `{"error": ...}`.
+come back so). Tensors may also travel as raw bytes after the JSON
+(`zoo.serving.v2_binary`, what `tritonclient.http` sends by default).
+Errors are `{"error": ...}`.
 
 Reference: https://kserve.github.io/website/latest/modelserving/data_plane/v2_protocol/
 """
 
 import base64
 import json
+import math
 
 import numpy as np
 
@@ -90,32 +93,66 @@ def parse(signatures, body):
     for i, tensor in enumerate(body["inputs"]):
         if not isinstance(tensor, dict) or not isinstance(tensor.get("name"), str):
             raise RequestError(f"`inputs[{i}]` must be an object with a `name`.")
-        fields[tensor["name"]] = _values(tensor)
+        fields[tensor["name"]] = _values(tensor, signatures.limits.max_request_bytes)
     name = signatures.choose(fields)
     return signatures.check(name, fields, base64_strings=False)
 
 
-def _values(tensor):
-    """A v2 input tensor as the nested JSON values `Signatures` reads."""
-    name, shape, data = tensor["name"], tensor.get("shape"), tensor.get("data")
+def check_shape(name, shape, max_values):
+    """The count of values a v2 `shape` declares, checked before anything is built.
+
+    A zero in it is refused (a tensor of no values: nothing to run), and so
+    is a product of its sizes (`math.prod`, which does not wrap) above
+    `max_values` (the body's limit in bytes: each value takes at least one).
+
+    Example:
+    >>> check_shape("x", [2, 3], 100)
+    6
+    >>> check_shape("x", [1, 2**25, 0, 1], 100)
+    Traceback (most recent call last):
+    ...
+    zoo.serving.requests.RequestError: `x`'s shape [1, 33554432, 0, 1] holds no values: send at least one.
+    """
     if not (
         isinstance(shape, list)
         and all(
             isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
         )
-        and isinstance(data, list)
     ):
+        raise RequestError(
+            f"`{name}` needs a `shape` (a list of sizes). Received: {shape!r:.60}",
+            field=name,
+        )
+    size = math.prod(shape)
+    if size == 0:
+        raise RequestError(
+            f"`{name}`'s shape {shape} holds no values: send at least one.",
+            field=name,
+        )
+    if size > max_values:
+        raise RequestError(
+            f"`{name}`'s shape {shape} holds {size} values; a body of at most "
+            f"{max_values} bytes (max_request_bytes) cannot hold them.",
+            field=name,
+        )
+    return size
+
+
+def _values(tensor, max_values):
+    """A v2 input tensor as the nested JSON values `Signatures` reads."""
+    name, shape, data = tensor["name"], tensor.get("shape"), tensor.get("data")
+    if not isinstance(data, list):
         raise RequestError(
             f"`{name}` needs a `shape` (a list of sizes) and its `data` (a list).",
             field=name,
         )
+    size = check_shape(name, shape, max_values)
     try:
         flat = np.asarray(data, dtype=object).reshape(-1)
     except ValueError:
         raise RequestError(
             f"`{name}`'s `data` must be a flat list.", field=name
         ) from None
-    size = int(np.prod(shape)) if shape else 1
     if flat.size != size:
         raise RequestError(
             f"`{name}` holds {flat.size} values; its shape {shape} needs {size}.",
