@@ -71,3 +71,19 @@ def test_readme_block_runs(path, code):
         if marker in code and not os.path.exists(needed):
             pytest.skip(f"needs the full data set in {needed}")
     exec(compile(code, path, "exec"), {"__name__": "readme"})
+
+
+def test_every_metric_of_a_training_log_is_explained():
+    # The names a fit logs: compiled ones, and the models' own trackers.
+    from zoo.transformer.losses import TargetTokens
+
+    source = "".join(
+        read(path)
+        for path in glob.glob(os.path.join(ROOT, "zoo", "**", "*.py"), recursive=True)
+    )
+    names = {"loss", "accuracy", TargetTokens().name}
+    names |= set(re.findall(r'keras\.metrics\.\w+\(name="(\w+)"', source))
+    assert len(names) > 3
+    explained = read(os.path.join(ROOT, "docs", "training.md"))
+    assert sorted(n for n in names if f"`{n}`" not in explained) == []
+    assert "`val_`" in explained
