@@ -6,8 +6,9 @@ Commands:
   evaluate PRESET [--split test]   translation: sacreBLEU BLEU/chrF; glimpse
                                    classifier: error rate; captioner: BLEU-1..4
                                    and attention correctness
-  translate PRESET TEXT... [--beam 4] [--sequence-length N] [--plot out.png]
-  caption PRESET IMAGE... [--beam 3] [--plot out.png]
+  translate PRESET TEXT... [--beam 4] [--sequence-length N] [--max-length N]
+                                   [--plot out.png]
+  caption PRESET IMAGE... [--beam 3] [--max-length N] [--plot out.png]
   classify PRESET IMAGE... [--plot out.png]
   export PRESET DIR [--beam N]     write a serving SavedModel (raw inputs in,
                                    finished outputs out; no zoo needed to load)
@@ -21,9 +22,12 @@ import tempfile
 import textwrap
 import warnings
 
+import keras_attention
+import zoo
 from zoo import quiet, registry
 from zoo.base import backends
 from zoo.base.task import Task, list_presets
+from zoo.base.truncation import UnfinishedWarning
 from zoo.training.flags import positive_float, positive_int, program_name
 
 #: The command's name in usage lines: `keras-attention` (the installed
@@ -169,7 +173,10 @@ def _translate(args):
         from keras_attention.plotting import plot_attention
 
         outputs, alignments = model.translate(
-            args.text, beam_width=args.beam, return_attention=True
+            args.text,
+            beam_width=args.beam,
+            max_length=args.max_length,
+            return_attention=True,
         )
         for i, (out, alignment) in enumerate(zip(outputs, alignments)):
             path = _numbered(args.plot, i, len(outputs))
@@ -183,7 +190,9 @@ def _translate(args):
             print(out)
             print(f"  alignment: {path}")
         return 0
-    for out in model.translate(args.text, beam_width=args.beam):
+    for out in model.translate(
+        args.text, beam_width=args.beam, max_length=args.max_length
+    ):
         print(out)
     return 0
 
@@ -283,7 +292,12 @@ def _caption(args):
         return 2
     height, width, channels = model.image_shape
     images = np.stack([_read_image(p, channels, (height, width)) for p in args.image])
-    texts, maps = model.caption(images, beam_width=args.beam, return_attention=True)
+    texts, maps = model.caption(
+        images,
+        beam_width=args.beam,
+        max_length=args.max_length,
+        return_attention=True,
+    )
     for i, (path, text) in enumerate(zip(args.image, texts)):
         print(f"{path}: {text}")
         if args.plot:
@@ -343,6 +357,45 @@ def _say_warnings(path, caught):
     for w in caught:
         if not issubclass(w.category, UserWarning):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+#: What a verb advises when outputs reached the decoding length before
+#: [END] (`UnfinishedWarning`): the library says "Raise `max_length`", a
+#: Python argument; `evaluate` has no such knob (it scores the preset as
+#: shipped, as its card does), so it says what happened to the score.
+UNFINISHED_ADVICE = {
+    "translate": "Raise --max-length (now {}) to let them finish.",
+    "caption": "Raise --max-length (now {}) to let them finish.",
+    "evaluate": "They are scored as cut, as the preset's card is "
+    "(evaluate decodes at the preset's length).",
+}
+
+#: Folders whose `UserWarning`s are the project's: the CLI prints them as
+#: one `warning:` line each, other libraries' as Python shows them.
+OWN_FOLDERS = tuple(
+    os.path.dirname(os.path.abspath(package.__file__)) + os.sep
+    for package in (zoo, keras_attention)
+)
+
+
+def _warning_printer(command, show):
+    """A `warnings.showwarning` that prints the project's warnings in one line.
+
+    A `UserWarning` raised from the project's code is printed as
+    `warning: TEXT` on stderr, its advice worded for `command`
+    (`UNFINISHED_ADVICE`); any other warning goes to `show`.
+    """
+
+    def printer(message, category, filename, lineno, file=None, line=None):
+        own = os.path.abspath(filename).startswith(OWN_FOLDERS)
+        if not (own and issubclass(category, UserWarning)):
+            return show(message, category, filename, lineno, file, line)
+        text = str(message)
+        if isinstance(message, UnfinishedWarning) and command in UNFINISHED_ADVICE:
+            text = message.advise(UNFINISHED_ADVICE[command].format(message.max_length))
+        print(f"warning: {text}", file=sys.stderr)
+
+    return printer
 
 
 def _evaluate(args):
@@ -496,11 +549,23 @@ def build_parser(prog=PROG):
         help="longest source and output in subwords (default: the preset's); "
         "longer sources are cut with a warning",
     )
+    translate.add_argument(
+        "--max-length",
+        type=positive_int,
+        help="longest output in subwords (default: the preset's); longer "
+        "outputs stop mid-sentence with a warning",
+    )
     translate.add_argument("--plot", help="save the alignment heatmap(s) to this PNG")
     caption = sub.add_parser("caption", help="caption images with a preset")
     caption.add_argument("preset", help=PRESET_HELP)
     caption.add_argument("image", nargs="+", help="PNG/JPEG files")
     caption.add_argument("--beam", type=positive_int, default=3, help=BEAM_HELP)
+    caption.add_argument(
+        "--max-length",
+        type=positive_int,
+        help="longest caption in subwords (default: the preset's); longer "
+        "captions stop mid-sentence with a warning",
+    )
     caption.add_argument("--plot", help="save per-word attention overlays to this PNG")
     classify = sub.add_parser("classify", help="classify images with a RAM preset")
     classify.add_argument("preset", help=PRESET_HELP)
@@ -587,10 +652,16 @@ def build_parser(prog=PROG):
 def main(argv=None, prog=PROG):
     """Runs the CLI on `argv` (default: `sys.argv[1:]`); returns the exit status.
 
+    Run on the process's own command line (`argv=None`: `python -m zoo`,
+    `keras-attention`), the project's warnings are printed as one
+    `warning: TEXT` line each, worded for the verb (`_warning_printer`);
+    called with a list (from Python, a test), they stay Python warnings.
+
     Args:
         argv: optional list of str.
         prog: str. The command in usage lines. Defaults to `"keras-attention"`.
     """
+    command_line = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(prog)
     args, rest = parser.parse_known_args(argv)
@@ -600,19 +671,29 @@ def main(argv=None, prog=PROG):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         _check_plot_path(getattr(args, "plot", None))
-        return {
-            "presets": _presets,
-            "translate": _translate,
-            "evaluate": _evaluate,
-            "caption": _caption,
-            "classify": _classify,
-            "export": _export,
-            "serve": _serve,
-        }[args.command](args)
+        with warnings.catch_warnings():
+            if command_line:
+                warnings.showwarning = _warning_printer(
+                    args.command, warnings.showwarning
+                )
+            return _run(args)
     # A bad value or type (a preset's config, say) is one line and exit 2.
     except (ValueError, TypeError, FileNotFoundError, backends.BackendError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+
+def _run(args):
+    """Runs the verb `args.command`; returns its exit status."""
+    return {
+        "presets": _presets,
+        "translate": _translate,
+        "evaluate": _evaluate,
+        "caption": _caption,
+        "classify": _classify,
+        "export": _export,
+        "serve": _serve,
+    }[args.command](args)
 
 
 if __name__ == "__main__":

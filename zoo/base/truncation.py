@@ -111,8 +111,42 @@ def warn_truncated(tokens, sequence_length, setting, rows, hint=""):
     return count
 
 
+class UnfinishedWarning(UserWarning):
+    """`warn_unfinished`'s warning: generated rows cut at the decoding length.
+
+    Its text advises the Python argument (`max_length`); a front end with
+    another knob words its own advice with `advise`.
+
+    Args:
+        unfinished: int. The rows cut.
+        total: int. The rows generated.
+        rows: str. What a row is, plural, e.g. `"translations"`.
+        max_length: int. The decoding length.
+
+    Example:
+    >>> warning = UnfinishedWarning(1, 2, "captions", 20)
+    >>> warning.advise("Raise --max-length.")
+    '1 of 2 captions reached max_length=20 subwords before [END] and stop mid-sentence. Raise --max-length.'
+    """
+
+    def __init__(self, unfinished, total, rows, max_length):
+        self.unfinished = unfinished
+        self.total = total
+        self.rows = rows
+        self.max_length = max_length
+        super().__init__(self.advise("Raise `max_length` to let them finish."))
+
+    def advise(self, advice):
+        """The warning's text with `advice` (str) as its last sentence."""
+        return (
+            f"{self.unfinished} of {self.total} {self.rows} reached "
+            f"max_length={self.max_length} subwords before [END] and stop "
+            f"mid-sentence. {advice}"
+        )
+
+
 def warn_unfinished(tokens, end_id, max_length, rows):
-    """Warns if generated rows reached `max_length` before `end_id`.
+    """Warns (`UnfinishedWarning`) if generated rows reached `max_length` before `end_id`.
 
     What `translate` and `caption` give back is then cut mid-sentence; the
     exports return the same as `output_truncated`.
@@ -144,10 +178,7 @@ def warn_unfinished(tokens, end_id, max_length, rows):
         unfinished += int((~np.any(chunk[:, 1:] == end_id, axis=1)).sum())
     if unfinished:
         warnings.warn(
-            f"{unfinished} of {total} {rows} reached max_length={max_length} "
-            "subwords before [END] and stop mid-sentence. Raise `max_length` "
-            "to let them finish.",
-            UserWarning,
+            UnfinishedWarning(unfinished, total, rows, max_length),
             stacklevel=3,  # the caller of `translate` / `caption`
         )
     return unfinished
