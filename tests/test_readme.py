@@ -87,3 +87,12 @@ def test_every_metric_of_a_training_log_is_explained():
     explained = read(os.path.join(ROOT, "docs", "training.md"))
     assert sorted(n for n in names if f"`{n}`" not in explained) == []
     assert "`val_`" in explained
+
+
+@pytest.mark.parametrize("path", PAGES[1:], ids=lambda p: os.path.relpath(p, ROOT))
+def test_the_docs_cite_no_wheel_size_or_issue_number(path):
+    # The README's wheel size is the one checked (tests/test_wheel.py); a
+    # copy here goes stale, and an issue number means nothing to a reader.
+    text = read(path)
+    assert re.findall(r"wheel.{0,200}?\d MB", text, re.DOTALL) == []
+    assert re.findall(r"\bissues? #?\d+|#\d+\b", text, re.IGNORECASE) == []
