@@ -24,7 +24,7 @@ import warnings
 
 import keras_attention
 import zoo
-from zoo import quiet, registry
+from zoo import progress, quiet, registry
 from zoo.base import backends
 from zoo.base.task import Task, list_presets
 from zoo.base.truncation import UnfinishedWarning
@@ -131,8 +131,13 @@ def _train(args, rest, parser):
 DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
+#: Inputs per model call when a verb shows progress over many.
+BATCH = 32
+
+
 def _load(preset, dtype=None):
-    return Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
+    with progress.status(f"loading {preset}"):
+        return Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
 
 
 def _refuses(model, verb, preset):
@@ -169,17 +174,24 @@ def _translate(args):
         except ValueError as e:
             print(f"--sequence-length: {e}", file=sys.stderr)
             return 2
+
+    def step(texts):
+        result = model.translate(
+            texts,
+            beam_width=args.beam,
+            max_length=args.max_length,
+            return_attention=bool(args.plot),
+        )
+        return list(zip(*result)) if args.plot else result
+
+    results = progress.in_batches(
+        args.text, BATCH, step, "sentences", "compiling the search (first call)"
+    )
     if args.plot:
         from keras_attention.plotting import plot_attention
 
-        outputs, alignments = model.translate(
-            args.text,
-            beam_width=args.beam,
-            max_length=args.max_length,
-            return_attention=True,
-        )
-        for i, (out, alignment) in enumerate(zip(outputs, alignments)):
-            path = _numbered(args.plot, i, len(outputs))
+        for i, (out, alignment) in enumerate(results):
+            path = _numbered(args.plot, i, len(results))
             plot_attention(
                 alignment["weights"],
                 path,
@@ -190,9 +202,7 @@ def _translate(args):
             print(out)
             print(f"  alignment: {path}")
         return 0
-    for out in model.translate(
-        args.text, beam_width=args.beam, max_length=args.max_length
-    ):
+    for out in results:
         print(out)
     return 0
 
@@ -292,12 +302,21 @@ def _caption(args):
         return 2
     height, width, channels = model.image_shape
     images = np.stack([_read_image(p, channels, (height, width)) for p in args.image])
-    texts, maps = model.caption(
-        images,
-        beam_width=args.beam,
-        max_length=args.max_length,
-        return_attention=True,
+
+    def step(batch):
+        texts, maps = model.caption(
+            np.stack(batch),
+            beam_width=args.beam,
+            max_length=args.max_length,
+            return_attention=True,
+        )
+        return list(zip(texts, maps))
+
+    results = progress.in_batches(
+        list(images), BATCH, step, "images", "compiling the search (first call)"
     )
+    texts = [text for text, _ in results]
+    maps = [attention for _, attention in results]
     for i, (path, text) in enumerate(zip(args.image, texts)):
         print(f"{path}: {text}")
         if args.plot:
@@ -316,13 +335,25 @@ def _classify(args):
     if _refuses(model, "classify", args.preset):
         return 2
     channels = model.preprocessor.channels
-    for i, path in enumerate(args.image):
+
+    def step(paths):
         # Any image size runs (glimpse locations are relative to the image);
         # sizes far from the training canvas warn, one line each.
-        image = _read_image(path, channels)[None]
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            names, probabilities = model.classify(image)
+        results = []
+        for path in paths:
+            image = _read_image(path, channels)[None]
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                names, probabilities = model.classify(image)
+            results.append((image, names, probabilities, caught))
+        return results
+
+    results = progress.in_batches(
+        args.image, 1, step, "images", "compiling the model (first call)"
+    )
+    for i, (path, (image, names, probabilities, caught)) in enumerate(
+        zip(args.image, results)
+    ):
         _say_warnings(path, caught)
         name = str(names[0, 0])
         print(f"{path}: {name} ({probabilities[0, 0]:.2f})")

@@ -504,6 +504,8 @@ class TrainingRun:
         kwargs.setdefault("verbose", self.args.verbose)
         epochs = self.args.epochs if epochs is None else epochs
         run_stage = self.stage(stage)
+        if kwargs["verbose"]:  # Keras's bar shows nothing before a step ends
+            print("training: the first step compiles the model...", flush=True)
         with self.strategy.scope(), warnings.catch_warnings():
             # The zoo's datasets are finite and of unknown length (batched by
             # length), so Keras learns an epoch's end by reaching it and then

@@ -94,6 +94,7 @@ def shared_vocabulary(train, args):
     With `--vocabulary-dir`, a vocabulary saved there by an earlier run with
     the same data and size is reused. Prints its size and the time taken.
     """
+    print(f"building the vocabularies from {len(train)} training pairs...", flush=True)
     start = time.time()
     tokens = vocabulary.learned_wordpiece(
         [p[0] for p in train] + [p[1] for p in train],
