@@ -47,3 +47,22 @@ def test_translating_many_sentences_keeps_stdout_the_answers(terminal, capsys):
     assert len(captured.out.splitlines()) == len(texts)
     assert f"{len(texts)}/{len(texts)}" in captured.err
     assert "compiling the search (first call)" in captured.err
+
+
+@pytest.mark.tensorflow_only
+def test_evaluating_a_translator_draws_a_bar_per_search(terminal, monkeypatch, capsys):
+    from zoo.translation import data
+
+    class Echo:
+        def translate(self, texts, beam_width):
+            return list(texts)
+
+    lines = [f"this is the line number {i} of the test" for i in range(25)]
+    pairs = list(zip(lines, lines))
+    monkeypatch.setattr(data, "TRANSLATE_BATCH", 10)
+    scores = data.evaluate_translations(Echo(), pairs, 2)
+    assert scores["greedy"]["bleu"] == scores["beam2"]["bleu"] == 100.0
+    captured = capsys.readouterr()
+    assert "greedy: BLEU 100.00" in captured.out and "25/25" not in captured.out
+    assert "greedy: compiling the search" in captured.err
+    assert captured.err.count(f"{len(pairs)}/{len(pairs)}") >= 2
