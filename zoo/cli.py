@@ -391,15 +391,17 @@ def _say_warnings(path, caught):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
-#: What a verb advises when outputs reached the decoding length before
-#: [END] (`UnfinishedWarning`): the library says "Raise `max_length`", a
-#: Python argument; `evaluate` has no such knob (it scores the preset as
-#: shipped, as its card does), so it says what happened to the score.
-UNFINISHED_ADVICE = {
-    "translate": "Raise --max-length (now {}) to let them finish.",
-    "caption": "Raise --max-length (now {}) to let them finish.",
-    "evaluate": "They are scored as cut, as the preset's card is "
-    "(evaluate decodes at the preset's length).",
+#: What a verb advises when its outputs reached the decoding length before
+#: [END] (`UnfinishedWarning`): the library names a Python argument
+#: (`max_length`); a verb names its flag. `evaluate` has none (it scores the preset as shipped, as its card
+#: does), so it says what happened to the score.
+_LONGER = "Raise --max-length to let them finish."
+CUT_ADVICE = {
+    (UnfinishedWarning, "translate"): _LONGER,
+    (UnfinishedWarning, "caption"): _LONGER,
+    (UnfinishedWarning, "train"): _LONGER,
+    (UnfinishedWarning, "evaluate"): "They are scored as cut, as on the "
+    "preset's card (evaluate decodes at the preset's length).",
 }
 
 #: Folders whose `UserWarning`s are the project's: the CLI prints them as
@@ -415,16 +417,15 @@ def _warning_printer(command, show):
 
     A `UserWarning` raised from the project's code is printed as
     `warning: TEXT` on stderr, its advice worded for `command`
-    (`UNFINISHED_ADVICE`); any other warning goes to `show`.
+    (`CUT_ADVICE`); any other warning goes to `show`.
     """
 
     def printer(message, category, filename, lineno, file=None, line=None):
         own = os.path.abspath(filename).startswith(OWN_FOLDERS)
         if not (own and issubclass(category, UserWarning)):
             return show(message, category, filename, lineno, file, line)
-        text = str(message)
-        if isinstance(message, UnfinishedWarning) and command in UNFINISHED_ADVICE:
-            text = message.advise(UNFINISHED_ADVICE[command].format(message.max_length))
+        advice = CUT_ADVICE.get((type(message), command))
+        text = message.advise(advice) if advice else str(message)
         print(f"warning: {text}", file=sys.stderr)
 
     return printer
@@ -697,18 +698,21 @@ def main(argv=None, prog=PROG):
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(prog)
     args, rest = parser.parse_known_args(argv)
-    if args.command == "train":
-        return _train(args, rest, args.train_parser)
-    if rest:
+    if args.command != "train" and rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    with warnings.catch_warnings():
+        if command_line:
+            warnings.showwarning = _warning_printer(args.command, warnings.showwarning)
+        if args.command == "train":
+            return _train(args, rest, args.train_parser)
+        return _verb(args)
+
+
+def _verb(args):
+    """Runs the verb `args.command` (not `train`); returns the exit status."""
     try:
         _check_plot_path(getattr(args, "plot", None))
-        with warnings.catch_warnings():
-            if command_line:
-                warnings.showwarning = _warning_printer(
-                    args.command, warnings.showwarning
-                )
-            return _run(args)
+        return _run(args)
     # A bad value or type (a preset's config, say) is one line and exit 2.
     except (ValueError, TypeError, FileNotFoundError, backends.BackendError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -111,11 +111,34 @@ def warn_truncated(tokens, sequence_length, setting, rows, hint=""):
     return count
 
 
-class UnfinishedWarning(UserWarning):
-    """`warn_unfinished`'s warning: generated rows cut at the decoding length.
+class CutWarning(UserWarning):
+    """A warning that rows were cut, with advice a front end can reword.
 
-    Its text advises the Python argument (`max_length`); a front end with
-    another knob words its own advice with `advise`.
+    `str()` is `what` and the library's `advice` (a Python setting); a
+    front end with another knob (the command line's flags) words its own
+    with `advise`.
+
+    Args:
+        what: str. What was cut, a sentence.
+        advice: str. What to do about it, a sentence.
+
+    Example:
+    >>> warning = CutWarning("2 of 9 rows were cut.", "Raise `n`.")
+    >>> str(warning), warning.advise("Raise --n.")
+    ('2 of 9 rows were cut. Raise `n`.', '2 of 9 rows were cut. Raise --n.')
+    """
+
+    def __init__(self, what, advice):
+        self.what = what
+        super().__init__(self.advise(advice))
+
+    def advise(self, advice):
+        """The warning's text with `advice` (str) as its last sentence."""
+        return f"{self.what} {advice}"
+
+
+class UnfinishedWarning(CutWarning):
+    """`warn_unfinished`'s warning: generated rows cut at the decoding length.
 
     Args:
         unfinished: int. The rows cut.
@@ -125,23 +148,16 @@ class UnfinishedWarning(UserWarning):
 
     Example:
     >>> warning = UnfinishedWarning(1, 2, "captions", 20)
-    >>> warning.advise("Raise --max-length.")
-    '1 of 2 captions reached max_length=20 subwords before [END] and stop mid-sentence. Raise --max-length.'
+    >>> warning.max_length, warning.advise("Raise --max-length.")
+    (20, '1 of 2 captions reached max_length=20 subwords before [END] and stop mid-sentence. Raise --max-length.')
     """
 
     def __init__(self, unfinished, total, rows, max_length):
-        self.unfinished = unfinished
-        self.total = total
-        self.rows = rows
         self.max_length = max_length
-        super().__init__(self.advise("Raise `max_length` to let them finish."))
-
-    def advise(self, advice):
-        """The warning's text with `advice` (str) as its last sentence."""
-        return (
-            f"{self.unfinished} of {self.total} {self.rows} reached "
-            f"max_length={self.max_length} subwords before [END] and stop "
-            f"mid-sentence. {advice}"
+        super().__init__(
+            f"{unfinished} of {total} {rows} reached max_length={max_length} "
+            "subwords before [END] and stop mid-sentence.",
+            "Raise `max_length` to let them finish.",
         )
 
 

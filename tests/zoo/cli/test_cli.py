@@ -85,8 +85,7 @@ def test_a_cut_output_advises_the_verbs_flag_in_one_line(monkeypatch, capsys):
     assert cli.main() == 0
     assert capsys.readouterr().err.splitlines() == [
         "warning: 1 of 1 translations reached max_length=1 subwords before "
-        "[END] and stop mid-sentence. Raise --max-length (now 1) to let them "
-        "finish."
+        "[END] and stop mid-sentence. Raise --max-length to let them finish."
     ]
 
 
@@ -102,6 +101,9 @@ def test_evaluate_says_cut_outputs_are_scored_as_cut(capsys):
     assert "scored as cut" in err and "Raise" not in err
     printer(UserWarning("theirs"), UserWarning, keras.__file__, 1)  # not ours
     assert capsys.readouterr().err == "" and len(shown) == 1
+    cut = UnfinishedWarning(1, 1, "captions", 3)
+    cli._warning_printer("caption", None)(cut, UnfinishedWarning, inside, 1)
+    assert capsys.readouterr().err.endswith(" Raise --max-length to let them finish.\n")
 
 
 def test_translate_with_alignment_plot(tmp_path, capsys):
