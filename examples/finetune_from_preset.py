@@ -36,6 +36,22 @@ from zoo.data import bible, parallel_text
 DEFAULT_PRESET = "transformer_bible_en_es"
 
 
+#: The default hold-out: a fraction of the pairs, with a floor (a loss on
+#: fewer pairs is noise) and a cap (more measure no better, and train less).
+HELD_OUT_FRACTION, HELD_OUT_FLOOR, HELD_OUT_CAP = 0.1, 4, 40
+
+
+def held_out_size(pairs):
+    """Pairs held out of `pairs` (an int) by default: 10%, at least 4, at most 40.
+
+    Example:
+    >>> [held_out_size(n) for n in (20, 52, 400, 30000)]
+    [4, 5, 40, 40]
+    """
+    share = round(HELD_OUT_FRACTION * pairs)
+    return min(HELD_OUT_CAP, max(HELD_OUT_FLOOR, share))
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out", help="preset directory to write")
@@ -52,8 +68,10 @@ def parse_args(argv=None):
     p.add_argument(
         "--held-out",
         type=int,
-        default=40,
-        help="last N pairs of --data kept out of training, to measure the loss",
+        default=None,
+        help="last N pairs of --data kept out of training, to measure the loss "
+        f"(default: {HELD_OUT_FRACTION:.0%} of them, at least {HELD_OUT_FLOOR}, "
+        f"at most {HELD_OUT_CAP})",
     )
     p.add_argument("--steps", type=int, default=20, help="optimizer steps")
     p.add_argument("--batch-size", type=int, default=16, help="global batch size")
@@ -94,6 +112,8 @@ def main(argv=None):
     if not os.path.isfile(args.data):
         sys.exit(f"error: --data {args.data}: no such file")
     pairs = parallel_text.read_tsv(args.data)
+    if args.held_out is None:
+        args.held_out = held_out_size(len(pairs))
     if len(pairs) <= args.held_out:
         sys.exit(
             f"error: {args.data} has {len(pairs)} pairs; need more than "

@@ -1,8 +1,13 @@
-"""Runs every ```python block of README.md and of docs/*.md, as written.
+"""Runs every ```python and ```bash block of README.md and of docs/*.md.
 
-A block that reads the full Debian data (`/usr/share/...`, e.g. the SWORD
-modules or Fashion-MNIST) is skipped when that data is absent; the others
-run on what the repository ships (`zoo/data/samples/`). The README stays
+Python blocks run as written. A block that reads the full Debian data
+(`/usr/share/...`, e.g. the SWORD modules or Fashion-MNIST) is skipped when
+that data is absent; the others run on what the repository ships
+(`zoo/data/samples/`, `examples/images/`). Each distinct shell command runs
+in a fresh process from a scratch folder that sees the checkout's
+`examples/`, as copied from the page, with the small limits of `LIMITS`
+appended (a train of an hour runs 2 steps on the sample data); the few
+that cannot run in a test are in `NOT_RUN`, each with its reason. The README stays
 what a newcomer reads in two minutes: the long material is in `docs/`, and
 every relative link of the README and the docs leads to a file.
 """
@@ -10,6 +15,9 @@ every relative link of the README and the docs leads to a file.
 import glob
 import os
 import re
+import shlex
+import subprocess
+import sys
 
 import pytest
 
@@ -22,6 +30,29 @@ LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 NEEDS = {
     'load("train")': "/usr/share/sword",
     "fashion_mnist.load(": "/usr/share/dataset-fashion-mnist",
+}
+
+
+SHELL = re.compile(r"^```(?:bash|sh)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+#: Shell commands no test runs (by their first words), and why.
+NOT_RUN = {
+    "make demo": "installs the venv and runs every shipped preset for minutes "
+    "(tests/test_makefile.py checks its install step)",
+    "make test": "is the suite that runs this test",
+    "python -m zoo serve": "serves until stopped; tests/zoo/serving starts the "
+    "server and sends these requests",
+    "curl": "asks the server of `serve`, above",
+    "tensorflow_model_server": "another program, not installed by the project",
+}
+#: What a shell command must find on disk to run (a translator's test split).
+SHELL_NEEDS = {"python -m zoo evaluate seq2seq": "/usr/share/sword"}
+#: Arguments appended to a command (by its first words) to keep it short.
+LIMITS = {
+    "python -m zoo train seq2seq": [
+        *("--data", "sample", "--max-steps", "2", "--eval-limit", "2"),
+        *("--beam-width", "1", "--verbose", "0"),
+    ],
+    "python -m zoo evaluate": ["--limit", "4", "--beam", "2"],
 }
 
 
@@ -71,3 +102,85 @@ def test_readme_block_runs(path, code):
         if marker in code and not os.path.exists(needed):
             pytest.skip(f"needs the full data set in {needed}")
     exec(compile(code, path, "exec"), {"__name__": "readme"})
+
+
+def test_every_metric_of_a_training_log_is_explained():
+    # The names a fit logs: compiled ones, and the models' own trackers.
+    from zoo.transformer.losses import TargetTokens
+
+    source = "".join(
+        read(path)
+        for path in glob.glob(os.path.join(ROOT, "zoo", "**", "*.py"), recursive=True)
+    )
+    names = {"loss", "accuracy", TargetTokens().name}
+    names |= set(re.findall(r'keras\.metrics\.\w+\(name="(\w+)"', source))
+    assert len(names) > 3
+    explained = read(os.path.join(ROOT, "docs", "training.md"))
+    assert sorted(n for n in names if f"`{n}`" not in explained) == []
+    assert "`val_`" in explained
+
+
+@pytest.mark.parametrize("path", PAGES[1:], ids=lambda p: os.path.relpath(p, ROOT))
+def test_the_docs_cite_no_wheel_size_or_issue_number(path):
+    # The README's wheel size is the one checked (tests/test_wheel.py); a
+    # copy here goes stale, and an issue number means nothing to a reader.
+    text = read(path)
+    assert re.findall(r"wheel.{0,200}?\d MB", text, re.DOTALL) == []
+    assert re.findall(r"\bissues? #?\d+|#\d+\b", text, re.IGNORECASE) == []
+
+
+def shell_commands(paths=PAGES):
+    """Each distinct shell command of the pages (continuations joined,
+    comments dropped), as a list of words."""
+    found = {}
+    for path in paths:
+        for block in SHELL.findall(read(path)):
+            for line in block.replace("\\\n", " ").splitlines():
+                words = shlex.split(line, comments=True)
+                if words:
+                    found.setdefault(shlex.join(words), words)
+    return list(found.values())
+
+
+def _first_words(words, table):
+    command = " ".join(words)
+    return next((key for key in table if command.startswith(key)), None)
+
+
+def test_every_shell_command_runs_or_says_why_not():
+    commands = shell_commands()
+    assert any(words[:3] == ["python", "-m", "zoo"] for words in commands)
+    for words in commands:
+        skipped = _first_words(words, NOT_RUN)
+        assert skipped or words[0] == "python", (
+            f"{shlex.join(words)}: run it or say why not"
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.tensorflow_only
+@pytest.mark.parametrize(
+    "words",
+    [w for w in shell_commands() if not _first_words(w, NOT_RUN)],
+    ids=lambda words: shlex.join(words[:5]),
+)
+def test_shell_command_runs(words, tmp_path):
+    needed = SHELL_NEEDS.get(_first_words(words, SHELL_NEEDS))
+    if needed and not os.path.exists(needed):
+        pytest.skip(f"needs the full data set in {needed}")
+    os.symlink(os.path.join(ROOT, "examples"), tmp_path / "examples")
+    limits = LIMITS.get(_first_words(words, LIMITS), [])
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    result = subprocess.run(
+        [sys.executable, *words[1:], *limits],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip()
+    for flag in ("--plot", "--out"):
+        if flag in words:
+            assert os.path.exists(tmp_path / words[words.index(flag) + 1])

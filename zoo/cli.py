@@ -6,8 +6,9 @@ Commands:
   evaluate PRESET [--split test]   translation: sacreBLEU BLEU/chrF; glimpse
                                    classifier: error rate; captioner: BLEU-1..4
                                    and attention correctness
-  translate PRESET TEXT... [--beam 4] [--sequence-length N] [--plot out.png]
-  caption PRESET IMAGE... [--beam 3] [--plot out.png]
+  translate PRESET TEXT... [--beam 4] [--sequence-length N] [--max-length N]
+                                   [--plot out.png]
+  caption PRESET IMAGE... [--beam 3] [--max-length N] [--plot out.png]
   classify PRESET IMAGE... [--plot out.png]
   export PRESET DIR [--beam N]     write a serving SavedModel (raw inputs in,
                                    finished outputs out; no zoo needed to load)
@@ -21,9 +22,12 @@ import tempfile
 import textwrap
 import warnings
 
-from zoo import quiet, registry
+import keras_attention
+import zoo
+from zoo import progress, quiet, registry
 from zoo.base import backends
 from zoo.base.task import Task, list_presets
+from zoo.base.truncation import UnfinishedWarning
 from zoo.training.flags import positive_float, positive_int, program_name
 
 #: The command's name in usage lines: `keras-attention` (the installed
@@ -127,8 +131,14 @@ def _train(args, rest, parser):
 DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
+#: Inputs per model call when a verb shows progress over many: the tasks'
+#: own decoding batch, so the outputs are those of one call on all inputs.
+BATCH = 64
+
+
 def _load(preset, dtype=None):
-    return Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
+    with progress.status(f"loading {preset}"):
+        return Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
 
 
 def _refuses(model, verb, preset):
@@ -165,14 +175,24 @@ def _translate(args):
         except ValueError as e:
             print(f"--sequence-length: {e}", file=sys.stderr)
             return 2
+
+    def step(texts):
+        result = model.translate(
+            texts,
+            beam_width=args.beam,
+            max_length=args.max_length,
+            return_attention=bool(args.plot),
+        )
+        return list(zip(*result)) if args.plot else result
+
+    results = progress.in_batches(
+        args.text, BATCH, step, "sentences", "compiling the search (first call)"
+    )
     if args.plot:
         from keras_attention.plotting import plot_attention
 
-        outputs, alignments = model.translate(
-            args.text, beam_width=args.beam, return_attention=True
-        )
-        for i, (out, alignment) in enumerate(zip(outputs, alignments)):
-            path = _numbered(args.plot, i, len(outputs))
+        for i, (out, alignment) in enumerate(results):
+            path = _numbered(args.plot, i, len(results))
             plot_attention(
                 alignment["weights"],
                 path,
@@ -183,7 +203,7 @@ def _translate(args):
             print(out)
             print(f"  alignment: {path}")
         return 0
-    for out in model.translate(args.text, beam_width=args.beam):
+    for out in results:
         print(out)
     return 0
 
@@ -283,7 +303,21 @@ def _caption(args):
         return 2
     height, width, channels = model.image_shape
     images = np.stack([_read_image(p, channels, (height, width)) for p in args.image])
-    texts, maps = model.caption(images, beam_width=args.beam, return_attention=True)
+
+    def step(batch):
+        texts, maps = model.caption(
+            np.stack(batch),
+            beam_width=args.beam,
+            max_length=args.max_length,
+            return_attention=True,
+        )
+        return list(zip(texts, maps))
+
+    results = progress.in_batches(
+        list(images), BATCH, step, "images", "compiling the search (first call)"
+    )
+    texts = [text for text, _ in results]
+    maps = [attention for _, attention in results]
     for i, (path, text) in enumerate(zip(args.image, texts)):
         print(f"{path}: {text}")
         if args.plot:
@@ -302,13 +336,25 @@ def _classify(args):
     if _refuses(model, "classify", args.preset):
         return 2
     channels = model.preprocessor.channels
-    for i, path in enumerate(args.image):
+
+    def step(paths):
         # Any image size runs (glimpse locations are relative to the image);
         # sizes far from the training canvas warn, one line each.
-        image = _read_image(path, channels)[None]
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            names, probabilities = model.classify(image)
+        results = []
+        for path in paths:
+            image = _read_image(path, channels)[None]
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                names, probabilities = model.classify(image)
+            results.append((image, names, probabilities, caught))
+        return results
+
+    results = progress.in_batches(
+        args.image, 1, step, "images", "compiling the model (first call)"
+    )
+    for i, (path, (image, names, probabilities, caught)) in enumerate(
+        zip(args.image, results)
+    ):
         _say_warnings(path, caught)
         name = str(names[0, 0])
         print(f"{path}: {name} ({probabilities[0, 0]:.2f})")
@@ -343,6 +389,46 @@ def _say_warnings(path, caught):
     for w in caught:
         if not issubclass(w.category, UserWarning):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+#: What a verb advises when its outputs reached the decoding length before
+#: [END] (`UnfinishedWarning`): the library names a Python argument
+#: (`max_length`); a verb names its flag. `evaluate` has none (it scores the preset as shipped, as its card
+#: does), so it says what happened to the score.
+_LONGER = "Raise --max-length to let them finish."
+CUT_ADVICE = {
+    (UnfinishedWarning, "translate"): _LONGER,
+    (UnfinishedWarning, "caption"): _LONGER,
+    (UnfinishedWarning, "train"): _LONGER,
+    (UnfinishedWarning, "evaluate"): "They are scored as cut, as on the "
+    "preset's card (evaluate decodes at the preset's length).",
+}
+
+#: Folders whose `UserWarning`s are the project's: the CLI prints them as
+#: one `warning:` line each, other libraries' as Python shows them.
+OWN_FOLDERS = tuple(
+    os.path.dirname(os.path.abspath(package.__file__)) + os.sep
+    for package in (zoo, keras_attention)
+)
+
+
+def _warning_printer(command, show):
+    """A `warnings.showwarning` that prints the project's warnings in one line.
+
+    A `UserWarning` raised from the project's code is printed as
+    `warning: TEXT` on stderr, its advice worded for `command`
+    (`CUT_ADVICE`); any other warning goes to `show`.
+    """
+
+    def printer(message, category, filename, lineno, file=None, line=None):
+        own = os.path.abspath(filename).startswith(OWN_FOLDERS)
+        if not (own and issubclass(category, UserWarning)):
+            return show(message, category, filename, lineno, file, line)
+        advice = CUT_ADVICE.get((type(message), command))
+        text = message.advise(advice) if advice else str(message)
+        print(f"warning: {text}", file=sys.stderr)
+
+    return printer
 
 
 def _evaluate(args):
@@ -497,11 +583,23 @@ def build_parser(prog=PROG):
         help="longest source and output in subwords (default: the preset's); "
         "longer sources are cut with a warning",
     )
+    translate.add_argument(
+        "--max-length",
+        type=positive_int,
+        help="longest output in subwords (default: the preset's); longer "
+        "outputs stop mid-sentence with a warning",
+    )
     translate.add_argument("--plot", help="save the alignment heatmap(s) to this PNG")
     caption = sub.add_parser("caption", help="caption images with a preset")
     caption.add_argument("preset", help=PRESET_HELP)
     caption.add_argument("image", nargs="+", help="PNG/JPEG files")
     caption.add_argument("--beam", type=positive_int, default=3, help=BEAM_HELP)
+    caption.add_argument(
+        "--max-length",
+        type=positive_int,
+        help="longest caption in subwords (default: the preset's); longer "
+        "captions stop mid-sentence with a warning",
+    )
     caption.add_argument("--plot", help="save per-word attention overlays to this PNG")
     classify = sub.add_parser("classify", help="classify images with a RAM preset")
     classify.add_argument("preset", help=PRESET_HELP)
@@ -588,32 +686,51 @@ def build_parser(prog=PROG):
 def main(argv=None, prog=PROG):
     """Runs the CLI on `argv` (default: `sys.argv[1:]`); returns the exit status.
 
+    Run on the process's own command line (`argv=None`: `python -m zoo`,
+    `keras-attention`), the project's warnings are printed as one
+    `warning: TEXT` line each, worded for the verb (`_warning_printer`);
+    called with a list (from Python, a test), they stay Python warnings.
+
     Args:
         argv: optional list of str.
         prog: str. The command in usage lines. Defaults to `"keras-attention"`.
     """
+    command_line = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(prog)
     args, rest = parser.parse_known_args(argv)
-    if args.command == "train":
-        return _train(args, rest, args.train_parser)
-    if rest:
+    if args.command != "train" and rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    with warnings.catch_warnings():
+        if command_line:
+            warnings.showwarning = _warning_printer(args.command, warnings.showwarning)
+        if args.command == "train":
+            return _train(args, rest, args.train_parser)
+        return _verb(args)
+
+
+def _verb(args):
+    """Runs the verb `args.command` (not `train`); returns the exit status."""
     try:
         _check_plot_path(getattr(args, "plot", None))
-        return {
-            "presets": _presets,
-            "translate": _translate,
-            "evaluate": _evaluate,
-            "caption": _caption,
-            "classify": _classify,
-            "export": _export,
-            "serve": _serve,
-        }[args.command](args)
+        return _run(args)
     # A bad value or type (a preset's config, say) is one line and exit 2.
     except (ValueError, TypeError, FileNotFoundError, backends.BackendError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+
+def _run(args):
+    """Runs the verb `args.command`; returns its exit status."""
+    return {
+        "presets": _presets,
+        "translate": _translate,
+        "evaluate": _evaluate,
+        "caption": _caption,
+        "classify": _classify,
+        "export": _export,
+        "serve": _serve,
+    }[args.command](args)
 
 
 if __name__ == "__main__":

@@ -51,3 +51,10 @@ def test_fine_tunes_keeps_the_vocabulary_and_reloads(tmp_path, capsys):
         assert meta["files"][name] == base["files"][name]
     assert meta["metrics"]["steps"] == 6
     assert "reloaded" in capsys.readouterr().out
+
+
+def test_the_default_hold_out_is_a_share_with_a_floor_and_a_cap():
+    module = _example()
+    assert module.parse_args(["out"]).held_out is None  # decided by the data's size
+    sizes = {n: module.held_out_size(n) for n in (10, 52, 400, 5000)}
+    assert sizes == {10: 4, 52: 5, 400: 40, 5000: 40}  # 52 pairs: 47 left to train

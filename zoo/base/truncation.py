@@ -111,8 +111,58 @@ def warn_truncated(tokens, sequence_length, setting, rows, hint=""):
     return count
 
 
+class CutWarning(UserWarning):
+    """A warning that rows were cut, with advice a front end can reword.
+
+    `str()` is `what` and the library's `advice` (a Python setting); a
+    front end with another knob (the command line's flags) words its own
+    with `advise`.
+
+    Args:
+        what: str. What was cut, a sentence.
+        advice: str. What to do about it, a sentence.
+
+    Example:
+    >>> warning = CutWarning("2 of 9 rows were cut.", "Raise `n`.")
+    >>> str(warning), warning.advise("Raise --n.")
+    ('2 of 9 rows were cut. Raise `n`.', '2 of 9 rows were cut. Raise --n.')
+    """
+
+    def __init__(self, what, advice):
+        self.what = what
+        super().__init__(self.advise(advice))
+
+    def advise(self, advice):
+        """The warning's text with `advice` (str) as its last sentence."""
+        return f"{self.what} {advice}"
+
+
+class UnfinishedWarning(CutWarning):
+    """`warn_unfinished`'s warning: generated rows cut at the decoding length.
+
+    Args:
+        unfinished: int. The rows cut.
+        total: int. The rows generated.
+        rows: str. What a row is, plural, e.g. `"translations"`.
+        max_length: int. The decoding length.
+
+    Example:
+    >>> warning = UnfinishedWarning(1, 2, "captions", 20)
+    >>> warning.max_length, warning.advise("Raise --max-length.")
+    (20, '1 of 2 captions reached max_length=20 subwords before [END] and stop mid-sentence. Raise --max-length.')
+    """
+
+    def __init__(self, unfinished, total, rows, max_length):
+        self.max_length = max_length
+        super().__init__(
+            f"{unfinished} of {total} {rows} reached max_length={max_length} "
+            "subwords before [END] and stop mid-sentence.",
+            "Raise `max_length` to let them finish.",
+        )
+
+
 def warn_unfinished(tokens, end_id, max_length, rows):
-    """Warns if generated rows reached `max_length` before `end_id`.
+    """Warns (`UnfinishedWarning`) if generated rows reached `max_length` before `end_id`.
 
     What `translate` and `caption` give back is then cut mid-sentence; the
     exports return the same as `output_truncated`.
@@ -144,10 +194,7 @@ def warn_unfinished(tokens, end_id, max_length, rows):
         unfinished += int((~np.any(chunk[:, 1:] == end_id, axis=1)).sum())
     if unfinished:
         warnings.warn(
-            f"{unfinished} of {total} {rows} reached max_length={max_length} "
-            "subwords before [END] and stop mid-sentence. Raise `max_length` "
-            "to let them finish.",
-            UserWarning,
+            UnfinishedWarning(unfinished, total, rows, max_length),
             stacklevel=3,  # the caller of `translate` / `caption`
         )
     return unfinished

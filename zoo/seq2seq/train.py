@@ -66,6 +66,7 @@ def vocabularies(train, args):
     the same data and size are reused (learning them takes minutes). Prints
     their sizes and the time taken.
     """
+    print(f"building the vocabularies from {len(train)} training pairs...", flush=True)
     start = time.time()
     source, target = (
         vocabulary.learned_wordpiece(

@@ -28,11 +28,15 @@ class TimeBudget(keras.callbacks.Callback):
     1
     """
 
+    #: What the harness says stopped a run (`stopped` is `True`).
+    reason = "the time budget (--max-minutes)"
+
     def __init__(self, minutes):
         super().__init__()
         self.seconds = minutes * 60
         self.spent = 0.0  # Training seconds before this `fit` (a resumed run).
         self.start = time.time()
+        self.stopped = False  # Whether this budget ended the last `fit`.
 
     def elapsed(self):
         """Seconds of training so far, those of a resumed run's past included.
@@ -58,10 +62,11 @@ class TimeBudget(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         self.start = time.time()
+        self.stopped = False
 
     def on_train_batch_end(self, batch, logs=None):
         if self.elapsed() > self.seconds:
-            self.model.stop_training = True
+            self.model.stop_training = self.stopped = True
 
     def get_state(self):
         return {"seconds": self.elapsed()}
@@ -88,15 +93,22 @@ class StepBudget(keras.callbacks.Callback):
     (2, 6)
     """
 
+    #: What the harness says stopped a run (`stopped` is `True`).
+    reason = "the step budget (--max-steps)"
+
     def __init__(self, steps):
         super().__init__()
         self.steps = steps
         self.seen = 0
+        self.stopped = False  # Whether this budget ended the last `fit`.
+
+    def on_train_begin(self, logs=None):
+        self.stopped = False
 
     def on_train_batch_end(self, batch, logs=None):
         self.seen += 1
         if self.seen >= self.steps:
-            self.model.stop_training = True
+            self.model.stop_training = self.stopped = True
 
     def progress(self):
         """The part of the budget used so far (1.0: spent).

@@ -33,6 +33,7 @@ import os
 import platform
 import shlex
 import sys
+import warnings
 
 import keras
 
@@ -304,6 +305,7 @@ class TrainingRun:
     >>> model.compile("sgd", "mse")
     >>> fit = run.fit(model, np.ones((8, 2)), y=np.ones((8, 1)), batch_size=2)
     trained 1 epochs (2 steps) in 0.0 min
+    stopped after 2 steps: the step budget (--max-steps)
     >>> sorted(run.metadata("regression", {}, fit.metrics())["hardware"])
     ['cores', 'cpu', 'cpu_count', 'devices', 'machine']
     """
@@ -493,14 +495,22 @@ class TrainingRun:
         >>> model.compile("sgd", "mse")
         >>> fit = run.fit(model, np.ones((8, 2)), y=np.ones((8, 1)), batch_size=2)
         trained 2 epochs (5 steps) in ... min
+        stopped after 5 steps: the step budget (--max-steps)
         >>> fit.epochs, fit.steps, sorted(fit.history)  # the step budget stopped it
         (2, 5, ['loss'])
         """
-        callbacks = list(callbacks) + (self.budgets() if budgets else [])
+        limits = self.budgets() if budgets else []
+        callbacks = list(callbacks) + limits
         kwargs.setdefault("verbose", self.args.verbose)
         epochs = self.args.epochs if epochs is None else epochs
         run_stage = self.stage(stage)
-        with self.strategy.scope():  # JAX's distribution shards the batches.
+        if kwargs["verbose"]:  # Keras's bar shows nothing before a step ends
+            print("training: the first step compiles the model...", flush=True)
+        with self.strategy.scope(), warnings.catch_warnings():
+            # The zoo's datasets are finite and of unknown length (batched by
+            # length), so Keras learns an epoch's end by reaching it and then
+            # warns "Your input ran out of data", which is not what happened.
+            warnings.filterwarnings("ignore", message="Your input ran out of data")
             history = run_stage.fit(
                 model, x, epochs=epochs, callbacks=callbacks, **kwargs
             )
@@ -518,6 +528,9 @@ class TrainingRun:
             f"trained {fit.epochs} epochs ({fit.steps} steps) in "
             f"{fit.seconds / 60:.1f} min"
         )
+        for budget in limits:
+            if budget.stopped:
+                print(f"stopped after {fit.steps} steps: {budget.reason}")
         return fit
 
     def metadata(self, task, data, metrics, **extra):

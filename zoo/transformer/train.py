@@ -94,6 +94,7 @@ def shared_vocabulary(train, args):
     With `--vocabulary-dir`, a vocabulary saved there by an earlier run with
     the same data and size is reused. Prints its size and the time taken.
     """
+    print(f"building the vocabularies from {len(train)} training pairs...", flush=True)
     start = time.time()
     tokens = vocabulary.learned_wordpiece(
         [p[0] for p in train] + [p[1] for p in train],
@@ -231,6 +232,33 @@ class Throughput(keras.callbacks.Callback):
         """
         return self.measured_tokens / self.seconds if self.seconds else 0.0
 
+    def summary(self):
+        """One line of the measured rates, or why there are none.
+
+        Rates are said only when steps were timed: a run of `skip` steps or
+        fewer (all tracing and compiling) has none to report.
+
+        Example:
+        >>> throughput = Throughput()
+        >>> throughput.set_state({"steps": 3, "seconds": 0.0,
+        ...     "measured_steps": 0, "measured_tokens": 0.0})
+        >>> throughput.summary()
+        'speed not measured: 3 steps, and the first 10 (compiling) are not timed'
+        >>> throughput.set_state({"steps": 30, "seconds": 4.0,
+        ...     "measured_steps": 20, "measured_tokens": 9000.0})
+        >>> throughput.summary()
+        'after the first 10 steps: 5.00 steps/s, 2250 target subwords/s'
+        """
+        if not self.measured_steps:
+            return (
+                f"speed not measured: {self.steps} steps, and the first "
+                f"{self.skip} (compiling) are not timed"
+            )
+        return (
+            f"after the first {self.skip} steps: {self.steps_per_second:.2f} "
+            f"steps/s, {self.tokens_per_second:.0f} target subwords/s"
+        )
+
 
 def build_model(args, vocabulary_size, preprocessor):
     overrides = pick_options(
@@ -358,15 +386,11 @@ def main(argv=None):
         )
         callbacks.append(checkpoints)
     fit = run.fit(model, train_ds, validation_data=val_ds, callbacks=callbacks)
-    print(
-        f"after the first {throughput.skip} steps: "
-        f"{throughput.steps_per_second:.2f} steps/s, "
-        f"{throughput.tokens_per_second:.0f} target subwords/s"
-    )
-
+    print(throughput.summary())
     metrics = fit.metrics()
-    metrics["steps_per_second"] = round(throughput.steps_per_second, 3)
-    metrics["target_subwords_per_second"] = round(throughput.tokens_per_second, 1)
+    if throughput.measured_steps:  # a rate of no timed steps would read 0.00
+        metrics["steps_per_second"] = round(throughput.steps_per_second, 3)
+        metrics["target_subwords_per_second"] = round(throughput.tokens_per_second, 1)
     if checkpoints is not None and val_ds is not None:
         metrics["checkpoint_average"] = average(
             model, checkpoints, val_ds, args.average_last

@@ -11,8 +11,13 @@ import time
 
 import tensorflow as tf
 
+from zoo import progress
 from zoo.data import bible, parallel_text
 from zoo.translation.metrics import corpus_scores
+
+#: Sentences per `translate` call when evaluation shows progress: the
+#: task's own decoding batch, so the outputs are those of one call.
+TRANSLATE_BATCH = 64
 
 
 def add_data_arguments(parser):
@@ -144,7 +149,13 @@ def evaluate_translations(model, test_pairs, beam_width, limit=None):
     results = {}
     for name, width in (("greedy", 1), (f"beam{beam_width}", beam_width)):
         start = time.time()
-        hypotheses = model.translate(sources, beam_width=width)
+        hypotheses = progress.in_batches(  # a bar on a terminal
+            sources,
+            TRANSLATE_BATCH,
+            lambda batch, width=width: model.translate(batch, beam_width=width),
+            "sentences",
+            f"{name}: compiling the search (first call)",
+        )
         scores = corpus_scores(hypotheses, references)
         scores["decode_seconds"] = round(time.time() - start, 1)
         results[name] = scores

@@ -1,6 +1,7 @@
 """`python -m zoo` / `keras-attention`: commands on the shipped presets."""
 
 import os
+import sys
 import warnings
 
 import keras
@@ -75,6 +76,34 @@ def test_translate_sequence_length_lifts_the_cut(capsys):
     assert short and len(longer.split()) > len(short.split())
     assert cli.main([*argv[:-1], "1"]) == 2
     assert "sequence_length" in capsys.readouterr().err
+
+
+def test_a_cut_output_advises_the_verbs_flag_in_one_line(monkeypatch, capsys):
+    # As `python -m zoo` runs it: the process's own command line.
+    argv = ["translate", SEQ2SEQ, "Jesus wept.", "--beam", "1", "--max-length", "1"]
+    monkeypatch.setattr(sys, "argv", ["keras-attention", *argv])
+    assert cli.main() == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: 1 of 1 translations reached max_length=1 subwords before "
+        "[END] and stop mid-sentence. Raise --max-length to let them finish."
+    ]
+
+
+def test_evaluate_says_cut_outputs_are_scored_as_cut(capsys):
+    from zoo.base.truncation import UnfinishedWarning
+
+    shown = []
+    printer = cli._warning_printer("evaluate", lambda *a, **k: shown.append(a))
+    inside = os.path.join(os.path.dirname(cli.__file__), "translation", "data.py")
+    printer(UnfinishedWarning(2, 50, "translations", 64), UnfinishedWarning, inside, 1)
+    err = capsys.readouterr().err
+    assert err.startswith("warning: 2 of 50 translations reached max_length=64")
+    assert "scored as cut" in err and "Raise" not in err
+    printer(UserWarning("theirs"), UserWarning, keras.__file__, 1)  # not ours
+    assert capsys.readouterr().err == "" and len(shown) == 1
+    cut = UnfinishedWarning(1, 1, "captions", 3)
+    cli._warning_printer("caption", None)(cut, UnfinishedWarning, inside, 1)
+    assert capsys.readouterr().err.endswith(" Raise --max-length to let them finish.\n")
 
 
 def test_translate_with_alignment_plot(tmp_path, capsys):

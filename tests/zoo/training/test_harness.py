@@ -178,9 +178,22 @@ def test_the_time_budget_stops_training(tmp_path):
     assert (fit.epochs, fit.steps) == (1, 1)  # Checked after every batch.
 
 
-def test_without_budgets_every_epoch_runs():
+def test_a_budget_stop_says_so_and_not_that_the_data_ran_out(capsys, recwarn):
+    # Filtered: a dataset of unknown length, as the zoo's batched-by-length ones.
+    data = tiny_data(batches=4).filter(lambda x, y: True)
+    run = training.TrainingRun("zoo.x", parse(["--max-steps", "3"]), [])
+    run.fit(tiny_model(), data, epochs=5, validation_data=data)
+    out = capsys.readouterr().out
+    assert "stopped after 3 steps: the step budget (--max-steps)" in out
+    assert [
+        str(w.message) for w in recwarn if "ran out of data" in str(w.message)
+    ] == []
+
+
+def test_without_budgets_every_epoch_runs(capsys):
     run = training.TrainingRun("zoo.x", parse([]), [])
     fit = run.fit(tiny_model(), tiny_data(batches=2), epochs=3)
+    assert "stopped" not in capsys.readouterr().out
     assert (fit.epochs, fit.steps) == (3, 6)
     assert sorted(fit.history) == ["loss"] and len(fit.history["loss"]) == 3
     assert all(round(v, 4) == v for v in fit.history["loss"])
