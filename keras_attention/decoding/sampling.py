@@ -243,9 +243,10 @@ class TopPSampler(RandomSampler):
     Args:
         p: float in `(0, 1]`, or a scalar float tensor. The probability mass
             of the nucleus. Defaults to `0.1`.
-        k: optional int >= 1. Ranks only the `k` best tokens (faster on a
-            large vocabulary; the nucleus is then at most `k` tokens).
-            Defaults to `None` (the whole vocabulary).
+        k: optional int >= 1, or a scalar int tensor. Ranks only the `k`
+            best tokens (faster on a large vocabulary; the nucleus is then
+            at most `k` tokens, so `p=1.0` is `TopKSampler(k)`). Defaults
+            to `None` (the whole vocabulary).
         seed: optional int. Defaults to `None`.
         temperature: float > 0. Defaults to `1.0`.
 
@@ -269,7 +270,7 @@ class TopPSampler(RandomSampler):
     def __init__(self, p=0.1, k=None, seed=None, temperature=1.0):
         super().__init__(seed=seed, temperature=temperature)
         self.p = float_argument("p", p, minimum=0.0, maximum=1.0, tensor=True)
-        self.k = int_argument("k", k, allowed=(None,))
+        self.k = int_argument("k", k, allowed=(None,), tensor=True)
 
     def get_config(self):
         return {"p": self.p, "k": self.k, **super().get_config()}
