@@ -55,12 +55,7 @@ def int_argument(name, value, minimum=1, maximum=None, allowed=(), tensor=False)
         if value is other or (isinstance(value, str) and value == other):
             return value
     if tensor and ops.is_tensor(value):
-        if len(value.shape) == 0 and "int" in backend.standardize_dtype(value.dtype):
-            return value
-        raise TypeError(
-            f"`{name}` must be an int or a scalar int tensor. Received: "
-            f"{name}={value!r}"
-        )
+        return _scalar_tensor(name, value, "int")
     is_int = isinstance(value, numbers.Integral) and not isinstance(value, bool)
     if not is_int or value < minimum:
         accepted = [f"an int >= {minimum}", *map(repr, allowed)]
@@ -74,3 +69,55 @@ def int_argument(name, value, minimum=1, maximum=None, allowed=(), tensor=False)
             f"`{name}` must be at most {maximum}. Received: {name}={value!r}"
         )
     return int(value)
+
+
+def float_argument(name, value, minimum, maximum=None, tensor=False):
+    """`value` as a `float` if it is a real number in `(minimum, maximum]`.
+
+    The float sibling of `int_argument` (a bool is no number; an int is a
+    float here), for a temperature or a probability mass.
+
+    Args:
+        name: str. The argument, named in the error.
+        value: the value given.
+        minimum: float. The bound that `value` must exceed.
+        maximum: optional float. The largest value accepted. Defaults to
+            `None` (no limit).
+        tensor: bool. Also accept a scalar float tensor, returned as it is
+            (checked by the caller where the graph runs). Defaults to
+            `False`.
+
+    Raises:
+        TypeError: `value` is not a real number.
+        ValueError: `value` is out of range.
+
+    Example:
+    >>> float_argument("p", 1, minimum=0.0, maximum=1.0)
+    1.0
+    >>> float_argument("temperature", 0.0, minimum=0.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: `temperature` must be a float > 0.0. Received: temperature=0.0
+    """
+    if tensor and ops.is_tensor(value):
+        return _scalar_tensor(name, value, "float")
+    accepted = f"a float > {minimum}"
+    if maximum is not None:
+        accepted += f" and <= {maximum}"
+    message = f"`{name}` must be {accepted}. Received: {name}={value!r}"
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise TypeError(message)
+    if not value > minimum or (maximum is not None and value > maximum):
+        raise ValueError(message)
+    return float(value)
+
+
+def _scalar_tensor(name, value, kind):
+    """`value` if it is a scalar tensor of `kind` ("int", "float"), else a TypeError."""
+    if len(value.shape) == 0 and kind in backend.standardize_dtype(value.dtype):
+        return value
+    article = "an" if kind == "int" else "a"
+    raise TypeError(
+        f"`{name}` must be {article} {kind} or a scalar {kind} tensor. Received: "
+        f"{name}={value!r}"
+    )

@@ -182,6 +182,7 @@ def _translate(args):
             beam_width=args.beam,
             max_length=args.max_length,
             return_attention=bool(args.plot),
+            **_sampling(args),
         )
         return list(zip(*result)) if args.plot else result
 
@@ -310,6 +311,7 @@ def _caption(args):
             beam_width=args.beam,
             max_length=args.max_length,
             return_attention=True,
+            **_sampling(args),
         )
         return list(zip(texts, maps))
 
@@ -318,17 +320,29 @@ def _caption(args):
     )
     texts = [text for text, _ in results]
     maps = [attention for _, attention in results]
-    for i, (path, text) in enumerate(zip(args.image, texts)):
-        print(f"{path}: {text}")
+    for i, text in enumerate(texts):
+        image = i // args.num_return_sequences  # Its captions come in a row.
+        print(f"{args.image[image]}: {text}")
         if args.plot:
             from zoo.captioning.plotting import plot_caption_attention
 
             out = _numbered(args.plot, i, len(texts))
             plot_caption_attention(
-                images[i], maps[i]["tokens"], maps[i]["weights"], out, title=text
+                images[image], maps[i]["tokens"], maps[i]["weights"], out, title=text
             )
             print(f"  attention: {out}")
     return 0
+
+
+def _sampling(args):
+    """The `sampler` and `num_return_sequences` of `translate`/`caption`'s flags."""
+    from zoo.base.generation import make_sampler
+
+    options = (args.top_k, args.top_p, args.temperature, args.seed)
+    sampler = None
+    if args.sample or any(option is not None for option in options):
+        sampler = make_sampler(*options)
+    return {"sampler": sampler, "num_return_sequences": args.num_return_sequences}
 
 
 def _classify(args):
@@ -509,6 +523,33 @@ PRESET_HELP = "a shipped preset's name (see `presets`) or a preset folder"
 BEAM_HELP = "beam width; 1 decodes greedily (default: %(default)s)"
 
 
+def _add_sampling_flags(command):
+    """`--sample` and its options (Hugging Face's names) for a verb."""
+    group = command.add_argument_group(
+        "sampling",
+        "draw the output instead of the beam search (--top-k, "
+        "--top-p, --temperature and --seed imply --sample)",
+    )
+    group.add_argument("--sample", action="store_true", help="draw each subword")
+    group.add_argument("--top-k", type=positive_int, help="draw from the K best")
+    group.add_argument(
+        "--top-p", type=positive_float, help="draw from the nucleus of mass P <= 1"
+    )
+    group.add_argument(
+        "--temperature", type=positive_float, help="divides the log-probabilities"
+    )
+    group.add_argument(
+        "--seed", type=int, help="reproduce the draws (default: new ones each run)"
+    )
+    group.add_argument(
+        "--num-return-sequences",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="outputs per input, in a row (N > 1 needs sampling)",
+    )
+
+
 def build_parser(prog=PROG):
     """The CLI's `argparse` parser; `prog` is the command in usage lines.
 
@@ -601,6 +642,8 @@ def build_parser(prog=PROG):
         "captions stop mid-sentence with a warning",
     )
     caption.add_argument("--plot", help="save per-word attention overlays to this PNG")
+    for command in (translate, caption):
+        _add_sampling_flags(command)
     classify = sub.add_parser("classify", help="classify images with a RAM preset")
     classify.add_argument("preset", help=PRESET_HELP)
     classify.add_argument(

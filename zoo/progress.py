@@ -69,5 +69,5 @@ def in_batches(items, size, step, unit, first="compiling on the first call"):
         print(f"{len(items)} {unit}: {first}")
         for start in range(0, len(items), size):
             outputs.extend(step(items[start : start + size]))
-            bar.update(len(outputs))
+            bar.update(min(start + size, len(items)))  # inputs done
     return outputs

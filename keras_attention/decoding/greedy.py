@@ -71,39 +71,15 @@ class GreedySearch(search.Search):
         return_scores=False,
         static_cache=None,
     ):
-        next = search.bind_static_cache(next, static_cache)
-        sequences, index = search.prepare_prompt(prompt, index, pad_token_id)
-        max_length = ops.shape(sequences)[1]
-        batch_size = ops.shape(sequences)[0]
-        cache = () if cache is None else cache
-        scores = ops.zeros((batch_size,), dtype="float32")
-        done = ops.zeros((batch_size,), dtype="bool")
-
-        def cond(sequences, cache, index, scores, done):
-            return ops.logical_not(ops.all(done))
-
-        def body(sequences, cache, index, scores, done):
-            logits, _, cache = next(sequences, cache, index)
-            log_probs = search.token_log_probs(logits)
-            is_stop = search.stop_token_mask(
-                stop_token_ids, search.static_vocab_size(logits)
-            )
-            tokens = ops.cast(ops.argmax(log_probs, axis=-1), "int32")
-            token_log_prob = ops.take_along_axis(log_probs, tokens[:, None], axis=1)
-            live = ops.logical_not(done)
-            sequences = ops.where(
-                live[:, None], search.write_tokens(sequences, tokens, index), sequences
-            )
-            scores = scores + ops.where(live, token_log_prob[:, 0], 0.0)
-            if is_stop is not None:
-                done = ops.logical_or(done, ops.take(is_stop, tokens))
-            return sequences, cache, index + 1, scores, done
-
-        sequences, _, _, scores, _ = ops.while_loop(
-            cond,
-            body,
-            loop_vars=(sequences, cache, index, scores, done),
-            maximum_iterations=max_length - index,
+        sequences, scores = search.token_by_token(
+            lambda log_probs, index: ops.argmax(log_probs, axis=-1),
+            next,
+            prompt,
+            cache,
+            index,
+            stop_token_ids,
+            pad_token_id,
+            static_cache,
         )
         if return_scores:
             return sequences, scores

@@ -117,6 +117,64 @@ def static_vocab_size(logits):
     return vocab_size
 
 
+def token_by_token(
+    choose, next, prompt, cache, index, stop_token_ids, pad_token_id, static_cache
+):
+    """The loop of the one-token-per-step searches (greedy, the samplers).
+
+    Each step asks `next` for the logits of position `index`, lets
+    `choose(log_probs, index) -> tokens (batch,)` pick a token per row from
+    the float32 log-softmax, and writes it to the rows not yet finished.
+    A row that writes a stop token is finished; the loop ends when every
+    row is finished or the prompt is full. It is an `ops.while_loop` with
+    static shapes (it runs inside `jax.jit` and `tf.function`).
+
+    Args:
+        choose: callable `(log_probs (batch, vocab), index) -> tokens`.
+        next, prompt, cache, index, stop_token_ids, pad_token_id,
+            static_cache: the search's call arguments (see
+            `GreedySearch`).
+
+    Returns:
+        `(sequences (batch, max_length), scores (batch,))`: the completed
+        prompt and the summed log-probabilities of the chosen tokens (the
+        stop token included).
+    """
+    next = bind_static_cache(next, static_cache)
+    sequences, index = prepare_prompt(prompt, index, pad_token_id)
+    max_length = ops.shape(sequences)[1]
+    batch_size = ops.shape(sequences)[0]
+    cache = () if cache is None else cache
+    scores = ops.zeros((batch_size,), dtype="float32")
+    done = ops.zeros((batch_size,), dtype="bool")
+
+    def cond(sequences, cache, index, scores, done):
+        return ops.logical_not(ops.all(done))
+
+    def body(sequences, cache, index, scores, done):
+        logits, _, cache = next(sequences, cache, index)
+        log_probs = token_log_probs(logits)
+        is_stop = stop_token_mask(stop_token_ids, static_vocab_size(logits))
+        tokens = ops.cast(choose(log_probs, index), "int32")
+        token_log_prob = ops.take_along_axis(log_probs, tokens[:, None], axis=1)
+        live = ops.logical_not(done)
+        sequences = ops.where(
+            live[:, None], write_tokens(sequences, tokens, index), sequences
+        )
+        scores = scores + ops.where(live, token_log_prob[:, 0], 0.0)
+        if is_stop is not None:
+            done = ops.logical_or(done, ops.take(is_stop, tokens))
+        return sequences, cache, index + 1, scores, done
+
+    sequences, _, _, scores, _ = ops.while_loop(
+        cond,
+        body,
+        loop_vars=(sequences, cache, index, scores, done),
+        maximum_iterations=max_length - index,
+    )
+    return sequences, scores
+
+
 def register(cls):
     """Registers a search for `keras.saving` (no `custom_objects` needed)."""
     return keras.saving.register_keras_serializable(package=PACKAGE)(cls)

@@ -15,12 +15,21 @@ The decoding arguments of those verbs (`beam_width`, `max_length`,
 clear error from every model.
 """
 
+import random
+
 import keras
 import numpy as np
 from keras import ops, tree
 
 from keras_attention.arguments import int_argument
-from keras_attention.decoding import BeamSearch, GreedySearch
+from keras_attention.decoding import (
+    BeamSearch,
+    GreedySearch,
+    RandomSampler,
+    TopKSampler,
+    TopPSampler,
+)
+from keras_attention.decoding.sampling import HASH_MASK
 from zoo.base.task import Task
 
 #: Under JAX, where the compiled search is compiled again for each new input
@@ -65,8 +74,8 @@ def decoding_options(beam_width, max_length, batch_size, default_length):
     )
 
 
-def make_search(beam_width, **penalties):
-    """`GreedySearch()` for a beam width of 1, else a `BeamSearch`.
+def make_search(beam_width, sampler=None, **penalties):
+    """`GreedySearch()` for a beam width of 1, else a `BeamSearch`; or `sampler`.
 
     A width given as a scalar int tensor (an input of a signature traced
     by TensorFlow, `zoo.translation.export`, whose batch size is unknown)
@@ -78,6 +87,9 @@ def make_search(beam_width, **penalties):
     Args:
         beam_width: int >= 1 (checked by `decoding_options`), or a scalar
             int tensor (checked where the graph runs).
+        sampler: optional sampler (checked by `sampling_options`),
+            returned as it is: a verb given one draws instead of
+            searching. Defaults to `None`.
         **penalties: `BeamSearch` arguments (`length_penalty`,
             `coverage_penalty`); a greedy search has none.
 
@@ -87,6 +99,8 @@ def make_search(beam_width, **penalties):
     >>> make_search(4, length_penalty=0.6).beam_width
     4
     """
+    if sampler is not None:
+        return sampler
     if not ops.is_tensor(beam_width):
         if beam_width == 1:
             return GreedySearch()
@@ -102,6 +116,106 @@ def make_search(beam_width, **penalties):
         )
 
     return search
+
+
+def sampling_options(sampler, num_return_sequences):
+    """Checks the sampling arguments of a user verb.
+
+    The names are keras-hub's (`generate(..., sampler=...)`) and Hugging
+    Face's (`num_return_sequences`).
+
+    Args:
+        sampler: `None` (search: greedy or beam), or a
+            `keras_attention.decoding` sampler (`RandomSampler`,
+            `TopKSampler`, `TopPSampler`; `make_sampler` makes one from
+            Hugging Face's `top_k`, `top_p`, `temperature`).
+        num_return_sequences: int >= 1. Outputs per input; more than one
+            needs a sampler (a search has one answer).
+
+    Returns:
+        `(sampler, num_return_sequences)`.
+
+    Example:
+    >>> sampling_options(None, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: `num_return_sequences` > 1 needs a `sampler` (e.g. keras_attention.decoding.TopKSampler(k=5)); a greedy or beam search has one output per input. Received: num_return_sequences=2, sampler=None
+    """
+    if sampler is not None and not isinstance(sampler, RandomSampler):
+        raise TypeError(
+            "`sampler` must be None or a keras_attention.decoding sampler "
+            f"(RandomSampler, TopKSampler, TopPSampler). Received: sampler={sampler!r}"
+        )
+    count = int_argument("num_return_sequences", num_return_sequences)
+    if count > 1 and sampler is None:
+        raise ValueError(
+            "`num_return_sequences` > 1 needs a `sampler` (e.g. "
+            "keras_attention.decoding.TopKSampler(k=5)); a greedy or beam search "
+            f"has one output per input. Received: num_return_sequences={count}, "
+            "sampler=None"
+        )
+    return sampler, count
+
+
+def make_sampler(top_k=None, top_p=None, temperature=None, seed=None):
+    """A sampler from Hugging Face's arguments (`top_k`, `top_p`, ...).
+
+    `top_p` makes a `TopPSampler` (ranking only the `top_k` best when
+    given too), `top_k` alone a `TopKSampler`, neither a `RandomSampler`.
+
+    Args:
+        top_k: optional int >= 1.
+        top_p: optional float in `(0, 1]`.
+        temperature: optional float > 0. Defaults to `1.0` when `None`.
+        seed: optional int >= 0. Defaults to `None` (a new seed per call).
+
+    Example:
+    >>> make_sampler(top_k=5, seed=1)
+    TopKSampler(k=5, seed=1, temperature=1.0)
+    >>> make_sampler(top_p=0.9, top_k=40)
+    TopPSampler(p=0.9, k=40, seed=None, temperature=1.0)
+    """
+    options = {"seed": seed, "temperature": 1.0 if temperature is None else temperature}
+    if top_p is not None:
+        return TopPSampler(p=top_p, k=top_k, **options)
+    if top_k is not None:
+        return TopKSampler(k=top_k, **options)
+    return RandomSampler(**options)
+
+
+def sampling_seed(sampler):
+    """The seed of a verb's draws: the sampler's, else a new one.
+
+    A verb that decodes in chunks gives chunk `c` the seed
+    `chunk_seed(seed, c)`.
+    """
+    if sampler is None:
+        return None
+    return random.randrange(HASH_MASK) if sampler.seed is None else sampler.seed
+
+
+def chunk_seed(seed, chunk):
+    """The seed of chunk `chunk` of a verb's draws (`None` stays `None`).
+
+    >>> chunk_seed(7, 0), chunk_seed(7, 1) != chunk_seed(7, 0)
+    (7, True)
+    """
+    if seed is None:
+        return None
+    return (seed + chunk * 0x9E3779B1) % HASH_MASK
+
+
+def repeated(rows, count):
+    """Each row of `rows` (a list or array) `count` times in a row.
+
+    >>> repeated(["a", "b"], 2)
+    ['a', 'a', 'b', 'b']
+    """
+    if count == 1:
+        return rows
+    if isinstance(rows, np.ndarray):
+        return np.repeat(rows, count, axis=0)
+    return [row for row in rows for _ in range(count)]
 
 
 def as_texts(texts, name="texts"):
@@ -307,8 +421,9 @@ class GenerativeTask(Task):
         coverage_penalty=0.0,
         return_attention=False,
         batch_size=None,
+        sampler=None,
     ):
-        """Generates token ids from prepared inputs with a greedy or beam search.
+        """Generates token ids from prepared inputs: a greedy or beam search, or draws.
 
         Args:
             inputs: the prepared source, as `encode` takes it (e.g. token ids
@@ -330,6 +445,10 @@ class GenerativeTask(Task):
                 that the chunks of one long input (`translate`, `caption`)
                 share a compilation. Ignored by the other backends and by
                 a larger batch. Defaults to the batch's own rows.
+            sampler: optional `keras_attention.decoding` sampler
+                (`RandomSampler`, `TopKSampler`, `TopPSampler`): draws each
+                token instead of searching (`beam_width` and the penalties
+                are then unused). Defaults to `None`.
 
         Returns:
             int32 NumPy array `(batch, max_length + 1)` that starts with the
@@ -357,15 +476,19 @@ class GenerativeTask(Task):
             batch if batch_size is None else batch_size,
             pre.sequence_length,
         )
+        sampler, _ = sampling_options(sampler, 1)
         search = make_search(
-            beam_width, length_penalty=length_penalty, coverage_penalty=coverage_penalty
+            beam_width,
+            sampler=sampler,
+            length_penalty=length_penalty,
+            coverage_penalty=coverage_penalty,
         )
         tokens = self.generate_with(search, inputs, max_length, batch_size)
         if return_attention:
             return tokens, self.token_attention(inputs, tokens)
         return tokens
 
-    def generate_with(self, search, inputs, max_length, batch_size):
+    def generate_with(self, search, inputs, max_length, batch_size, seed=None):
         """`generate`'s token ids, from a search made and arguments checked.
 
         What a verb that decodes its input in chunks (`translate`,
@@ -373,11 +496,15 @@ class GenerativeTask(Task):
         (`decoding_options`) and made its search once (`make_search`).
 
         Args:
-            search: a `GreedySearch` or `BeamSearch`.
+            search: a `GreedySearch`, `BeamSearch` or sampler
+                (`keras_attention.decoding.RandomSampler` and subclasses).
             inputs: the prepared source, as `encode` takes it.
             max_length: int >= 1. Decoding steps.
             batch_size: int >= 1. The rows the compiled search runs (see
                 `generate`).
+            seed: optional int. A sampler's seed for this call, an input
+                of the compiled search (one compilation for every seed);
+                defaults to `sampling_seed(search)`. Ignored by a search.
 
         Returns:
             int32 NumPy array `(batch, max_length + 1)`, as `generate`.
@@ -398,22 +525,34 @@ class GenerativeTask(Task):
         prompt = np.full((batch, max_length + 1), pre.pad_id, "int32")
         prompt[:, 0] = pre.start_id
         run = self._search_function(search, pre.end_id, pre.pad_id)
-        return ops.convert_to_numpy(run(inputs, prompt, max(batch, batch_size)))
+        rows = max(batch, batch_size)
+        if not isinstance(search, RandomSampler):
+            return ops.convert_to_numpy(run(inputs, prompt, rows))
+        if seed is None:
+            seed = sampling_seed(search)
+        seed = ops.convert_to_tensor(seed, "int32")
+        return ops.convert_to_numpy(run(inputs, prompt, rows, seed))
 
     def _search_function(self, search, end_id, pad_id):
-        """`run(inputs, prompt, rows) -> tokens`, compiled once per search."""
-        key = (type(search).__name__, tuple(sorted(search.get_config().items())))
+        """`run(inputs, prompt, rows[, seed]) -> tokens`, compiled once per search.
+
+        A sampler's seed is an input (`seed`), not part of the key.
+        """
+        config = search.get_config()
+        config.pop("seed", None)
+        key = (type(search).__name__, tuple(sorted(config.items())))
         key += (int(end_id), int(pad_id))
         functions = self.__dict__.setdefault("_zoo_search_functions", {})
         if key not in functions:
 
-            def run(inputs, prompt):
+            def run(inputs, prompt, *seed):
                 return self.run_search(
                     search,
                     inputs,
                     prompt,
                     stop_token_ids=[int(end_id)],
                     pad_token_id=int(pad_id),
+                    **({"seed": seed[0]} if seed else {}),
                 )
 
             functions[key] = _compiled(self, run)
@@ -434,7 +573,7 @@ class GenerativeTask(Task):
                 for a caller that needs it again (e.g. to re-run `next` over
                 the chosen tokens); `None` encodes `inputs` here.
             **kwargs: the search's other call arguments (`stop_token_ids`,
-                `pad_token_id`, `return_scores`).
+                `pad_token_id`, `return_scores`, a sampler's `seed`).
 
         Returns:
             What the search returns (the token ids, and the scores with
@@ -524,43 +663,49 @@ def padded_rows(x, rows):
 
 
 def _compiled(model, run):
-    """`run(inputs, prompt)` compiled for this backend, as `(inputs, prompt, rows)`.
+    """`run(inputs, prompt, *seed)` compiled, as `(inputs, prompt, rows, *seed)`.
 
-    See `GenerativeTask`; `rows` is the batch size a JAX search runs.
+    See `GenerativeTask`; `rows` is the batch size a JAX search runs;
+    `seed` (a sampler's, a scalar int32 tensor) is an input of the
+    compiled function.
     """
     backend = keras.backend.backend()
     if backend == "tensorflow":
         import tensorflow as tf
 
         graph = tf.function(run, reduce_retracing=True)
-        return lambda inputs, prompt, rows: graph(inputs, ops.convert_to_tensor(prompt))
+        return lambda inputs, prompt, rows, *seed: graph(
+            inputs, ops.convert_to_tensor(prompt), *seed
+        )
     if backend == "jax":
         import jax
 
         variables = model.variables
 
         @jax.jit
-        def jitted_search(values, inputs, prompt):
+        def jitted_search(values, inputs, prompt, *seed):
             with keras.StatelessScope(state_mapping=list(zip(variables, values))):
-                return run(inputs, prompt)
+                return run(inputs, prompt, *seed)
 
-        def padded_run(inputs, prompt, rows):
+        def padded_run(inputs, prompt, rows, *seed):
             # One shape for near source lengths and for a call's chunks.
             inputs = model.padded_source(inputs, SOURCE_LENGTH_MULTIPLE)
             # Prepared inputs may be TensorFlow's tensors (`tf.data`).
             inputs, padded = tree.map_structure(
                 lambda x: ops.convert_to_tensor(padded_rows(x, rows)), (inputs, prompt)
             )
-            tokens = jitted_search([v.value for v in variables], inputs, padded)
+            tokens = jitted_search([v.value for v in variables], inputs, padded, *seed)
             return tokens[: len(prompt)]
 
         return padded_run
     if backend == "torch":
         import torch
 
-        def without_gradients(inputs, prompt, rows):
+        def without_gradients(inputs, prompt, rows, *seed):
             with torch.no_grad():
-                return run(inputs, ops.convert_to_tensor(prompt))
+                return run(inputs, ops.convert_to_tensor(prompt), *seed)
 
         return without_gradients
-    return lambda inputs, prompt, rows: run(inputs, ops.convert_to_tensor(prompt))
+    return lambda inputs, prompt, rows, *seed: run(
+        inputs, ops.convert_to_tensor(prompt), *seed
+    )

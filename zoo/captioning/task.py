@@ -6,7 +6,15 @@ SavedModel export (`zoo.captioning.export`), the held-out evaluation on the
 scenes (`zoo.captioning.evaluation`) and the metrics line of its presets.
 """
 
-from zoo.base.generation import GenerativeTask, decoding_options, make_search
+from zoo.base.generation import (
+    GenerativeTask,
+    chunk_seed,
+    decoding_options,
+    make_search,
+    repeated,
+    sampling_options,
+    sampling_seed,
+)
 from zoo.base.truncation import warn_unfinished
 from zoo.captioning import evaluation
 from zoo.captioning.export import export_captioner
@@ -60,8 +68,10 @@ class CaptioningTask(GenerativeTask):
         length_penalty=0.0,
         batch_size=64,
         coverage_penalty=0.0,
+        sampler=None,
+        num_return_sequences=1,
     ):
-        """Captions images of any size and channel count.
+        """Captions images of any size and channel count, searched or drawn.
 
         Args:
             images: one image `(H, W)` or `(H, W, C)`, or a batch
@@ -83,10 +93,20 @@ class CaptioningTask(GenerativeTask):
             batch_size: int. Images decoded together. Defaults to `64`.
             coverage_penalty: float. GNMT coverage penalty of the beam
                 search, over the grid cells. Defaults to `0.0`.
+            sampler: optional `keras_attention.decoding` sampler
+                (`TopKSampler(k=5)`, `TopPSampler(p=0.9)`, `RandomSampler()`):
+                draws each word instead of the beam search (`beam_width`
+                and the penalties are then unused), as keras-hub's
+                `generate(..., sampler=...)`; its seed reproduces a call.
+                Defaults to `None`.
+            num_return_sequences: int. Captions drawn per image (more than
+                one needs a `sampler`), consecutive in the output as in
+                Hugging Face's `generate`. Defaults to `1`.
 
         Returns:
-            A list of strings (one string for one image), and the attention
-            dicts when asked.
+            A list of strings (one string for one image and one sequence;
+            `num_return_sequences` strings per image, in a row), and the
+            attention dicts when asked (one per string).
 
         Example:
         >>> import zoo
@@ -101,10 +121,16 @@ class CaptioningTask(GenerativeTask):
         beam_width, max_length, batch_size = decoding_options(
             beam_width, max_length, batch_size, pre.sequence_length
         )
+        sampler, count = sampling_options(sampler, num_return_sequences)
         images, single = image_batch(images)
+        images = repeated(images, count)
         search = make_search(
-            beam_width, length_penalty=length_penalty, coverage_penalty=coverage_penalty
+            beam_width,
+            sampler=sampler,
+            length_penalty=length_penalty,
+            coverage_penalty=coverage_penalty,
         )
+        seed = sampling_seed(sampler)
         texts, maps, chunks = [], [], []
         for start in range(0, len(images), batch_size):
             prepared = pre.images(images[start : start + batch_size])
@@ -113,6 +139,7 @@ class CaptioningTask(GenerativeTask):
                 prepared,
                 max_length,
                 batch_size=min(batch_size, len(images)),  # one shape per call
+                seed=chunk_seed(seed, len(chunks)),
             )
             chunks.append(tokens)
             texts.extend(pre.detokenize(tokens[:, 1:]))
@@ -120,7 +147,7 @@ class CaptioningTask(GenerativeTask):
                 attention = self.token_attention(prepared, tokens)
                 maps.extend(self._attention_dicts(tokens, attention))
         warn_unfinished(chunks, pre.end_id, max_length, "captions")
-        if single:
+        if single and count == 1:
             texts, maps = texts[0], (maps[0] if maps else maps)
         return (texts, maps) if return_attention else texts
 

@@ -33,6 +33,16 @@ Signatures:
   the greedy search, as in `translate`. The limits (16 and 256 by default)
   bound what one call can take, and are recorded in the description's
   `limits`.
+- `sample`: `text`, `max_length` (as `translate`), `top_k` (int32, `>= 0`;
+  `0` is no top-k cut, as in Hugging Face's `generate`), `top_p` (float32
+  in `(0, 1]`; `1` is no nucleus cut), `temperature` (float32, finite and
+  `> 0`), `seed` (int32 `>= 0`) and `num_return_sequences` (int32 in
+  `[1, num_return_sequences_limit]`, 16 by default): the translations drawn
+  by `keras_attention.decoding.TopPSampler(p=top_p, k=top_k,
+  temperature=temperature)`, `num_return_sequences` per sentence in a row
+  (the outputs have `batch * num_return_sequences` rows). A seed
+  reproduces a call; `score` is the model's log-probability `log P(Y)`.
+  The description records the limit in `sample_limits`.
 
 Both refuse a `text` that is not a batch of sentences (rank 1).
 
@@ -58,7 +68,7 @@ import keras
 import tensorflow as tf
 
 from keras_attention.arguments import int_argument
-from keras_attention.decoding import BeamSearch
+from keras_attention.decoding import BeamSearch, TopPSampler
 from zoo.base import backends
 from zoo.base.generation import decoding_options, make_search
 from zoo.serving.export import write_metadata
@@ -111,7 +121,7 @@ class _Translator:
             [tokenizer.token_to_id(t) for t in RESERVED_TOKENS], tf.int32
         )
 
-    def decode(self, source, search, max_length):
+    def decode(self, source, search, max_length, **kwargs):
         """Token ids `(batch, max_length + 1)` and scores of a search."""
         pre = self.preprocessor
         batch = tf.shape(source)[0]
@@ -129,6 +139,7 @@ class _Translator:
             stop_token_ids=[int(pre.end_id)],
             pad_token_id=int(pre.pad_id),
             return_scores=True,
+            **kwargs,
         )
         return tf.cast(tokens, tf.int32), tf.cast(scores, tf.float32)
 
@@ -143,8 +154,12 @@ class _Translator:
         texts = self.preprocessor.target_tokenizer.detokenize(kept)
         return glue_punctuation_graph(texts)
 
-    def __call__(self, text, beam_width, max_length):
-        """Translations, scores and truncation flags of `text` (tf.string `(batch,)`)."""
+    def __call__(self, text, beam_width, max_length, sampling=None):
+        """Translations, scores and truncation flags of `text` (tf.string `(batch,)`).
+
+        `sampling` (the `sample` signature's): `(sampler, seed, count)`,
+        drawing `count` translations per sentence instead of searching.
+        """
         source, input_truncated = self.preprocessor.pack_source(text)
         source = tf.cast(source, tf.int32)
         # Greedy for width 1 as in `translate`, a beam for the others.
@@ -153,7 +168,13 @@ class _Translator:
             length_penalty=self.length_penalty,
             coverage_penalty=self.coverage_penalty,
         )
-        tokens, scores = self.decode(source, search, max_length)
+        options = {}
+        if sampling is not None:
+            search, seed, count = sampling
+            source = tf.repeat(source, count, axis=0)
+            input_truncated = tf.repeat(input_truncated, count, axis=0)
+            options["seed"] = seed
+        tokens, scores = self.decode(source, search, max_length, **options)
         generated = tokens[:, 1:]
         ended = tf.reduce_any(generated == self.preprocessor.end_id, axis=1)
         return {
@@ -164,21 +185,61 @@ class _Translator:
         }
 
 
-def _within(value, name, limit):
-    """`value` (an int32 scalar tensor), checked in `[1, limit]` when the graph runs."""
+def _within(value, name, limit, minimum=1):
+    """`value` (an int32 scalar tensor), checked in `[minimum, limit]` when the graph runs.
+
+    `limit=None`: no upper bound.
+    """
     value = tf.ensure_shape(value, [])
     checks = [
         tf.debugging.assert_greater_equal(
-            value, tf.constant(1, tf.int32), message=f"`{name}` must be an int >= 1"
-        ),
-        tf.debugging.assert_less_equal(
             value,
-            tf.constant(limit, tf.int32),
-            message=f"`{name}` must be <= {limit} (this export's limit)",
-        ),
+            tf.constant(minimum, tf.int32),
+            message=f"`{name}` must be an int >= {minimum}",
+        )
     ]
+    if limit is not None:
+        checks.append(
+            tf.debugging.assert_less_equal(
+                value,
+                tf.constant(limit, tf.int32),
+                message=f"`{name}` must be <= {limit} (this export's limit)",
+            )
+        )
     with tf.control_dependencies(checks):
         return tf.identity(value)
+
+
+def _positive(value, name, maximum=None):
+    """`value` (a float32 scalar tensor), checked finite, `> 0` and `<= maximum`."""
+    value = tf.ensure_shape(value, [])
+    accepted = "a finite float > 0" + ("" if maximum is None else f" and <= {maximum}")
+    message = f"`{name}` must be {accepted}"
+    checks = [
+        tf.debugging.assert_all_finite(value, message=message),
+        tf.debugging.assert_greater(value, tf.constant(0.0), message=message),
+    ]
+    if maximum is not None:
+        checks.append(
+            tf.debugging.assert_less_equal(
+                value, tf.constant(maximum, tf.float32), message=message
+            )
+        )
+    with tf.control_dependencies(checks):
+        return tf.identity(value)
+
+
+def _sampling(vocabulary_size, top_k, top_p, temperature, seed, count, count_limit):
+    """The `sample` signature's `(sampler, seed, count)`, checked in the graph."""
+    top_k = _within(top_k, "top_k", None, minimum=0)
+    top_k = tf.where(top_k == 0, vocabulary_size, tf.minimum(top_k, vocabulary_size))
+    sampler = TopPSampler(
+        p=_positive(top_p, "top_p", maximum=1.0),
+        k=top_k,
+        temperature=_positive(temperature, "temperature"),
+    )
+    seed = _within(seed, "seed", None, minimum=0)
+    return sampler, seed, _within(count, "num_return_sequences", count_limit)
 
 
 def _sentences(text):
@@ -200,6 +261,7 @@ def export_translator(
     verbose=False,
     beam_width_limit=16,
     max_length_limit=None,
+    num_return_sequences_limit=16,
 ):
     """Writes a translation task as a SavedModel with the search in the graph.
 
@@ -221,8 +283,10 @@ def export_translator(
             signature accepts (a larger one fails with an error naming the
             limit; `zoo.serving.server` refuses it with a 400). Bounds the memory
             of one call with `max_length_limit`. Defaults to `16`.
-        max_length_limit: int. The largest `max_length` of `translate`.
-            Defaults to `max(256, max_length)`.
+        max_length_limit: int. The largest `max_length` of `translate`
+            and `sample`. Defaults to `max(256, max_length)`.
+        num_return_sequences_limit: int. The largest `num_return_sequences`
+            of `sample`. Defaults to `16`.
 
     Returns:
         The path, as a str. `assets.extra/zoo_export.json` there describes
@@ -250,6 +314,7 @@ def export_translator(
         max_length_limit = max(256, max_length)
     beam_width_limit = int_argument("beam_width_limit", beam_width_limit)
     max_length_limit = int_argument("max_length_limit", max_length_limit)
+    count_limit = int_argument("num_return_sequences_limit", num_return_sequences_limit)
     if beam_width > beam_width_limit or max_length > max_length_limit:
         raise ValueError(
             "`beam_width` and `max_length` must lie within `beam_width_limit` "
@@ -270,6 +335,21 @@ def export_translator(
         max_length = _within(max_length, "max_length", max_length_limit)
         return translator(_sentences(text), beam_width, max_length)
 
+    vocabulary_size = pre.target_tokenizer.vocabulary_size()
+
+    def sample(text, max_length, top_k, top_p, temperature, seed, num_return_sequences):
+        max_length = _within(max_length, "max_length", max_length_limit)
+        sampling = _sampling(
+            vocabulary_size,
+            top_k,
+            top_p,
+            temperature,
+            seed,
+            num_return_sequences,
+            count_limit,
+        )
+        return translator(_sentences(text), 1, max_length, sampling=sampling)
+
     # The endpoints' variables are tracked as they are used; `track(task)`
     # would store every weight a second time (as Keras variables).
     archive = keras.export.ExportArchive()
@@ -283,6 +363,19 @@ def export_translator(
             tf.TensorSpec([], tf.int32, name="max_length"),
         ],
     )
+    archive.add_endpoint(
+        "sample",
+        sample,
+        [
+            text,
+            tf.TensorSpec([], tf.int32, name="max_length"),
+            tf.TensorSpec([], tf.int32, name="top_k"),
+            tf.TensorSpec([], tf.float32, name="top_p"),
+            tf.TensorSpec([], tf.float32, name="temperature"),
+            tf.TensorSpec([], tf.int32, name="seed"),
+            tf.TensorSpec([], tf.int32, name="num_return_sequences"),
+        ],
+    )
     archive.write_out(path, verbose=verbose)
     write_metadata(
         path,
@@ -294,8 +387,9 @@ def export_translator(
             "length_penalty": float(length_penalty),
             "coverage_penalty": float(coverage_penalty),
             "source_sequence_length": pre.source_sequence_length,
-            "signatures": ["serve", "translate"],
+            "signatures": ["serve", "translate", "sample"],
             "limits": {"beam_width": beam_width_limit, "max_length": max_length_limit},
+            "sample_limits": {"num_return_sequences": count_limit},
         },
     )
     return os.fspath(path)

@@ -6,8 +6,12 @@ import tensorflow as tf
 from zoo.base.generation import (
     GenerativeTask,
     as_texts,
+    chunk_seed,
     decoding_options,
     make_search,
+    repeated,
+    sampling_options,
+    sampling_seed,
 )
 from zoo.base.truncation import warn_unfinished
 from zoo.data import bible
@@ -122,8 +126,10 @@ class TranslationTask(GenerativeTask):
         coverage_penalty=0.0,
         batch_size=64,
         return_attention=False,
+        sampler=None,
+        num_return_sequences=1,
     ):
-        """Translates source sentences.
+        """Translates source sentences, by a search or by drawing (sampling).
 
         Sentences are decoded in batches of similar source length; the
         output keeps the input order.
@@ -143,10 +149,22 @@ class TranslationTask(GenerativeTask):
                 attention of each generated subword over the source
                 subwords) and the `source_tokens` / `target_tokens` labels.
                 Defaults to `False`.
+            sampler: optional `keras_attention.decoding` sampler
+                (`TopKSampler(k=5)`, `TopPSampler(p=0.9)`, `RandomSampler()`,
+                or `zoo.base.generation.make_sampler(top_k, top_p,
+                temperature, seed)`): draws each subword instead of the beam
+                search (`beam_width` and the penalties are then unused), as
+                keras-hub's `generate(..., sampler=...)`. Its seed
+                reproduces a call (same inputs and `batch_size`); without
+                one each call draws anew. Defaults to `None`.
+            num_return_sequences: int. Translations drawn per sentence
+                (more than one needs a `sampler`), consecutive in the
+                output as in Hugging Face's `generate`. Defaults to `1`.
 
         Returns:
-            A list of strings (a string for a single input), and the
-            alignments when asked.
+            A list of strings (a string for a single input and one
+            sequence; `num_return_sequences` strings per input, in a row),
+            and the alignments when asked (one per string).
 
         Example:
         >>> import zoo
@@ -162,18 +180,24 @@ class TranslationTask(GenerativeTask):
         beam_width, max_length, batch_size = decoding_options(
             beam_width, max_length, batch_size, pre.target_sequence_length
         )
+        sampler, count = sampling_options(sampler, num_return_sequences)
         if not texts:
             return ([], []) if return_attention else []
         search = make_search(
-            beam_width, length_penalty=length_penalty, coverage_penalty=coverage_penalty
+            beam_width,
+            sampler=sampler,
+            length_penalty=length_penalty,
+            coverage_penalty=coverage_penalty,
         )
+        seed = sampling_seed(sampler)
         pad = pre.source_pad_id
         ids = [
             row[row != pad]
             for row in np.asarray(pre(tf.constant(texts))["encoder_token_ids"])
         ]
-        order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
-        outputs, alignments = [None] * len(texts), [None] * len(texts)
+        ids = repeated(ids, count)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        outputs, alignments = [None] * len(ids), [None] * len(ids)
         generated = []
         for begin in range(0, len(order), batch_size):
             chunk = order[begin : begin + batch_size]
@@ -184,7 +208,8 @@ class TranslationTask(GenerativeTask):
                 search,
                 batch,
                 max_length,
-                batch_size=min(batch_size, len(texts)),  # one shape per call
+                batch_size=min(batch_size, len(ids)),  # one shape per call
+                seed=chunk_seed(seed, len(generated)),
             )
             generated.append(tokens)
             for i, text in zip(chunk, pre.detokenize(tokens[:, 1:])):
@@ -193,7 +218,7 @@ class TranslationTask(GenerativeTask):
                 for i, alignment in zip(chunk, self.alignments(batch, tokens)):
                     alignments[i] = alignment
         warn_unfinished(generated, pre.end_id, max_length, "translations")
-        if single:
+        if single and count == 1:
             outputs, alignments = outputs[0], alignments[0]
         return (outputs, alignments) if return_attention else outputs
 

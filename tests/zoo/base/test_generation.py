@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_attention.decoding import BeamSearch
+from keras_attention.decoding import BeamSearch, RandomSampler, TopKSampler
 from zoo import registry
-from zoo.base.generation import GenerativeTask, make_search
+from zoo.base.generation import GenerativeTask, make_sampler, make_search
 
 PAD, START, END, A, B = range(5)
 TINY = 1e-9  # The probability of tokens a model should never write.
@@ -446,3 +446,84 @@ def test_jax_compiles_one_search_per_source_bucket_for_a_smaller_last_chunk(
     outputs = model.translate(texts, beam_width=beam_width, max_length=3, batch_size=2)
     assert len(traced) == first
     assert len(outputs) == len(texts) and all(isinstance(o, str) for o in outputs)
+
+
+# === Samplers: drawn through `generate` and the verbs ===
+
+
+class CountingTable(TableModel):
+    """`TableModel` counting the Python calls of `next` (traces when compiled)."""
+
+    next_calls = 0
+
+    def next(self, prompt, cache, index):
+        self.next_calls += 1
+        return super().next(prompt, cache, index)
+
+
+def test_a_sampler_compiles_once_for_every_seed_and_its_seed_reproduces():
+    logits = np.zeros((5, 5), "float32")  # Every token alike but two.
+    logits[:, [PAD, START]] = -1e9
+    model = CountingTable(logits, ATTENTION)
+    source = np.ones((32, 2), "int32")
+    first = model.generate(source, max_length=4, sampler=RandomSampler(seed=1))
+    traced = model.next_calls
+    again = model.generate(source, max_length=4, sampler=RandomSampler(seed=1))
+    other = model.generate(source, max_length=4, sampler=RandomSampler(seed=2))
+    np.testing.assert_array_equal(again, first)
+    assert (other != first).any()
+    assert len({tuple(row) for row in first}) > 1  # Rows draw apart.
+    if keras.backend.backend() in ("tensorflow", "jax"):
+        assert model.next_calls == traced  # The seed is an input.
+
+
+def test_a_top_one_sampler_decodes_greedily():
+    model = random_model(3)
+    source = np.ones((4, 2), "int32")
+    tokens = model.generate(source, max_length=5, sampler=TopKSampler(k=1))
+    np.testing.assert_array_equal(tokens, numpy_greedy(model.table, 4, 5))
+
+
+def test_make_sampler_reads_hugging_face_arguments():
+    assert make_sampler().get_config() == {"seed": None, "temperature": 1.0}
+    sampler = make_sampler(top_k=3, top_p=0.5, temperature=0.7, seed=4)
+    assert sampler.get_config() == {"p": 0.5, "k": 3, "seed": 4, "temperature": 0.7}
+    with pytest.raises(ValueError, match="top_k|k=0"):
+        make_sampler(top_k=0)
+
+
+@pytest.mark.filterwarnings("ignore:.*reached max_length")  # untrained
+def test_translate_draws_num_return_sequences_per_sentence():
+    model = tiny_translator("seq2seq")
+    texts = ["light", "light light light"]
+    sampler = TopKSampler(k=4, seed=5)
+    outputs = model.translate(texts, sampler=sampler, num_return_sequences=3)
+    assert len(outputs) == 6 and all(isinstance(o, str) for o in outputs)
+    again = model.translate(texts, sampler=sampler, num_return_sequences=3)
+    assert again == outputs
+    # One sentence and several sequences: a list, not a string.
+    single = model.translate(texts[1], sampler=sampler, num_return_sequences=3)
+    assert isinstance(single, list) and len(single) == 3
+    with pytest.raises(ValueError, match="num_return_sequences"):
+        model.translate(texts, num_return_sequences=2)
+    with pytest.raises(TypeError, match="sampler"):
+        model.translate(texts, sampler="top_k")
+
+
+@pytest.mark.filterwarnings("ignore:.*reached max_length")  # untrained
+def test_caption_draws_num_return_sequences_per_image():
+    import zoo
+
+    vocabulary = ["[PAD]", "[UNK]", "[START]", "[END]", "a", "bag"]
+    model = zoo.ShowAttendTell(
+        len(vocabulary),
+        annotation_dim=8,
+        embedding_dim=4,
+        units=8,
+        preprocessor=zoo.CaptionPreprocessor(vocabulary, sequence_length=4),
+    )
+    images = np.random.default_rng(0).uniform(size=(2, 28, 28)).astype("float32")
+    sampler = RandomSampler(seed=0, temperature=2.0)
+    texts = model.caption(images, sampler=sampler, num_return_sequences=4)
+    assert len(texts) == 8 and all(isinstance(t, str) for t in texts)
+    assert model.caption(images, sampler=sampler, num_return_sequences=4) == texts

@@ -196,6 +196,7 @@ def test_the_zoo_keras_and_keras_hub_are_hidden_from_the_export(tiny_exports):
     assert answers["loaded"] == []
     for name in TRANSLATORS:
         assert answers[name]["signatures"] == [
+            "sample",
             "serve",
             "serving_default",
             "translate",
@@ -258,6 +259,67 @@ def test_exported_search_settings_are_checked_when_called(tiny_exports):
         exported("translate", text=["light"])
     with pytest.raises(ValueError, match="signature"):
         exported("caption", text=["light"])
+
+
+def draw(exported, **options):
+    """The `sample` signature on `texts()`: 2 per sentence, seed 3, no cut."""
+    options = {
+        "text": texts(),
+        "max_length": MAX_LENGTH,
+        "top_k": 0,
+        "top_p": 1.0,
+        "temperature": 1.0,
+        "seed": 3,
+        "num_return_sequences": 2,
+        **options,
+    }
+    return exported("sample", **options)
+
+
+@pytest.mark.parametrize("name", TRANSLATORS)
+def test_the_sample_signature_draws_reproducibly_per_seed(tiny_exports, name):
+    _, paths, answers = tiny_exports
+    exported = zoo_export.load(paths[name])
+    out = draw(exported, top_k=3, top_p=0.9, temperature=1.5)
+    assert out["translation"].shape == out["score"].shape == (2 * len(texts()),)
+    again = draw(exported, top_k=3, top_p=0.9, temperature=1.5)
+    np.testing.assert_array_equal(again["translation"], out["translation"])
+    assert (
+        draw(exported, seed=4)["translation"] != draw(exported)["translation"]
+    ).any()
+    # A top-1 draw is the greedy search.
+    greedy = [t.encode("utf-8") for t in answers[name]["beam1"]["translation"]]
+    assert draw(exported, top_k=1, num_return_sequences=1)["translation"].tolist() == (
+        greedy
+    )
+    assert list(out["input_truncated"]) == [
+        cut for cut in answers[name]["beam1"]["input_truncated"] for _ in range(2)
+    ]
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("top_k", -1),
+        ("top_p", 0.0),
+        ("top_p", 1.5),
+        ("temperature", 0.0),
+        ("temperature", float("inf")),
+        ("seed", -1),
+        ("num_return_sequences", 0),
+        ("num_return_sequences", 17),
+        ("max_length", 0),
+    ],
+)
+def test_the_sample_signature_checks_its_arguments_when_called(
+    tiny_exports, field, value
+):
+    _, paths, _ = tiny_exports
+    exported = zoo_export.load(paths["seq2seq"])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=field):
+        draw(exported, **{field: value})
+    description = zoo_export.read_metadata(paths["seq2seq"])
+    assert description["sample_limits"] == {"num_return_sequences": 16}
 
 
 def test_export_refuses_bad_settings(tmp_path):
