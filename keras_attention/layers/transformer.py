@@ -216,9 +216,12 @@ class _TransformerBlock(keras.layers.Layer):
                 "chunk_threshold": self.chunk_threshold,
                 "chunk_size": self.chunk_size,
                 "window": self.window,
-                "num_key_value_heads": self.num_key_value_heads,
             }
         )
+        if self.num_key_value_heads != self.num_heads:
+            # Only when grouped: a default block's config stays keras-hub's
+            # plus ours, as saved presets hold it.
+            config["num_key_value_heads"] = self.num_key_value_heads
         return config
 
 
