@@ -7,6 +7,9 @@ windowed, a decoding cache), with Keras's explicit path (taken through
 Keras's fused path and ours agree too.
 """
 
+import importlib.util
+import pathlib
+
 import keras
 import numpy as np
 import pytest
@@ -14,6 +17,12 @@ from keras import ops
 
 from keras_attention.layers import GroupedQueryAttention, MultiHeadAttention
 from keras_attention.layers import multi_head_attention as mha_module
+
+_spec = importlib.util.spec_from_file_location(
+    "gradients", pathlib.Path(__file__).parents[1] / "gradients.py"
+)
+gradients = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gradients)
 
 HEAD_DIM, QUERY_HEADS, DIM, BATCH, LENGTH = 4, 4, 6, 2, 6
 KV_HEADS = [1, 2, 4]
@@ -215,3 +224,32 @@ def test_config_is_keras_config_plus_ours():
 def test_indivisible_heads_raise():
     with pytest.raises(ValueError, match="num_key_value_heads=3"):
         GroupedQueryAttention(head_dim=4, num_query_heads=4, num_key_value_heads=3)
+
+
+@pytest.mark.parametrize("path", ["chunked", "windowed"])
+@pytest.mark.parametrize("kv_heads", [1, 2])
+def test_gradients_equal_the_explicit_path(kv_heads, path):
+    """Input and weight gradients of the grouped kernels: the explicit path's."""
+    query, value = rand(BATCH, LENGTH, DIM), rand(BATCH, LENGTH, DIM, seed=1)
+    loss = gradients.weighted_sum(rand(BATCH, LENGTH, DIM, seed=6))
+    kwargs = {
+        "use_causal_mask": True,
+        "value_mask": MASKS["padding_causal"]["value_mask"],
+    }
+    _, explicit = twins(
+        kv_heads, window=PATHS["windowed"]["window"] if path == "windowed" else None
+    )
+    _, blockwise = twins(kv_heads, **PATHS[path])
+    expected_out, expected = gradients.value_and_gradients(
+        explicit,
+        (query, value),
+        lambda out: loss(out[0]),
+        {**kwargs, "return_attention_scores": True},
+    )
+    got_out, got = gradients.value_and_gradients(
+        blockwise, (query, value), loss, kwargs
+    )
+    np.testing.assert_allclose(got_out, expected_out[0], atol=2e-5)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, atol=1e-4)
