@@ -3,6 +3,7 @@
 from keras_attention.layers.attention import Attention
 from keras_attention.layers.chunked import chunked_attention, dropout_keep_mask
 from keras_attention.layers.glimpse import GlimpseNetwork, GlimpseSensor
+from keras_attention.layers.grouped_query_attention import GroupedQueryAttention
 from keras_attention.layers.image_attention import ImageSelfAttention
 from keras_attention.layers.masking import causal_mask, masked_softmax, merge_masks
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
@@ -23,6 +24,7 @@ __all__ = [
     "AttentionDecoderCell",
     "GlimpseNetwork",
     "GlimpseSensor",
+    "GroupedQueryAttention",
     "ImageSelfAttention",
     "MultiHeadAttention",
     "PositionEmbedding",

@@ -5,7 +5,7 @@ import math
 
 import keras
 from keras import ops, tree
-from keras.src.backend import set_keras_mask
+from keras.src.backend import get_keras_mask, set_keras_mask
 
 from keras_attention import scores
 from keras_attention.layers import dispatch, head_masks, kv_cache
@@ -218,7 +218,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         value_shape = tuple(value_shape)
         key_shape = value_shape if key_shape is None else tuple(key_shape)
         _check_batch(query_shape, value_shape, key_shape)
-        super().build(query_shape, value_shape, key_shape)
+        self._build_projections(query_shape, value_shape, key_shape)
         self._keras_path = len(query_shape) != 3 or self.attention_axes != (1,)
         if self._keras_path and not self._fused_score:
             raise ValueError(
@@ -244,6 +244,14 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         head_query = (None, query_shape[1], self.key_dim)
         head_key = (None, key_shape[1], self.key_dim)
         self._score_layer.build(head_query, head_key)
+
+    def _build_projections(self, query_shape, value_shape, key_shape):
+        """Keras's projections (and dropout): `num_heads` key/value heads."""
+        super().build(query_shape, value_shape, key_shape)
+
+    def _key_value_heads(self):
+        """The number of key/value heads: `num_heads` (one per query head)."""
+        return self.num_heads
 
     def call(
         self,
@@ -278,11 +286,15 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             return self._keras_call(call, key)
         _check_batch(query.shape, value.shape, call.key.shape)
         # `Layer.__call__` already filled the masks from the inputs' Keras
-        # masks; drop those so the projection layers do not warn.
-        for tensor in (query, value, call.key):
+        # masks; drop those while projecting so the projection layers do not
+        # warn, then give the caller's tensors their masks back.
+        keras_masks = [(x, get_keras_mask(x)) for x in (query, value, call.key)]
+        for tensor, _ in keras_masks:
             set_keras_mask(tensor, None)
         gate = self._gate_dense(query) if self._use_gate else None
         self._project(call)
+        for tensor, mask in keras_masks:
+            set_keras_mask(tensor, mask)
         prefix, cache_size = self._read_visible_cache(call)
         path = self._route(call)
         output, weights, row_valid = path(call)
@@ -340,7 +352,9 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                 self.value_dense(call.value),
             )
             return
-        kv_cache.check_cache(cache, self.num_heads, self.key_dim, self.value_dim)
+        kv_cache.check_cache(
+            cache, self._key_value_heads(), self.key_dim, self.value_dim
+        )
         call.heads_first = isinstance(cache, (tuple, list))
         if call.heads_first:
             key_cache, value_cache = cache
@@ -451,10 +465,15 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
 
     def _overrides_hooks(self):
         """Whether a subclass overrides Keras's hooks (they need full weights)."""
-        cls = type(self)
         return (
-            cls._compute_attention is not MultiHeadAttention._compute_attention
-            or cls._masked_softmax is not MultiHeadAttention._masked_softmax
+            self._overrides_compute_attention()
+            or type(self)._masked_softmax is not MultiHeadAttention._masked_softmax
+        )
+
+    def _overrides_compute_attention(self):
+        """Whether a subclass overrides Keras's hook `_compute_attention`."""
+        return (
+            type(self)._compute_attention is not MultiHeadAttention._compute_attention
         )
 
     def _takes_windowed_path(self, call):
@@ -519,55 +538,56 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         The padding masks stay 1-D and the attention mask as given: no
         `(B, Tq, Tv)` mask is built. A row with nothing to attend to gets a
         zero context, so its output is the projection's bias, as on the
-        explicit path.
+        explicit path. Grouped heads go through `_by_group`.
         """
-        query, key, value = call.query, call.key, call.value
         query_mask, keys, attention_mask = self._blockwise_masks(call)
         score_fn, rate, seed = self._blockwise_options(call.training)
-        if (
-            self.chunk_size == dispatch.AUTO
-            and score_fn is None
-            and rate == 0.0
-            and attention_mask is None
-            and self._sliding_window is None
-            and self.key_dim == self.value_dim
-        ):
-            # The masks as given: `triton_padding` compares the objects.
-            padding = dispatch.triton_padding(
-                call.query_mask, (call.value_mask, call.key_mask)
-            )
-            if dispatch.triton_flash_applies_here(
-                query, key, self.key_dim, call.use_causal_mask, padding
+
+        def attend(query, attention_mask, seed):
+            if (
+                self.chunk_size == dispatch.AUTO
+                and score_fn is None
+                and rate == 0.0
+                and attention_mask is None
+                and self._sliding_window is None
+                and self.key_dim == self.value_dim
             ):
-                context = dispatch.triton_flash_attention(
-                    query,
-                    key,
-                    value,
-                    call.use_causal_mask,
-                    1.0 / math.sqrt(self.key_dim),
-                    call.query_mask,
-                    shared_mask=padding == "shared",
+                # The masks as given: `triton_padding` compares the objects.
+                padding = dispatch.triton_padding(
+                    call.query_mask, (call.value_mask, call.key_mask)
                 )
-                return context, None, None
-        rows = query.shape[0] and query.shape[0] * self.num_heads
-        size = dispatch.chunk_size(self.chunk_size, rows, query)
-        context = chunked_attention(
-            query,
-            key,
-            value,
-            key_mask=keys,
-            query_mask=query_mask,
-            attention_mask=attention_mask,
-            use_causal_mask=call.use_causal_mask,
-            causal_offset=0,
-            sliding_window=self._sliding_window,
-            score_fn=score_fn,
-            dropout_rate=rate,
-            seed=seed,
-            query_chunk_size=size,
-            key_chunk_size=size,
-        )
-        return context, None, None
+                if dispatch.triton_flash_applies_here(
+                    query, call.key, self.key_dim, call.use_causal_mask, padding
+                ):
+                    return dispatch.triton_flash_attention(
+                        query,
+                        call.key,
+                        call.value,
+                        call.use_causal_mask,
+                        1.0 / math.sqrt(self.key_dim),
+                        call.query_mask,
+                        shared_mask=padding == "shared",
+                    )
+            rows = query.shape[0] and query.shape[0] * query.shape[2]
+            size = dispatch.chunk_size(self.chunk_size, rows, query)
+            return chunked_attention(
+                query,
+                call.key,
+                call.value,
+                key_mask=keys,
+                query_mask=query_mask,
+                attention_mask=attention_mask,
+                use_causal_mask=call.use_causal_mask,
+                causal_offset=0,
+                sliding_window=self._sliding_window,
+                score_fn=score_fn,
+                dropout_rate=rate,
+                seed=seed,
+                query_chunk_size=size,
+                key_chunk_size=size,
+            )
+
+        return self._by_group(attend, call.query, attention_mask, seed), None, None
 
     def _windowed_path(self, call):
         """Context from `windowed_attention`.
@@ -577,31 +597,93 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         """
         query_mask, keys, attention_mask = self._blockwise_masks(call)
         score_fn, rate, seed = self._blockwise_options(call.training)
-        context = windowed_attention(
-            call.query,
-            call.key,
-            call.value,
-            self.window,
-            causal=call.use_causal_mask,
-            key_mask=keys,
-            query_mask=query_mask,
-            attention_mask=attention_mask,
-            score_fn=score_fn,
-            dropout_rate=rate,
-            seed=seed,
+
+        def attend(query, attention_mask, seed):
+            return windowed_attention(
+                query,
+                call.key,
+                call.value,
+                self.window,
+                causal=call.use_causal_mask,
+                key_mask=keys,
+                query_mask=query_mask,
+                attention_mask=attention_mask,
+                score_fn=score_fn,
+                dropout_rate=rate,
+                seed=seed,
+            )
+
+        return self._by_group(attend, call.query, attention_mask, seed), None, None
+
+    def _by_group(self, attend, query, attention_mask, seed):
+        """`attend(query, attention_mask, seed)` per group of query heads.
+
+        Query head `h` reads key/value head `h // group` (Keras's
+        `ops.repeat` order), `group = num_heads // key/value heads`. The
+        keys and values are never repeated: the query `(B, Tq, num_heads,
+        key_dim)` is read as `(B, Tq, kv_heads, group, key_dim)` and
+        `attend` runs once per position in the group on the `kv_heads`
+        key/value heads as they lie (once, on everything, for
+        `MultiHeadAttention`). A per-head attention mask is split the same
+        way; each call's dropout gets its own seed.
+
+        Returns the context `(B, Tq, num_heads, value_dim)`.
+        """
+        kv_heads = self._key_value_heads()
+        group = self.num_heads // kv_heads
+        if group == 1:
+            return attend(query, attention_mask, seed)
+        batch, q_len = ops.shape(query)[0], query.shape[1]
+        query = ops.reshape(query, (batch, q_len, kv_heads, group, self.key_dim))
+        per_head = attention_mask is not None and len(attention_mask.shape) == 4
+        if per_head and attention_mask.shape[1] != 1:
+            mask_shape = ops.shape(attention_mask)
+            attention_mask = ops.reshape(
+                attention_mask,
+                (mask_shape[0], kv_heads, group, mask_shape[2], mask_shape[3]),
+            )
+        else:
+            per_head = False
+        contexts = []
+        for member in range(group):
+            contexts.append(
+                attend(
+                    query[:, :, :, member],
+                    attention_mask[:, :, member] if per_head else attention_mask,
+                    None if seed is None else seed + member,
+                )
+            )
+        context = ops.stack(contexts, axis=3)
+        return ops.reshape(context, (batch, q_len, self.num_heads, self.value_dim))
+
+    def _repeated_key_value(self, call):
+        """Keys and values with one head per query head, as Keras's hook takes them.
+
+        `(B, Tv, num_heads, dim)` (`(B, num_heads, Tv, dim)` heads first):
+        each key/value head repeated `group` times, as
+        `keras.layers.GroupQueryAttention` does before `_compute_attention`;
+        the keys and values as they are for `MultiHeadAttention`.
+        """
+        group = self.num_heads // self._key_value_heads()
+        if group == 1:
+            return call.key, call.value
+        axis = 1 if call.heads_first else 2
+        return (
+            ops.repeat(call.key, group, axis=axis),
+            ops.repeat(call.value, group, axis=axis),
         )
-        return context, None, None
 
     def _heads_first_path(self, call):
         """The explicit path on a split cache's heads-first keys and values."""
+        key, value = self._repeated_key_value(call)
         mask, _, _ = self._attention_mask(
             call,
             # The masks read the number of keys only.
-            call.key[:, 0, :, :1],
+            key[:, 0, :, :1],
             fused=False,
         )
         context, weights = self._heads_first_attention(
-            call.query, call.key, call.value, mask, call.training
+            call.query, key, value, mask, call.training
         )
         return context, weights, None
 
@@ -611,19 +693,17 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         A subclass overriding the hook gets what Keras gives it: the merged
         mask, and no repair of fully masked rows.
         """
-        own_hook = (
-            type(self)._compute_attention is MultiHeadAttention._compute_attention
-        )
+        key, value = self._repeated_key_value(call)
         mask, causal_only, row_valid = self._attention_mask(
-            call, call.key, fused=call.fused and own_hook
+            call, key, fused=call.fused and not self._overrides_compute_attention()
         )
         # As in Keras: `use_causal_mask` reaches the hook only when the
         # backend's causal kernel can apply it alone.
         causal_kwargs = {"use_causal_mask": True} if causal_only else {}
-        context, weights = self._compute_attention(
+        context, weights = self._call_hook(
             call.query,
-            call.key,
-            call.value,
+            key,
+            value,
             mask,
             call.training,
             call.return_attention_scores,
@@ -636,6 +716,12 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             context = ops.where(valid, context, ops.zeros_like(context))
             row_valid = None
         return context, weights, row_valid
+
+    def _call_hook(self, query, key, value, mask, training, return_scores, **causal):
+        """Calls `_compute_attention` with Keras's `MultiHeadAttention` arguments."""
+        return self._compute_attention(
+            query, key, value, mask, training, return_scores, **causal
+        )
 
     def _blockwise_masks(self, call):
         """`(query_mask, key_mask, attention_mask)` of the blockwise paths.

@@ -33,6 +33,7 @@ from keras.src.backend import get_keras_mask, set_keras_mask
 from keras_attention import scores
 from keras_attention.arguments import int_argument
 from keras_attention.layers import dispatch
+from keras_attention.layers.grouped_query_attention import GroupedQueryAttention
 from keras_attention.layers.multi_head_attention import (
     MultiHeadAttention,
     cache_length,
@@ -59,6 +60,7 @@ class _TransformerBlock(keras.layers.Layer):
         chunk_threshold="auto",
         chunk_size="auto",
         window=None,
+        num_key_value_heads=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -66,6 +68,15 @@ class _TransformerBlock(keras.layers.Layer):
         window = check_window(window)
         intermediate_dim = int_argument("intermediate_dim", intermediate_dim)
         num_heads = int_argument("num_heads", num_heads)
+        if num_key_value_heads is None:
+            num_key_value_heads = num_heads
+        num_key_value_heads = int_argument("num_key_value_heads", num_key_value_heads)
+        if num_heads % num_key_value_heads != 0:
+            raise ValueError(
+                "`num_heads` must be divisible by `num_key_value_heads`. "
+                f"Received: num_heads={num_heads}, "
+                f"num_key_value_heads={num_key_value_heads}"
+            )
         if not 0.0 <= dropout < 1.0:
             raise ValueError(
                 f"`dropout` must be in [0, 1). Received: dropout={dropout}"
@@ -75,6 +86,7 @@ class _TransformerBlock(keras.layers.Layer):
         scores.get(score)  # Fails early, with the registry's message.
         self.intermediate_dim = int(intermediate_dim)
         self.num_heads = int(num_heads)
+        self.num_key_value_heads = int(num_key_value_heads)
         self.dropout = dropout
         self.activation = keras.activations.get(activation)
         self.layer_norm_epsilon = layer_norm_epsilon
@@ -104,10 +116,23 @@ class _TransformerBlock(keras.layers.Layer):
         }
 
     def _attention(self, name, head_dim, query_shape, value_shape, window=None):
-        layer = MultiHeadAttention(
-            num_heads=self.num_heads,
-            key_dim=head_dim,
-            value_dim=head_dim,
+        """`MultiHeadAttention`, or `GroupedQueryAttention` with fewer key/value heads."""
+        if self.num_key_value_heads == self.num_heads:
+            heads = {
+                "num_heads": self.num_heads,
+                "key_dim": head_dim,
+                "value_dim": head_dim,
+            }
+            attention_cls = MultiHeadAttention
+        else:
+            heads = {
+                "head_dim": head_dim,
+                "num_query_heads": self.num_heads,
+                "num_key_value_heads": self.num_key_value_heads,
+            }
+            attention_cls = GroupedQueryAttention
+        layer = attention_cls(
+            **heads,
             dropout=self.dropout,
             score=self.score,
             chunk_threshold=self.chunk_threshold,
@@ -193,6 +218,10 @@ class _TransformerBlock(keras.layers.Layer):
                 "window": self.window,
             }
         )
+        if self.num_key_value_heads != self.num_heads:
+            # Only when grouped: a default block's config stays keras-hub's
+            # plus ours, as saved presets hold it.
+            config["num_key_value_heads"] = self.num_key_value_heads
         return config
 
 
@@ -239,6 +268,10 @@ class TransformerEncoderBlock(_TransformerBlock):
             attends to the positions at most `window` away, computed in
             blocks in `O(window * T)` (`MultiHeadAttention(window=...)`).
             Defaults to `None` (full attention).
+        num_key_value_heads: int or None. Key/value heads of the attention
+            (grouped-query attention, `GroupedQueryAttention`, when fewer
+            than `num_heads`; must divide it). Defaults to `None`:
+            `num_heads`, a `MultiHeadAttention` sublayer.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -409,6 +442,11 @@ class TransformerDecoderBlock(_TransformerBlock):
             position `i` attends to `i - window ... i` (with the causal
             mask), computed in blocks in `O(window * T)`; with a cache,
             the same band as a mask. Defaults to `None`.
+        num_key_value_heads: int or None. Key/value heads of both attention
+            sublayers (grouped-query attention, `GroupedQueryAttention`,
+            when fewer than `num_heads`; must divide it); the caches then
+            hold `num_key_value_heads` heads where `num_heads` is written
+            above. Defaults to `None`: `num_heads`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -707,10 +745,10 @@ class TransformerDecoderBlock(_TransformerBlock):
                 stacked tensor. Defaults to `False`.
 
         Returns:
-            Tensor `(batch, 2, S, num_heads, head_dim)`: projected keys at
+            Tensor `(batch, 2, S, num_key_value_heads, head_dim)`: projected keys at
             `[:, 0]`, values at `[:, 1]`, ready for `cross_attention_cache`;
-            with `split=True`, the heads-first pair of `(batch, num_heads, S,
-            head_dim)` tensors.
+            with `split=True`, the heads-first pair of `(batch,
+            num_key_value_heads, S, head_dim)` tensors.
         """
         if not self.built or self._cross_attention_layer is None:
             raise ValueError(
@@ -722,7 +760,8 @@ class TransformerDecoderBlock(_TransformerBlock):
         batch, length = ops.shape(encoder_sequence)[0], ops.shape(encoder_sequence)[1]
         head_dim = attention.key_dim
         cache = ops.zeros(
-            (batch, 2, length, self.num_heads, head_dim), dtype=self.compute_dtype
+            (batch, 2, length, self.num_key_value_heads, head_dim),
+            dtype=self.compute_dtype,
         )
         # Writing at index 0 with an (ignored) one-step query fills the cache
         # with the projections of the whole encoder sequence.
