@@ -207,12 +207,17 @@ def test_config_round_trip(cls):
 
 @pytest.mark.parametrize("cls", [MultiHeadAttention, Attention])
 @pytest.mark.parametrize(
-    "bad", [{"chunk_threshold": -1}, {"chunk_threshold": 2.5}, {"chunk_size": 0}]
+    "bad, error",
+    [
+        ({"chunk_threshold": -1}, ValueError),
+        ({"chunk_threshold": 2.5}, TypeError),  # a bad type, as in Keras
+        ({"chunk_size": 0}, ValueError),
+    ],
 )
-def test_bad_chunking_arguments(cls, bad):
+def test_bad_chunking_arguments(cls, bad, error):
     config = {"num_heads": HEADS, "key_dim": 4} if cls is MultiHeadAttention else {}
     name = next(iter(bad))
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(error, match=name):
         cls(**config, **bad)
 
 

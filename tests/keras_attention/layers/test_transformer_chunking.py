@@ -216,10 +216,15 @@ def test_save_and_load_keeps_the_window(tmp_path, calls):
 
 @pytest.mark.parametrize("cls", [TransformerEncoderBlock, TransformerDecoderBlock])
 @pytest.mark.parametrize(
-    "bad",
-    [{"chunk_threshold": -1}, {"chunk_size": 0}, {"window": 0}, {"window": 1.5}],
+    "bad, error",
+    [
+        ({"chunk_threshold": -1}, ValueError),
+        ({"chunk_size": 0}, ValueError),
+        ({"window": 0}, ValueError),
+        ({"window": 1.5}, TypeError),  # a bad type, as in Keras
+    ],
 )
-def test_bad_arguments_name_the_argument(cls, bad):
+def test_bad_arguments_name_the_argument(cls, bad, error):
     name = next(iter(bad))
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(error, match=name):
         cls(FFN, HEADS, **bad)

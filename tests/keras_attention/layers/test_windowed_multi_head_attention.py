@@ -236,9 +236,20 @@ def test_mixed_precision_softmax_in_float32(calls):
     assert calls["n"] >= 1
 
 
-@pytest.mark.parametrize("window", [0, -2, 2.5, True, "3"])
-def test_bad_window_values(window):
-    with pytest.raises(ValueError, match="window"):
+@pytest.mark.parametrize(
+    "window, error",
+    [
+        (0, ValueError),
+        (-2, ValueError),
+        (2.5, TypeError),
+        (True, TypeError),
+        ("3", TypeError),
+    ],
+)
+def test_bad_window_values(window, error):
+    # A bad value is a ValueError, a bad type a TypeError, as in Keras
+    # (`keras_attention.arguments.int_argument`).
+    with pytest.raises(error, match="window"):
         MultiHeadAttention(num_heads=HEADS, key_dim=KEY_DIM, window=window)
 
 
