@@ -558,23 +558,23 @@ def test_model_save_and_load_without_custom_objects(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "kwargs, message",
+    "kwargs, message, error",
     [
-        ({"mode": "sparse"}, "mode='sparse'"),
-        ({"local": "gaussian"}, "local='gaussian'"),
-        ({"hard_estimator": "straight"}, "hard_estimator='straight'"),
-        ({"window": 0}, "window=0"),
-        ({"window": 1.5}, "window=1.5"),
-        ({"dropout": 1.0}, "dropout=1.0"),
-        ({"dropout": -0.1}, "dropout=-0.1"),
-        ({"temperature": 0}, "temperature=0"),
-        ({"local_units": 0}, "local_units=0"),
-        ({"score": "nonsense"}, "score='nonsense'"),
-        ({"score": 3}, "score=3"),
+        ({"mode": "sparse"}, "mode='sparse'", ValueError),
+        ({"local": "gaussian"}, "local='gaussian'", ValueError),
+        ({"hard_estimator": "straight"}, "hard_estimator='straight'", ValueError),
+        ({"window": 0}, "window=0", ValueError),
+        ({"window": 1.5}, "window=1.5", TypeError),
+        ({"dropout": 1.0}, "dropout=1.0", ValueError),
+        ({"dropout": -0.1}, "dropout=-0.1", ValueError),
+        ({"temperature": 0}, "temperature=0", ValueError),
+        ({"local_units": 0}, "local_units=0", ValueError),
+        ({"score": "nonsense"}, "score='nonsense'", ValueError),
+        ({"score": 3}, "score=3", ValueError),
     ],
 )
-def test_bad_constructor_arguments(kwargs, message):
-    with pytest.raises(ValueError, match=message.replace(".", r"\.")):
+def test_bad_constructor_arguments(kwargs, message, error):
+    with pytest.raises(error, match=message.replace(".", r"\.")):
         Attention(**kwargs)
 
 

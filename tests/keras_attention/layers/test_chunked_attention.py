@@ -399,18 +399,22 @@ def test_float16_is_finite_and_close_to_float32():
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "kwargs, match, error",
     [
-        ({"query_chunk_size": 0}, "query_chunk_size"),
-        ({"key_chunk_size": 2.5}, "key_chunk_size"),
-        ({"dropout_rate": 0.1}, "seed"),
-        ({"dropout_rate": 1.0, "seed": 1}, "dropout_rate"),
-        ({"scale": 1.0, "score_fn": scores.Dot()}, "scale"),
-        ({"sliding_window": 0}, "sliding_window"),
-        ({"attention_mask": np.ones((B, T, T + 1), bool)}, "attention_mask"),
+        ({"query_chunk_size": 0}, "query_chunk_size", ValueError),
+        ({"key_chunk_size": 2.5}, "key_chunk_size", TypeError),
+        ({"dropout_rate": 0.1}, "seed", ValueError),
+        ({"dropout_rate": 1.0, "seed": 1}, "dropout_rate", ValueError),
+        ({"scale": 1.0, "score_fn": scores.Dot()}, "scale", ValueError),
+        ({"sliding_window": 0}, "sliding_window", ValueError),
+        (
+            {"attention_mask": np.ones((B, T, T + 1), bool)},
+            "attention_mask",
+            ValueError,
+        ),
     ],
 )
-def test_bad_arguments_raise(kwargs, match):
+def test_bad_arguments_raise(kwargs, match, error):
     q, k, v = _inputs()
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         chunked_attention(q, k, v, **kwargs)

@@ -339,19 +339,19 @@ def test_model_save_and_load_without_custom_objects(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "kwargs,name",
+    "kwargs,name,error",
     [
-        ({"patch_size": 0}, "patch_size"),
-        ({"patch_size": -3}, "patch_size"),
-        ({"patch_size": 2.5}, "patch_size"),
-        ({"patch_size": True}, "patch_size"),
-        ({"patch_size": 4, "num_scales": 0}, "num_scales"),
-        ({"patch_size": 4, "scale_factor": 0}, "scale_factor"),
-        ({"patch_size": 4, "scale_factor": 1.5}, "scale_factor"),
+        ({"patch_size": 0}, "patch_size", ValueError),
+        ({"patch_size": -3}, "patch_size", ValueError),
+        ({"patch_size": 2.5}, "patch_size", TypeError),
+        ({"patch_size": True}, "patch_size", TypeError),
+        ({"patch_size": 4, "num_scales": 0}, "num_scales", ValueError),
+        ({"patch_size": 4, "scale_factor": 0}, "scale_factor", ValueError),
+        ({"patch_size": 4, "scale_factor": 1.5}, "scale_factor", TypeError),
     ],
 )
-def test_sensor_rejects_bad_arguments(kwargs, name):
-    with pytest.raises(ValueError, match=name):
+def test_sensor_rejects_bad_arguments(kwargs, name, error):
+    with pytest.raises(error, match=name):
         GlimpseSensor(**kwargs)
 
 
@@ -367,8 +367,8 @@ def test_network_rejects_bad_arguments(name):
     "glimpse_filters,error",
     [
         ((8, 0), ValueError),
-        ([2.5], ValueError),
-        ((True,), ValueError),
+        ([2.5], TypeError),  # a bad type, as in Keras (int_argument)
+        ((True,), TypeError),
         (16, TypeError),
         ("16", TypeError),
     ],

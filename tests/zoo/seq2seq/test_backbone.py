@@ -84,16 +84,16 @@ def test_runs_forward_on_the_current_backend():
 
 
 @pytest.mark.parametrize(
-    "kwargs, name",
+    "kwargs, name, error",
     [
-        ({"source_vocabulary_size": 0}, "source_vocabulary_size"),
-        ({"units": True}, "units"),
-        ({"cell": "rnn"}, "cell"),
-        ({"dropout": 1.0}, "dropout"),
+        ({"source_vocabulary_size": 0}, "source_vocabulary_size", ValueError),
+        ({"units": True}, "units", TypeError),
+        ({"cell": "rnn"}, "cell", ValueError),
+        ({"dropout": 1.0}, "dropout", ValueError),
     ],
 )
-def test_bad_arguments_name_the_argument(kwargs, name):
-    with pytest.raises(ValueError, match=f"{name}=") as info:
+def test_bad_arguments_name_the_argument(kwargs, name, error):
+    with pytest.raises(error, match=f"{name}=") as info:
         Seq2SeqBackbone(**{**CONFIG, **kwargs})
     assert repr(kwargs[name]) in str(info.value)
 

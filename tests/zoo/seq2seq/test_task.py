@@ -398,27 +398,27 @@ def test_translate_needs_a_preprocessor():
 
 
 @pytest.mark.parametrize(
-    "kwargs, name",
+    "kwargs, name, error",
     [
-        ({"source_vocabulary_size": 0}, "source_vocabulary_size"),
-        ({"target_vocabulary_size": 2.5}, "target_vocabulary_size"),
-        ({"embedding_dim": True}, "embedding_dim"),
-        ({"units": -3}, "units"),
-        ({"encoder_layers": 0}, "encoder_layers"),
-        ({"cell": "rnn"}, "cell"),
-        ({"style": "transformer"}, "style"),
-        ({"score": "nope"}, "score"),
-        ({"dropout": 1.5}, "dropout"),
-        ({"window": 0}, "window"),
-        ({"window": 2, "local": "x"}, "local"),
+        ({"source_vocabulary_size": 0}, "source_vocabulary_size", ValueError),
+        ({"target_vocabulary_size": 2.5}, "target_vocabulary_size", TypeError),
+        ({"embedding_dim": True}, "embedding_dim", TypeError),
+        ({"units": -3}, "units", ValueError),
+        ({"encoder_layers": 0}, "encoder_layers", ValueError),
+        ({"cell": "rnn"}, "cell", ValueError),
+        ({"style": "transformer"}, "style", ValueError),
+        ({"score": "nope"}, "score", ValueError),
+        ({"dropout": 1.5}, "dropout", ValueError),
+        ({"window": 0}, "window", ValueError),
+        ({"window": 2, "local": "x"}, "local", ValueError),
     ],
 )
-def test_bad_arguments(kwargs, name):
+def test_bad_arguments(kwargs, name, error):
     config = dict(
         source_vocabulary_size=10, target_vocabulary_size=10, embedding_dim=4, units=4
     )
     config.update(kwargs)
-    with pytest.raises(ValueError, match=f"{name}"):
+    with pytest.raises(error, match=f"{name}"):
         Seq2Seq(**config)
 
 

@@ -117,19 +117,19 @@ def test_config_round_trip_keeps_dtype(dtype):
 
 
 @pytest.mark.parametrize(
-    "kwargs, name",
+    "kwargs, name, error",
     [
-        ({"vocabulary_size": 0}, "vocabulary_size"),
-        ({"num_layers": 1.5}, "num_layers"),
-        ({"hidden_dim": 10, "num_heads": 4}, "divisible"),
-        ({"dropout": 1.0}, "dropout"),
-        ({"target_vocabulary_size": -1}, "target_vocabulary_size"),
+        ({"vocabulary_size": 0}, "vocabulary_size", ValueError),
+        ({"num_layers": 1.5}, "num_layers", TypeError),
+        ({"hidden_dim": 10, "num_heads": 4}, "divisible", ValueError),
+        ({"dropout": 1.0}, "dropout", ValueError),
+        ({"target_vocabulary_size": -1}, "target_vocabulary_size", ValueError),
     ],
 )
-def test_bad_arguments(kwargs, name):
+def test_bad_arguments(kwargs, name, error):
     args = dict(vocabulary_size=10, num_layers=1, hidden_dim=8, num_heads=2)
     args.update(kwargs)
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(error, match=name):
         TransformerBackbone(**args)
 
 
