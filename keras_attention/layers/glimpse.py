@@ -21,22 +21,24 @@ PACKAGE = "keras_attention"
 
 
 def relu(x):
-    """ReLU written as `max(x, 0)`: the values of `keras.activations.relu`.
+    """ReLU written as a selection: the values of `keras.activations.relu`,
+    NaN included (NaN stays NaN, so a non-finite input still shows).
 
     TensorFlow 2.21's graph optimizer breaks on a ReLU of a sum of two
     `Dense` outputs (MatMul, BiasAdd, Add, Relu: this network's last step,
     and the step of a ReLU `SimpleRNNCell`) on oneDNN CPUs: its remapper
     leaves the Relu node without an op, logs W- and E-level lines for every
     traced function, and every optimization of the function is dropped
-    ("Ignoring multi-device function optimization failure"). `Maximum` is
-    not part of that fusion.
+    ("Ignoring multi-device function optimization failure"). A `Select` is
+    not part of that fusion (`Maximum` is not either, but the optimized
+    graph's `Maximum` turned NaN into 0).
 
     Example:
     >>> import numpy as np
-    >>> np.asarray(relu(np.array([-2.0, 0.0, 3.0])))
-    array([0., 0., 3.])
+    >>> np.asarray(relu(np.array([-2.0, 0.0, 3.0, np.nan])))
+    array([ 0.,  0.,  3., nan])
     """
-    return ops.maximum(x, 0)
+    return ops.where(ops.logical_not(x <= 0), x, ops.zeros_like(x))
 
 
 def _check_input_shapes(layer, images_shape, locations_shape):

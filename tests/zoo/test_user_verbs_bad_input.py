@@ -164,6 +164,6 @@ def test_ram_names_the_images_whose_pixels_are_not_finite():
     model = tiny_models.ram()
     images = np.random.default_rng(0).random((3, 28, 28)).astype("float32")
     images[1] = np.nan
-    with pytest.raises(ValueError, match=r"Images \[1\] gave non-finite logits"):
+    with pytest.raises(ValueError, match=r"Images \[1\] hold NaN or infinite pixels"):
         model.predict(images, verbose=0)
     assert model.predict(images[[0, 2]], verbose=0).shape[0] == 2

@@ -308,9 +308,9 @@ class RecurrentAttentionModel(ClassificationTask):
             NumPy float32 logits `(batch, num_classes)`.
 
         Raises:
-            ValueError: an image gave non-finite logits (NaN or infinite
-                pixels where the agent looked), rather than a class that
-                `argmax` would read from NaN.
+            ValueError: an image (a float NumPy array's) holds NaN or
+                infinite pixels, or gave non-finite logits, rather than a
+                class that `argmax` would read from NaN.
 
         Example:
         >>> import numpy as np
@@ -318,6 +318,17 @@ class RecurrentAttentionModel(ClassificationTask):
         >>> model.predict(np.zeros((2, 28, 28), "uint8"), verbose=0).shape
         (2, 3)
         """
+        if isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.floating):
+            # Checked here: TensorFlow's optimized graph (oneDNN's fused
+            # MatMul + ReLU) turns NaN into 0, so NaN pixels need not reach
+            # the logits.
+            flat = x.reshape(len(x), -1)
+            bad = np.flatnonzero(~np.all(np.isfinite(flat), axis=-1))
+            if bad.size:
+                raise ValueError(
+                    f"Images {bad[:10].tolist()} hold NaN or infinite pixels: "
+                    "no class can be read from them."
+                )
         logits = super().predict(x, batch_size=batch_size, **kwargs)
         bad = np.flatnonzero(~np.all(np.isfinite(logits), axis=-1))
         if bad.size:

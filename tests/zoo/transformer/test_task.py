@@ -47,7 +47,7 @@ def test_a_given_backbone_is_used_and_described_by_the_config():
         Transformer(41, backbone=backbone)
     with pytest.raises(TypeError, match="backbone"):
         Transformer(backbone=keras.layers.Dense(2))
-    with pytest.raises(ValueError, match="vocabulary_size=None"):
+    with pytest.raises(TypeError, match="vocabulary_size=None"):  # as Keras: a type
         Transformer()
 
 
