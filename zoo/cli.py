@@ -126,9 +126,15 @@ def _train(args, rest, parser):
 #: `--dtype` choices: the Keras dtype policies a preset can run under.
 DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
 
+#: `--quantize` choices: the Keras quantization modes offered.
+QUANTIZE_MODES = ("int8",)
 
-def _load(preset, dtype=None):
-    return Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
+
+def _load(preset, dtype=None, quantize=None):
+    model = Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
+    if quantize:
+        model.quantize(quantize)
+    return model
 
 
 def _refuses(model, verb, preset):
@@ -155,7 +161,7 @@ def _translate(args):
                 f"TEXT {i} of {len(args.text)} is empty: nothing to translate. "
                 f"Received: {text!r}"
             )
-    model = _load(args.preset, args.dtype)
+    model = _load(args.preset, args.dtype, args.quantize)
     if _refuses(model, "translate", args.preset):
         return 2
     if args.sequence_length is not None:
@@ -278,7 +284,7 @@ def _check_export_directory(path):
 def _caption(args):
     import numpy as np
 
-    model = _load(args.preset, args.dtype)
+    model = _load(args.preset, args.dtype, args.quantize)
     if _refuses(model, "caption", args.preset):
         return 2
     height, width, channels = model.image_shape
@@ -298,7 +304,7 @@ def _caption(args):
 
 
 def _classify(args):
-    model = _load(args.preset, args.dtype)
+    model = _load(args.preset, args.dtype, args.quantize)
     if _refuses(model, "classify", args.preset):
         return 2
     channels = model.preprocessor.channels
@@ -346,7 +352,7 @@ def _say_warnings(path, caught):
 
 
 def _evaluate(args):
-    model = _load(args.preset, args.dtype)
+    model = _load(args.preset, args.dtype, args.quantize)
     if getattr(model, "kind", None) is None:
         print(f"Preset {args.preset} has no evaluation here.", file=sys.stderr)
         return 2
@@ -365,7 +371,11 @@ def _export(args):
 
     _check_export_directory(args.directory)
     metadata = export_preset(
-        args.preset, args.directory, beam_width=args.beam, dtype=args.dtype
+        args.preset,
+        args.directory,
+        beam_width=args.beam,
+        dtype=args.dtype,
+        quantize=args.quantize,
     )
     signatures = ", ".join(sorted(metadata.get("signatures", {})))
     print(f"Exported {args.preset} to {args.directory} (signatures: {signatures})")
@@ -531,6 +541,11 @@ def build_parser(prog=PROG):
             choices=DTYPES,
             help="dtype policy to run the preset under (default: the preset's); "
             "mixed_bfloat16 pays on CPUs with bfloat16 matrix units (AMX)",
+        )
+        command.add_argument(
+            "--quantize",
+            choices=QUANTIZE_MODES,
+            help="quantize the weights after loading (Task.quantize)",
         )
     serve = sub.add_parser(
         "serve",
