@@ -130,10 +130,14 @@ DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
 QUANTIZE_MODES = ("int8",)
 
 
-def _load(preset, dtype=None, quantize=None):
-    model = Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
-    if quantize:
-        model.quantize(quantize)
+def _load(preset, dtype=None):
+    return Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
+
+
+def _quantized(model, mode):
+    """`model` with its weights quantized (`--quantize`), when `mode` is set."""
+    if mode:
+        model.quantize(mode)
     return model
 
 
@@ -161,7 +165,7 @@ def _translate(args):
                 f"TEXT {i} of {len(args.text)} is empty: nothing to translate. "
                 f"Received: {text!r}"
             )
-    model = _load(args.preset, args.dtype, args.quantize)
+    model = _quantized(_load(args.preset, args.dtype), args.quantize)
     if _refuses(model, "translate", args.preset):
         return 2
     if args.sequence_length is not None:
@@ -284,7 +288,7 @@ def _check_export_directory(path):
 def _caption(args):
     import numpy as np
 
-    model = _load(args.preset, args.dtype, args.quantize)
+    model = _quantized(_load(args.preset, args.dtype), args.quantize)
     if _refuses(model, "caption", args.preset):
         return 2
     height, width, channels = model.image_shape
@@ -304,7 +308,7 @@ def _caption(args):
 
 
 def _classify(args):
-    model = _load(args.preset, args.dtype, args.quantize)
+    model = _quantized(_load(args.preset, args.dtype), args.quantize)
     if _refuses(model, "classify", args.preset):
         return 2
     channels = model.preprocessor.channels
@@ -352,7 +356,7 @@ def _say_warnings(path, caught):
 
 
 def _evaluate(args):
-    model = _load(args.preset, args.dtype, args.quantize)
+    model = _quantized(_load(args.preset, args.dtype), args.quantize)
     if getattr(model, "kind", None) is None:
         print(f"Preset {args.preset} has no evaluation here.", file=sys.stderr)
         return 2

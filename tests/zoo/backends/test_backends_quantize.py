@@ -136,3 +136,21 @@ def test_the_exports_of_a_quantized_translator_and_ram_run(tmp_path):
     np.testing.assert_allclose(
         np.asarray(outputs["probabilities"]).max(axis=1), probabilities[:, 0], atol=1e-5
     )
+
+
+def test_the_cli_quantizes_a_preset_with_quantize_int8(tmp_path, capsys):
+    from zoo import cli
+    from zoo.data import fashion_mnist
+
+    images, _ = fashion_mnist.load_arrays("test", fashion_mnist.sample_path())
+    path = str(tmp_path / "item.png")
+    keras.utils.save_img(path, images[0][..., None], scale=False)
+    ram = "ram_fashion_mnist_translated_seeking_annealed"
+    assert cli.main(["classify", ram, path, "--quantize", "int8"]) == 0
+    name = capsys.readouterr().out.splitlines()[0].split(": ", 1)[1].rsplit(" (", 1)[0]
+    assert name in fashion_mnist.CLASS_NAMES
+    argv = ["translate", "seq2seq_bahdanau_bible_en_es", "Jesus wept.", "--beam", "1"]
+    assert cli.main([*argv, "--quantize", "int8"]) == 0
+    assert capsys.readouterr().out.strip()
+    with pytest.raises(SystemExit):
+        cli.main(["classify", ram, path, "--quantize", "int4"])
