@@ -357,7 +357,8 @@ class Task(PipelineModel):
         pre = self.preprocessor
         skipped = () if pre is None else pre._flatten_layers()
         chosen = quantization.chosen_layers(filters, skipped)
-        super().quantize(mode, config=config, filters=chosen, **kwargs)
+        with quantization.frozen_heap():
+            super().quantize(mode, config=config, filters=chosen, **kwargs)
         # The searches compiled on the float weights (`zoo.base.generation`).
         self.__dict__.pop("_zoo_search_functions", None)
 
