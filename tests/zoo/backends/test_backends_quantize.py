@@ -138,6 +138,7 @@ def test_the_exports_of_a_quantized_translator_and_ram_run(tmp_path):
     )
 
 
+@pytest.mark.tensorflow_only  # the shipped presets' searches: slow to compile on JAX
 def test_the_cli_quantizes_a_preset_with_quantize_int8(tmp_path, capsys):
     from zoo import cli
     from zoo.data import fashion_mnist
