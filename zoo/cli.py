@@ -130,6 +130,9 @@ def _train(args, rest, parser):
 #: `--dtype` choices: the Keras dtype policies a preset can run under.
 DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
 
+#: `--quantize` choices: the Keras quantization modes offered.
+QUANTIZE_MODES = ("int8",)
+
 
 #: Inputs per model call when a verb shows progress over many: the tasks'
 #: own decoding batch, so the outputs are those of one call on all inputs.
@@ -139,6 +142,13 @@ BATCH = 64
 def _load(preset, dtype=None):
     with progress.status(f"loading {preset}"):
         return Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
+
+
+def _quantized(model, mode):
+    """`model` with its weights quantized (`--quantize`), when `mode` is set."""
+    if mode:
+        model.quantize(mode)
+    return model
 
 
 def _refuses(model, verb, preset):
@@ -165,7 +175,7 @@ def _translate(args):
                 f"TEXT {i} of {len(args.text)} is empty: nothing to translate. "
                 f"Received: {text!r}"
             )
-    model = _load(args.preset, args.dtype)
+    model = _quantized(_load(args.preset, args.dtype), args.quantize)
     if _refuses(model, "translate", args.preset):
         return 2
     if args.sequence_length is not None:
@@ -299,7 +309,7 @@ def _check_export_directory(path):
 def _caption(args):
     import numpy as np
 
-    model = _load(args.preset, args.dtype)
+    model = _quantized(_load(args.preset, args.dtype), args.quantize)
     if _refuses(model, "caption", args.preset):
         return 2
     height, width, channels = model.image_shape
@@ -346,7 +356,7 @@ def _sampling(args):
 
 
 def _classify(args):
-    model = _load(args.preset, args.dtype)
+    model = _quantized(_load(args.preset, args.dtype), args.quantize)
     if _refuses(model, "classify", args.preset):
         return 2
     channels = model.preprocessor.channels
@@ -446,7 +456,7 @@ def _warning_printer(command, show):
 
 
 def _evaluate(args):
-    model = _load(args.preset, args.dtype)
+    model = _quantized(_load(args.preset, args.dtype), args.quantize)
     if getattr(model, "kind", None) is None:
         print(f"Preset {args.preset} has no evaluation here.", file=sys.stderr)
         return 2
@@ -465,7 +475,11 @@ def _export(args):
 
     _check_export_directory(args.directory)
     metadata = export_preset(
-        args.preset, args.directory, beam_width=args.beam, dtype=args.dtype
+        args.preset,
+        args.directory,
+        beam_width=args.beam,
+        dtype=args.dtype,
+        quantize=args.quantize,
     )
     signatures = ", ".join(sorted(metadata.get("signatures", {})))
     print(f"Exported {args.preset} to {args.directory} (signatures: {signatures})")
@@ -673,6 +687,11 @@ def build_parser(prog=PROG):
             choices=DTYPES,
             help="dtype policy to run the preset under (default: the preset's); "
             "mixed_bfloat16 pays on CPUs with bfloat16 matrix units (AMX)",
+        )
+        command.add_argument(
+            "--quantize",
+            choices=QUANTIZE_MODES,
+            help="quantize the weights after loading (Task.quantize)",
         )
     serve = sub.add_parser(
         "serve",

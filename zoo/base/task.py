@@ -11,7 +11,7 @@ under `tf.distribute` (`zoo.base.distributed_loss`).
 import keras
 
 from keras_attention import presets
-from zoo.base import backends, distributed_loss, parameter_budget
+from zoo.base import backends, distributed_loss, parameter_budget, quantization
 from zoo.base.backbone import base_config, set_dtype_policy, with_dtype_policy
 from zoo.base.constructor_arguments import ArgumentsOf
 
@@ -249,6 +249,9 @@ class Task(PipelineModel):
             if name not in ("backbone", PREPROCESSOR_KEY):
                 config[name] = getattr(self, name)
         config[PREPROCESSOR_KEY] = pre
+        policies = quantization.policy_map(self)
+        if policies is not None:
+            config["dtype"] = keras.dtype_policies.serialize(policies)
         return config
 
     @classmethod
@@ -299,6 +302,9 @@ class Task(PipelineModel):
         'Task'
         """
         config = with_dtype_policy(config)
+        policies = config.get("dtype")
+        if isinstance(policies, keras.dtype_policies.DTypePolicyMap):
+            config["dtype"] = policies.default_policy
         count = cls.parameter_count(config)
         if count is not None:
             parameter_budget.check(cls.__name__, count)
@@ -310,7 +316,51 @@ class Task(PipelineModel):
             model = keras.Model.from_config.__func__(cls, config)
             model.preprocessor = pre
             return model
-        return cls(**config)
+        model = cls(**config)
+        if isinstance(policies, keras.dtype_policies.DTypePolicyMap):
+            quantization.requantized(model, policies)
+        return model
+
+    def quantize(self, mode=None, config=None, filters=None, **kwargs):
+        """Quantizes the weights of the model, not its preprocessor.
+
+        `keras.Model.quantize` with its arguments and meaning, on the layers
+        that own weights outside the `preprocessor`: Keras converts those
+        that implement its quantization hooks (`Dense`, `EinsumDense`,
+        `Embedding` and the layers built on them) and warns about each
+        other one, which keeps its float weights (see
+        `zoo.base.quantization`). The quantized model saves and loads as a
+        preset (its config records each layer's policy), exports and
+        serves.
+
+        Args:
+            mode: str. `"int8"`, `"int4"` or `"float8"` (Keras's modes).
+                Optional if `config` is given.
+            config: optional `keras.quantizers.QuantizationConfig`.
+            filters: optional regex (or list of them) searched in layer
+                names, or a callable `filters(layer) -> bool`: only the
+                layers it matches are quantized. Defaults to `None` (all).
+            **kwargs: `keras.Model.quantize`'s other arguments.
+
+        Example:
+        >>> from zoo.base.raw_inputs import FeaturePreprocessor
+        >>> words = keras.layers.StringLookup(vocabulary=["in", "the"])
+        >>> ids = keras.Input((), dtype="int64", name="ids")
+        >>> outputs = keras.layers.Dense(4)(keras.layers.Embedding(3, 8)(ids))
+        >>> model = Task(ids, outputs, preprocessor=FeaturePreprocessor(words))
+        >>> model.quantize("int8")
+        >>> sorted({layer.dtype_policy.name for layer in model.layers[1:]})
+        ['int8_from_float32']
+        >>> model.predict(["in", "the"], verbose=0).shape
+        (2, 4)
+        """
+        pre = self.preprocessor
+        skipped = () if pre is None else pre._flatten_layers()
+        chosen = quantization.chosen_layers(filters, skipped)
+        with quantization.frozen_heap():
+            super().quantize(mode, config=config, filters=chosen, **kwargs)
+        # The searches compiled on the float weights (`zoo.base.generation`).
+        self.__dict__.pop("_zoo_search_functions", None)
 
     def save_to_preset(self, directory, metadata=None):
         """Saves config, weights, preprocessor (with assets) and metadata.

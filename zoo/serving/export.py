@@ -60,7 +60,9 @@ def export(task, path, **options):
     return task.export(path, **options)
 
 
-def export_preset(preset, directory, beam_width=None, dtype=None, **options):
+def export_preset(
+    preset, directory, beam_width=None, dtype=None, quantize=None, **options
+):
     """Loads a preset (name or directory) and exports it to `directory`.
 
     This is `python -m zoo export PRESET DIR [--beam N] [--dtype D]`, and
@@ -75,6 +77,8 @@ def export_preset(preset, directory, beam_width=None, dtype=None, **options):
         dtype: optional dtype policy the graph computes in (e.g.
             `"mixed_bfloat16"`); defaults to the preset's. The signatures'
             inputs and outputs keep their dtypes.
+        quantize: optional quantization mode of the weights (`"int8"`,
+            see `Task.quantize`). Defaults to `None` (as saved).
         **options: other export settings.
 
     Returns:
@@ -82,6 +86,8 @@ def export_preset(preset, directory, beam_width=None, dtype=None, **options):
     """
     backends.require_tensorflow("`export` (the serving SavedModel)")
     task = Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
+    if quantize:
+        task.quantize(quantize)
     if beam_width is not None:
         options["beam_width"] = beam_width
     metadata = task.export(directory, **options)
