@@ -32,6 +32,13 @@ NEEDS = {
     "fashion_mnist.load(": "/usr/share/dataset-fashion-mnist",
 }
 
+#: Python blocks that are a client of a running server (by a name they use),
+#: and the test that sends their requests to one.
+NEEDS_SERVER = {
+    "httpclient.": "tritonclient against `python -m zoo serve`; "
+    "tests/zoo/serving/test_serve_v2_binary.py sends these requests",
+}
+
 
 SHELL = re.compile(r"^```(?:bash|sh)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 #: Shell commands no test runs (by their first words), and why.
@@ -101,6 +108,9 @@ def test_readme_block_runs(path, code):
     for marker, needed in NEEDS.items():
         if marker in code and not os.path.exists(needed):
             pytest.skip(f"needs the full data set in {needed}")
+    for marker, reason in NEEDS_SERVER.items():
+        if marker in code:
+            pytest.skip(f"a client of a running server: {reason}")
     exec(compile(code, path, "exec"), {"__name__": "readme"})
 
 

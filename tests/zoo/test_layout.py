@@ -11,8 +11,9 @@ kinds (translation, captioning, classification)
 serving, training              may import base and below, not each other
 base                           what every model stands on
 registry, data                 the families and their presets; the data loaders
-keras_attention, version, quiet  never import zoo; `zoo.version` and
-                                 `zoo.quiet` (TensorFlow's logs) import nothing
+keras_attention, version, quiet, progress  never import zoo; `zoo.version`,
+                                 `zoo.quiet` (TensorFlow's logs) and `zoo.progress`
+                                 (progress on a terminal) import nothing of it
 ```
 
 A module may always import modules of its own folder. An import of a
@@ -45,6 +46,7 @@ LAYERS = {
     "keras_attention": 0,
     "zoo.version": 0,
     "zoo.quiet": 0,
+    "zoo.progress": 0,
     "zoo.data": 1,
     "zoo.registry": 1,
     "zoo.base": 2,

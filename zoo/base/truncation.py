@@ -133,7 +133,12 @@ class CutWarning(UserWarning):
         super().__init__(self.advise(advice))
 
     def advise(self, advice):
-        """The warning's text with `advice` (str) as its last sentence."""
+        """The warning's text with `advice` (str) as its last sentence.
+
+        Example:
+        >>> CutWarning("1 of 2 rows were cut.", "Raise `n`.").advise("Raise --n.")
+        '1 of 2 rows were cut. Raise --n.'
+        """
         return f"{self.what} {advice}"
 
 
