@@ -35,8 +35,8 @@ def relu(x):
 
     Example:
     >>> import numpy as np
-    >>> np.asarray(relu(np.array([-2.0, 0.0, 3.0, np.nan])))
-    array([ 0.,  0.,  3., nan])
+    >>> np.asarray(relu(np.array([-2.0, 0.0, 3.0, np.nan], "float32"))).tolist()
+    [0.0, 0.0, 3.0, nan]
     """
     return ops.where(ops.logical_not(x <= 0), x, ops.zeros_like(x))
 
