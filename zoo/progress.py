@@ -49,7 +49,7 @@ def in_batches(items, size, step, unit, first="compiling on the first call"):
     """`step` run on `items`, `size` at a time, with a progress bar when long.
 
     Args:
-        items: list. The inputs.
+        items: list or array. The inputs (sliced `size` at a time).
         size: int. Inputs per call of `step`.
         step: callable. A list of inputs -> a list of outputs, one each.
         unit: str. What an input is, for the bar (e.g. `"sentences"`).
