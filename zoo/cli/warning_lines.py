@@ -6,19 +6,27 @@ import warnings
 
 import keras_attention
 import zoo
-from zoo.base.truncation import UnfinishedWarning
+from zoo.base.truncation import TruncatedWarning, UnfinishedWarning
 
-#: What a verb advises when its outputs reached the decoding length before
-#: [END] (`UnfinishedWarning`): the library names a Python argument
-#: (`max_length`); a verb names its flag. `evaluate` has none (it scores the
-#: preset as shipped, as its card does), so it says what happened to the score.
+#: What a verb advises when rows were cut (`CutWarning`): the library names
+#: a Python setting (`max_length`, `preprocessor.source_sequence_length`); a
+#: verb names its flag. Outputs that reached the decoding length before [END]
+#: (`UnfinishedWarning`) and sources longer than the preprocessor's length
+#: (`TruncatedWarning`). `evaluate` has neither flag (it scores the preset as
+#: shipped, as its card does), so it says what happened to the score; `train`'s
+#: `--max-length` is the training scripts' length of both sides.
 _LONGER = "Raise --max-length to let them finish."
+_AS_ON_THE_CARD = "They are scored as cut, as on the preset's card"
 CUT_ADVICE = {
     (UnfinishedWarning, "translate"): _LONGER,
     (UnfinishedWarning, "caption"): _LONGER,
     (UnfinishedWarning, "train"): _LONGER,
-    (UnfinishedWarning, "evaluate"): "They are scored as cut, as on the "
-    "preset's card (evaluate decodes at the preset's length).",
+    (UnfinishedWarning, "evaluate"): f"{_AS_ON_THE_CARD} "
+    "(evaluate decodes at the preset's length).",
+    (TruncatedWarning, "translate"): "Raise --sequence-length to keep them whole.",
+    (TruncatedWarning, "train"): "Raise --max-length to keep them whole.",
+    (TruncatedWarning, "evaluate"): f"{_AS_ON_THE_CARD} "
+    "(evaluate reads sources at the preset's length).",
 }
 
 #: Folders whose `UserWarning`s are the project's: the CLI prints them as

@@ -90,6 +90,30 @@ def test_a_cut_output_advises_the_verbs_flag_in_one_line(monkeypatch, capsys):
     ]
 
 
+def test_a_cut_source_advises_the_verbs_flag_in_one_line(monkeypatch, capsys):
+    long = " ".join(["and the lord said unto moses"] * 20)  # 180 subwords
+    argv = ["translate", SEQ2SEQ, long, "--beam", "1"]
+    monkeypatch.setattr(sys, "argv", ["keras-attention", *argv])
+    assert cli.main() == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: 1 of 1 source sentences were longer than "
+        "source_sequence_length=64 subwords and were truncated (the longest "
+        "needs source_sequence_length=181). Raise --sequence-length to keep "
+        "them whole."
+    ]
+
+
+def test_evaluate_says_cut_sources_are_scored_as_cut(capsys):
+    from zoo.base.truncation import TruncatedWarning
+
+    cut = TruncatedWarning(1, 9, "source sentences", "source_sequence_length", 64, 70)
+    inside = os.path.join(os.path.dirname(cli.__file__), "translation", "data.py")
+    warning_lines.warning_printer("evaluate", None)(cut, TruncatedWarning, inside, 1)
+    err = capsys.readouterr().err
+    assert err.startswith("warning: 1 of 9 source sentences were longer than")
+    assert "scored as cut" in err and "preprocessor" not in err
+
+
 def test_evaluate_says_cut_outputs_are_scored_as_cut(capsys):
     from zoo.base.truncation import UnfinishedWarning
 
