@@ -1,5 +1,6 @@
 """`translate`, `caption` and `classify`: a preset's answers for the inputs given."""
 
+import itertools
 import sys
 import warnings
 
@@ -80,7 +81,12 @@ def _add_sampling_flags(command):
         "--temperature", type=positive_float, help="divides the log-probabilities"
     )
     group.add_argument(
-        "--seed", type=int, help="reproduce the draws (default: new ones each run)"
+        "--seed",
+        type=int,
+        help="reproduce the draws: the same seed and inputs, in the same order, "
+        f"draw the same outputs, on a terminal or not; each {common.BATCH} "
+        "inputs draw under their own seed, derived from it, so repeated "
+        "inputs draw anew (default: new draws each run)",
     )
     group.add_argument(
         "--num-return-sequences",
@@ -91,15 +97,29 @@ def _add_sampling_flags(command):
     )
 
 
-def _sampling(args):
-    """The `sampler` and `num_return_sequences` of `translate`/`caption`'s flags."""
-    from zoo.base.generation import make_sampler
+def _sampling(args, batch):
+    """The `sampler` and `num_return_sequences` of `translate`/`caption`'s flags.
 
-    options = (args.top_k, args.top_p, args.temperature, args.seed)
+    The CLI decodes `common.BATCH` inputs per call, on a terminal or not
+    (`_drawing`); batch `batch` draws under the seed `chunk_seed(seed,
+    batch)`, as a task's own chunks do, so a seed reproduces a whole run
+    and the 1st and the 65th of two equal inputs draw apart.
+    """
+    from keras_attention.arguments import int_argument
+    from zoo.base.generation import chunk_seed, make_sampler
+
+    options = (args.top_k, args.top_p, args.temperature)
     sampler = None
-    if args.sample or any(option is not None for option in options):
-        sampler = make_sampler(*options)
+    if _drawing(args):
+        seed = int_argument("seed", args.seed, minimum=0, allowed=(None,))
+        sampler = make_sampler(*options, seed=chunk_seed(seed, batch))
     return {"sampler": sampler, "num_return_sequences": args.num_return_sequences}
+
+
+def _drawing(args):
+    """Whether the flags ask to sample (`--sample` or one of its options)."""
+    options = (args.top_k, args.top_p, args.temperature, args.seed)
+    return args.sample or any(option is not None for option in options)
 
 
 def translate(args):
@@ -120,18 +140,25 @@ def translate(args):
             print(f"--sequence-length: {e}", file=sys.stderr)
             return 2
 
+    batches = itertools.count()
+
     def step(texts):
         result = model.translate(
             texts,
             beam_width=args.beam,
             max_length=args.max_length,
             return_attention=bool(args.plot),
-            **_sampling(args),
+            **_sampling(args, next(batches)),
         )
         return list(zip(*result)) if args.plot else result
 
     results = progress.in_batches(
-        args.text, common.BATCH, step, "sentences", "compiling the search (first call)"
+        args.text,
+        common.BATCH,
+        step,
+        "sentences",
+        "compiling the search (first call)",
+        batched=_drawing(args),
     )
     if args.plot:
         from keras_attention.plotting import plot_attention
@@ -162,18 +189,25 @@ def caption(args):
     height, width, channels = model.image_shape
     images = np.stack([read_image(p, channels, (height, width)) for p in args.image])
 
+    batches = itertools.count()
+
     def step(batch):
         texts, maps = model.caption(
             np.stack(batch),
             beam_width=args.beam,
             max_length=args.max_length,
             return_attention=True,
-            **_sampling(args),
+            **_sampling(args, next(batches)),
         )
         return list(zip(texts, maps))
 
     results = progress.in_batches(
-        list(images), common.BATCH, step, "images", "compiling the search (first call)"
+        list(images),
+        common.BATCH,
+        step,
+        "images",
+        "compiling the search (first call)",
+        batched=_drawing(args),
     )
     texts = [text for text, _ in results]
     maps = [attention for _, attention in results]
