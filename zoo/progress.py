@@ -45,22 +45,33 @@ def status(text):
         sys.stderr.flush()
 
 
-def in_batches(items, size, step, unit, first="compiling on the first call"):
+def in_batches(
+    items, size, step, unit, first="compiling on the first call", batched=False
+):
     """`step` run on `items`, `size` at a time, with a progress bar when long.
 
+    Without a bar (a short run, or standard error not a terminal) `step`
+    runs once on all `items`, unless `batched`.
+
     Args:
-        items: list. The inputs.
+        items: list or array. The inputs (sliced `size` at a time).
         size: int. Inputs per call of `step`.
         step: callable. A list of inputs -> a list of outputs, one each.
         unit: str. What an input is, for the bar (e.g. `"sentences"`).
         first: str. What the first call does besides, said before it.
+        batched: bool. Call `step` on `size` inputs at a time even without
+            a bar, so that what it does per call (draws under a seed per
+            batch) does not depend on the terminal. Defaults to `False`.
 
     Returns:
         The outputs of every call, in order, as one list.
     """
     if len(items) <= SCREENFUL or not shown():
         with status(first):
-            return list(step(items))
+            if not batched:
+                return list(step(items))
+            starts = range(0, len(items), size)
+            return [out for i in starts for out in step(items[i : i + size])]
     import keras
 
     outputs = []

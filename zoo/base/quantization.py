@@ -5,8 +5,10 @@ preprocessor (tokenizers and image handling hold vocabularies, not
 kernels). Keras converts the layers that implement its quantization hooks
 (`Dense`, `EinsumDense`, `Embedding` and the layers built on them, e.g.
 `ReversibleEmbedding` and the attention projections); the others keep
-their float weights and Keras says so with a warning naming each
-(recurrent cells, convolutions, normalizations, the `Additive` score).
+their float weights. Those are not handed to Keras (which would warn once
+per layer kind, in its own format): `warn_left_float` names the ones with
+a kernel once (recurrent cells, convolutions, the `Additive` score), and
+says nothing of those with none to quantize (normalizations: vectors).
 
 A zoo config lists constructor arguments, not layers, so a quantized task
 records its layers' policies as keras-hub's backbones do: its `dtype` is a
@@ -17,9 +19,11 @@ quantized again, so the weights file loads into variables of the same
 names and dtypes.
 """
 
+import collections
 import contextlib
 import gc
 import re
+import warnings
 
 import keras
 
@@ -51,6 +55,56 @@ def chosen_layers(filters, skipped=()):
         return filters is None or bool(filters(layer))
 
     return chosen
+
+
+def quantizable(layer):
+    """Whether `keras.Model.quantize` can convert `layer` (else it warns).
+
+    Keras calls `quantize` on the layers without sublayers; one whose class
+    has no `quantize` of its own raises in `keras.layers.Layer.quantize`.
+    A layer with sublayers is reached through them.
+
+    Example:
+    >>> quantizable(keras.layers.Dense(2)), quantizable(keras.layers.Conv2D(2, 3))
+    (True, False)
+    """
+    leaf = len(list(layer._flatten_layers())) == 1
+    return not leaf or type(layer).quantize is not keras.layers.Layer.quantize
+
+
+def warn_left_float(layers, mode):
+    """Warns once (`UserWarning`) naming the `layers` with a kernel left float.
+
+    Args:
+        layers: the chosen layers that are not `quantizable`; those with no
+            weight of two axes or more (normalizations, biases only) have
+            nothing to quantize and are not named.
+        mode: str. The quantization mode, e.g. `"int8"`.
+
+    Example:
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     cell = keras.layers.GRUCell(2)
+    ...     cell.build((None, 3))
+    ...     warn_left_float([cell, cell, keras.layers.BatchNormalization()], "int8")
+    >>> print(caught[0].message)  # doctest: +ELLIPSIS
+    int8 leaves 2 layers float, their kernels as trained: 2 GRUCell (Keras ... has no int8 form for them).
+    """
+    kinds = collections.Counter(
+        type(layer).__name__
+        for layer in layers
+        if any(len(weight.shape) >= 2 for weight in layer.weights)
+    )
+    if kinds:
+        named = ", ".join(f"{count} {name}" for name, count in kinds.items())
+        count = kinds.total()
+        layers = "1 layer float, its" if count == 1 else f"{count} layers float, their"
+        warnings.warn(
+            f"{mode} leaves {layers} kernels as trained: {named} (Keras "
+            f"{keras.__version__} has no {mode} form for them).",
+            UserWarning,
+            stacklevel=4,  # the caller of `Task.quantize` (Keras wraps it per instance)
+        )
 
 
 @contextlib.contextmanager

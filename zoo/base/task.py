@@ -327,8 +327,8 @@ class Task(PipelineModel):
         `keras.Model.quantize` with its arguments and meaning, on the layers
         that own weights outside the `preprocessor`: Keras converts those
         that implement its quantization hooks (`Dense`, `EinsumDense`,
-        `Embedding` and the layers built on them) and warns about each
-        other one, which keeps its float weights (see
+        `Embedding` and the layers built on them); the others keep their
+        float weights, and one warning names those with a kernel (see
         `zoo.base.quantization`). The quantized model saves and loads as a
         preset (its config records each layer's policy), exports and
         serves.
@@ -357,8 +357,20 @@ class Task(PipelineModel):
         pre = self.preprocessor
         skipped = () if pre is None else pre._flatten_layers()
         chosen = quantization.chosen_layers(filters, skipped)
+        floats = [
+            layer
+            for layer in self._flatten_layers()
+            if chosen(layer) and not quantization.quantizable(layer)
+        ]
+        left = {id(layer) for layer in floats}  # not handed to Keras
         with quantization.frozen_heap():
-            super().quantize(mode, config=config, filters=chosen, **kwargs)
+            super().quantize(
+                mode,
+                config=config,
+                filters=lambda layer: chosen(layer) and id(layer) not in left,
+                **kwargs,
+            )
+        quantization.warn_left_float(floats, mode or config.mode)
         # The searches compiled on the float weights (`zoo.base.generation`).
         self.__dict__.pop("_zoo_search_functions", None)
 

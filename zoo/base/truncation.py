@@ -101,11 +101,15 @@ def warn_truncated(tokens, sequence_length, setting, rows, hint=""):
     count = int(_cut(lengths, sequence_length).numpy().sum())
     if count:
         warnings.warn(
-            f"{count} of {len(needed)} {rows} were longer than "
-            f"{setting}={sequence_length} subwords and were truncated (the "
-            f"longest needs {setting}={int(needed.max())}). Raise "
-            f"`preprocessor.{setting}`{hint} to keep them whole.",
-            UserWarning,
+            TruncatedWarning(
+                count,
+                len(needed),
+                rows,
+                setting,
+                sequence_length,
+                int(needed.max()),
+                hint,
+            ),
             stacklevel=2,  # the preprocessor method that tokenized
         )
     return count
@@ -140,6 +144,37 @@ class CutWarning(UserWarning):
         '1 of 2 rows were cut. Raise --n.'
         """
         return f"{self.what} {advice}"
+
+
+class TruncatedWarning(CutWarning):
+    """`warn_truncated`'s warning: input rows cut at the preprocessor's length.
+
+    The library's advice names the preprocessor's setting; the command line
+    names its flag (`advise`).
+
+    Args:
+        cut: int. The rows cut.
+        total: int. The rows packed.
+        rows: str. What a row is, plural, e.g. `"source sentences"`.
+        setting: str. The preprocessor attribute that holds the length.
+        sequence_length: int. The length rows are packed to.
+        needed: int. The length that keeps the longest row whole.
+        hint: str. Appended to the setting in the advice, e.g. another
+            setting to raise. Defaults to `""`.
+
+    Example:
+    >>> warning = TruncatedWarning(1, 2, "captions", "sequence_length", 3, 5)
+    >>> print(warning.advise("Raise --sequence-length."))
+    1 of 2 captions were longer than sequence_length=3 subwords and were truncated (the longest needs sequence_length=5). Raise --sequence-length.
+    """
+
+    def __init__(self, cut, total, rows, setting, sequence_length, needed, hint=""):
+        super().__init__(
+            f"{cut} of {total} {rows} were longer than "
+            f"{setting}={sequence_length} subwords and were truncated (the "
+            f"longest needs {setting}={needed}).",
+            f"Raise `preprocessor.{setting}`{hint} to keep them whole.",
+        )
 
 
 class UnfinishedWarning(CutWarning):

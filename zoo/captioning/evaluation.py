@@ -10,8 +10,13 @@ import time
 
 import numpy as np
 
+from zoo import progress
 from zoo.base.task import Task
 from zoo.data import scenes as scene_data
+
+#: Scenes per `caption` call when evaluation shows progress: the task's own
+#: decoding batch, so the outputs are those of one call on all scenes.
+CAPTION_BATCH = 64
 
 
 def bleu_scores(hypotheses, references):
@@ -226,9 +231,17 @@ def evaluate_scenes(model, test, beam_widths=(1, 3), limit=None, examples=3):
     results = {}
     for width in beam_widths:
         start = time.time()
-        hypotheses, attention = model.caption(
-            images, beam_width=width, return_attention=True
+        captioned = progress.in_batches(  # a bar on a terminal's stderr
+            images,
+            CAPTION_BATCH,
+            lambda batch, width=width: list(
+                zip(*model.caption(batch, beam_width=width, return_attention=True))
+            ),
+            "scenes",
+            f"beam {width}: compiling the search (first call)",
         )
+        hypotheses = [text for text, _ in captioned]
+        attention = [maps for _, maps in captioned]
         scores = bleu_scores(hypotheses, references)
         scores["attention"] = attention_correctness(
             attention, test["labels"][:n], test["boxes"][:n], image_size

@@ -33,6 +33,7 @@ import argparse
 
 import numpy as np
 
+from zoo import progress
 from zoo.base.task import Task
 from zoo.data import fashion_mnist
 from zoo.training.flags import positive_int
@@ -186,6 +187,10 @@ def preset_data(metadata):
     return variant, seeds, data.get("canvas_size")
 
 
+#: Images per `predict` call (and per step of the progress bar).
+PREDICT_BATCH = 256
+
+
 def error_percent(logits, labels):
     """Share of images whose highest logit is not their label, in percent.
 
@@ -223,7 +228,15 @@ def evaluate_classifier(model, split="test", limit=None, path=None):
     )
     if limit:
         images, labels = images[:limit], labels[:limit]
-    logits = np.asarray(model.predict(images, batch_size=256, verbose=1))
+    logits = np.asarray(
+        progress.in_batches(  # a bar on a terminal's stderr; stdout: the answer
+            images,
+            PREDICT_BATCH,
+            lambda batch: model.predict(batch, batch_size=PREDICT_BATCH, verbose=0),
+            "images",
+            "compiling the model (first call)",
+        )
+    )
     error = error_percent(logits, labels)
     side = images.shape[1]
     print(

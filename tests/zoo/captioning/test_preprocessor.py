@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from zoo.base.truncation import TruncatedWarning
 from zoo.show_attend_tell import CaptionPreprocessor
 
 pytestmark = pytest.mark.tensorflow_only
@@ -103,7 +104,7 @@ def caption_warnings(pre, images, captions):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         pre(images, tf.constant(captions))
-    assert all(w.category is UserWarning for w in caught)
+    assert all(w.category is TruncatedWarning for w in caught)  # UserWarnings
     return [str(w.message) for w in caught]
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from zoo import cli, registry
+from zoo.cli import common, warning_lines
 from zoo.data import fashion_mnist, scenes
 
 RAM = "ram_fashion_mnist_translated_seeking_annealed"
@@ -89,11 +90,35 @@ def test_a_cut_output_advises_the_verbs_flag_in_one_line(monkeypatch, capsys):
     ]
 
 
+def test_a_cut_source_advises_the_verbs_flag_in_one_line(monkeypatch, capsys):
+    long = " ".join(["and the lord said unto moses"] * 20)  # 180 subwords
+    argv = ["translate", SEQ2SEQ, long, "--beam", "1"]
+    monkeypatch.setattr(sys, "argv", ["keras-attention", *argv])
+    assert cli.main() == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: 1 of 1 source sentences were longer than "
+        "source_sequence_length=64 subwords and were truncated (the longest "
+        "needs source_sequence_length=181). Raise --sequence-length to keep "
+        "them whole."
+    ]
+
+
+def test_evaluate_says_cut_sources_are_scored_as_cut(capsys):
+    from zoo.base.truncation import TruncatedWarning
+
+    cut = TruncatedWarning(1, 9, "source sentences", "source_sequence_length", 64, 70)
+    inside = os.path.join(os.path.dirname(cli.__file__), "translation", "data.py")
+    warning_lines.warning_printer("evaluate", None)(cut, TruncatedWarning, inside, 1)
+    err = capsys.readouterr().err
+    assert err.startswith("warning: 1 of 9 source sentences were longer than")
+    assert "scored as cut" in err and "preprocessor" not in err
+
+
 def test_evaluate_says_cut_outputs_are_scored_as_cut(capsys):
     from zoo.base.truncation import UnfinishedWarning
 
     shown = []
-    printer = cli._warning_printer("evaluate", lambda *a, **k: shown.append(a))
+    printer = warning_lines.warning_printer("evaluate", lambda *a, **k: shown.append(a))
     inside = os.path.join(os.path.dirname(cli.__file__), "translation", "data.py")
     printer(UnfinishedWarning(2, 50, "translations", 64), UnfinishedWarning, inside, 1)
     err = capsys.readouterr().err
@@ -102,7 +127,7 @@ def test_evaluate_says_cut_outputs_are_scored_as_cut(capsys):
     printer(UserWarning("theirs"), UserWarning, keras.__file__, 1)  # not ours
     assert capsys.readouterr().err == "" and len(shown) == 1
     cut = UnfinishedWarning(1, 1, "captions", 3)
-    cli._warning_printer("caption", None)(cut, UnfinishedWarning, inside, 1)
+    warning_lines.warning_printer("caption", None)(cut, UnfinishedWarning, inside, 1)
     assert capsys.readouterr().err.endswith(" Raise --max-length to let them finish.\n")
 
 
@@ -187,7 +212,9 @@ class LooksLikeEveryTask:
 def test_commands_dispatch_on_the_type_not_the_methods(
     argv, message, monkeypatch, capsys
 ):
-    monkeypatch.setattr(cli, "_load", lambda preset, dtype=None: LooksLikeEveryTask())
+    monkeypatch.setattr(
+        common, "load_preset", lambda preset, dtype=None: LooksLikeEveryTask()
+    )
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err
@@ -232,7 +259,7 @@ def test_evaluate_reads_the_ram_data_variant_from_metadata(
     model = RecurrentAttentionModel.__new__(RecurrentAttentionModel)
     model.preset_metadata = {"data": data}
     model.predict = lambda images, **kwargs: np.eye(10)[np.zeros(len(images), int)]
-    monkeypatch.setattr(cli, "_load", lambda preset, dtype=None: model)
+    monkeypatch.setattr(common, "load_preset", lambda preset, dtype=None: model)
     monkeypatch.setattr(fashion_mnist, "load", load)
     assert cli.main(["evaluate", RAM]) == 0
     assert loaded == [("test", variant, seeds, canvas)]
@@ -247,7 +274,7 @@ def test_a_bad_data_variant_in_metadata_exits_2(monkeypatch, capsys):
 
     model = RecurrentAttentionModel.__new__(RecurrentAttentionModel)
     model.preset_metadata = {"data": {"variant": "rotated"}}
-    monkeypatch.setattr(cli, "_load", lambda preset, dtype=None: model)
+    monkeypatch.setattr(common, "load_preset", lambda preset, dtype=None: model)
     assert cli.main(["evaluate", RAM]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "variant='rotated'" in err

@@ -14,6 +14,7 @@ import pytest
 from PIL import Image
 
 from zoo import cli
+from zoo.cli import images
 from zoo.data import fashion_mnist
 
 pytestmark = pytest.mark.tensorflow_only
@@ -67,8 +68,8 @@ def test_sixteen_bit_png_is_scaled_not_wrapped(item, tmp_path):
     sixteen = tmp_path / "sixteen.png"
     Image.fromarray(item.astype("uint16") * 257).save(sixteen)
     assert Image.open(sixteen).mode.startswith("I")
-    read_eight = cli._read_image(str(eight), 1)
-    read_sixteen = cli._read_image(str(sixteen), 1)
+    read_eight = images.read_image(str(eight), 1)
+    read_sixteen = images.read_image(str(sixteen), 1)
     np.testing.assert_array_equal(read_sixteen, read_eight)
 
 

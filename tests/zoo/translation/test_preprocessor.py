@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from zoo.base.truncation import TruncatedWarning
 from zoo.data import vocabulary
 from zoo.translation import TranslationPreprocessor
 from zoo.translation.preprocessor import glue_punctuation
@@ -297,7 +298,7 @@ def truncated_counts(pre, sources, targets=None):
         pre(tf.constant(sources), None if targets is None else tf.constant(targets))
     found = []
     for warning in caught:
-        assert warning.category is UserWarning
+        assert warning.category is TruncatedWarning  # a UserWarning
         match = re.match(
             r"(\d+) of (\d+) (source|target) sentences were longer than "
             r"(source|target)_sequence_length=(\d+)",
