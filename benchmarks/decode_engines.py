@@ -54,7 +54,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from machine import describe  # noqa: E402
+from machine import describe, printer  # noqa: E402
 
 PRESET = "transformer_bible_en_es"
 BACKENDS = ("tensorflow", "jax", "torch")
@@ -280,12 +280,7 @@ def main(argv=None):
     if args.worker:
         return worker(args)
     os.environ["KERAS_BACKEND"] = "tensorflow"
-    log = open(args.log, "w", encoding="utf-8") if args.log else None
-
-    def say(text=""):
-        print(text, flush=True)
-        if log:
-            log.write(text + "\n")
+    say = printer(args.log)
 
     import ctranslate2
     import keras
@@ -329,8 +324,6 @@ def main(argv=None):
             failures += name == "ct2-float32" and width == 1 and equal != total
     verdict = "FAILED" if failures else "passed"
     say(f"\nconversion check (ct2-float32 greedy == translate TF): {verdict}")
-    if log:
-        log.close()
     return 1 if failures else 0
 
 

@@ -68,3 +68,20 @@ def available_gib():
     """MemAvailable from /proc/meminfo in GiB, or None where it cannot be read."""
     value = _proc_field("/proc/meminfo", "MemAvailable:")
     return None if value is None else int(value.split()[0]) / 2**20
+
+
+def printer(path=None):
+    """`say(text="")`: prints a line and, given `path`, writes it there too.
+
+    The log file is written line by line (flushed), so a run cut short
+    keeps what it printed.
+    """
+    log = open(path, "w", encoding="utf-8") if path else None
+
+    def say(text=""):
+        print(text, flush=True)
+        if log:
+            log.write(text + "\n")
+            log.flush()
+
+    return say

@@ -74,7 +74,7 @@ def decoding_options(beam_width, max_length, batch_size, default_length):
     )
 
 
-def make_search(beam_width, sampler=None, **penalties):
+def make_search(beam_width, sampler=None, num_return_sequences=1, **penalties):
     """`GreedySearch()` for a beam width of 1, else a `BeamSearch`; or `sampler`.
 
     A width given as a scalar int tensor (an input of a signature traced
@@ -90,6 +90,11 @@ def make_search(beam_width, sampler=None, **penalties):
         sampler: optional sampler (checked by `sampling_options`),
             returned as it is: a verb given one draws instead of
             searching. Defaults to `None`.
+        num_return_sequences: int. Without a sampler, more than one
+            (at most an int `beam_width`, checked by `sampling_options`)
+            makes a `BeamSearch(return_all_beams=True)`, whose finished
+            hypotheses, best first, `generate_with` returns
+            (`best_sequences` keeps the first N). Defaults to `1`.
         **penalties: `BeamSearch` arguments (`length_penalty`,
             `coverage_penalty`); a greedy search has none.
 
@@ -98,13 +103,19 @@ def make_search(beam_width, sampler=None, **penalties):
     'GreedySearch'
     >>> make_search(4, length_penalty=0.6).beam_width
     4
+    >>> make_search(4, num_return_sequences=2).return_all_beams
+    True
     """
     if sampler is not None:
         return sampler
     if not ops.is_tensor(beam_width):
         if beam_width == 1:
             return GreedySearch()
-        return BeamSearch(beam_width=beam_width, **penalties)
+        return BeamSearch(
+            beam_width=beam_width,
+            return_all_beams=num_return_sequences > 1,
+            **penalties,
+        )
     greedy = GreedySearch()
     beam = BeamSearch(beam_width=beam_width, **penalties)
 
@@ -118,7 +129,7 @@ def make_search(beam_width, sampler=None, **penalties):
     return search
 
 
-def sampling_options(sampler, num_return_sequences):
+def sampling_options(sampler, num_return_sequences, beam_width=1):
     """Checks the sampling arguments of a user verb.
 
     The names are keras-hub's (`generate(..., sampler=...)`) and Hugging
@@ -129,17 +140,23 @@ def sampling_options(sampler, num_return_sequences):
             `keras_attention.decoding` sampler (`RandomSampler`,
             `TopKSampler`, `TopPSampler`; `make_sampler` makes one from
             Hugging Face's `top_k`, `top_p`, `temperature`).
-        num_return_sequences: int >= 1. Outputs per input; more than one
-            needs a sampler (a search has one answer).
+        num_return_sequences: int >= 1. Outputs per input: draws of a
+            sampler, or without one the best finished hypotheses of the
+            beam search, at most `beam_width` (as Hugging Face's
+            `generate`).
+        beam_width: int >= 1. The verb's beam width (checked by
+            `decoding_options`). Defaults to `1`.
 
     Returns:
         `(sampler, num_return_sequences)`.
 
     Example:
-    >>> sampling_options(None, 2)
+    >>> sampling_options(None, 2, beam_width=4)
+    (None, 2)
+    >>> sampling_options(None, 5, beam_width=4)
     Traceback (most recent call last):
     ...
-    ValueError: `num_return_sequences` > 1 needs a `sampler` (e.g. keras_attention.decoding.TopKSampler(k=5)); a greedy or beam search has one output per input. Received: num_return_sequences=2, sampler=None
+    ValueError: `num_return_sequences` must be <= `beam_width` (the best hypotheses of one beam search), or a `sampler` must draw them (e.g. keras_attention.decoding.TopKSampler(k=5)). Received: num_return_sequences=5, beam_width=4
     """
     if sampler is not None and not isinstance(sampler, RandomSampler):
         raise TypeError(
@@ -147,12 +164,12 @@ def sampling_options(sampler, num_return_sequences):
             f"(RandomSampler, TopKSampler, TopPSampler). Received: sampler={sampler!r}"
         )
     count = int_argument("num_return_sequences", num_return_sequences)
-    if count > 1 and sampler is None:
+    if count > beam_width and sampler is None:
         raise ValueError(
-            "`num_return_sequences` > 1 needs a `sampler` (e.g. "
-            "keras_attention.decoding.TopKSampler(k=5)); a greedy or beam search "
-            f"has one output per input. Received: num_return_sequences={count}, "
-            "sampler=None"
+            "`num_return_sequences` must be <= `beam_width` (the best hypotheses "
+            "of one beam search), or a `sampler` must draw them (e.g. "
+            "keras_attention.decoding.TopKSampler(k=5)). Received: "
+            f"num_return_sequences={count}, beam_width={beam_width}"
         )
     return sampler, count
 
@@ -203,6 +220,25 @@ def chunk_seed(seed, chunk):
     if seed is None:
         return None
     return (seed + chunk * 0x9E3779B1) % HASH_MASK
+
+
+def best_sequences(tokens, count):
+    """The `count` best hypotheses of each row, in a row: `(batch * count, L)`.
+
+    Args:
+        tokens: int array `(batch, L)` (one output per row, kept as it is),
+            or `(batch, beam_width, L)`, best first, as `generate_with`
+            returns a `BeamSearch(return_all_beams=True)`'s.
+        count: int <= `beam_width`.
+
+    Example:
+    >>> beams = np.array([[[1, 5], [1, 6], [1, 7]], [[1, 8], [1, 9], [1, 4]]])
+    >>> best_sequences(beams, 2).tolist()
+    [[1, 5], [1, 6], [1, 8], [1, 9]]
+    """
+    if tokens.ndim == 2:
+        return tokens
+    return tokens[:, :count].reshape((-1, tokens.shape[-1]))
 
 
 def repeated(rows, count):
@@ -507,7 +543,10 @@ class GenerativeTask(Task):
                 defaults to `sampling_seed(search)`. Ignored by a search.
 
         Returns:
-            int32 NumPy array `(batch, max_length + 1)`, as `generate`.
+            int32 NumPy array `(batch, max_length + 1)`, as `generate`;
+            for a `BeamSearch(return_all_beams=True)` (`make_search` with
+            `num_return_sequences > 1`) every hypothesis, best first,
+            `(batch, beam_width, max_length + 1)`.
 
         Example:
         >>> import numpy as np, zoo
@@ -546,7 +585,7 @@ class GenerativeTask(Task):
         if key not in functions:
 
             def run(inputs, prompt, *seed):
-                return self.run_search(
+                tokens = self.run_search(
                     search,
                     inputs,
                     prompt,
@@ -554,6 +593,9 @@ class GenerativeTask(Task):
                     pad_token_id=int(pad_id),
                     **({"seed": seed[0]} if seed else {}),
                 )
+                if getattr(search, "return_all_beams", False):
+                    return tokens[0]  # The hypotheses; not their scores.
+                return tokens
 
             functions[key] = _compiled(self, run)
         return functions[key]

@@ -6,8 +6,11 @@ SavedModel export (`zoo.captioning.export`), the held-out evaluation on the
 scenes (`zoo.captioning.evaluation`) and the metrics line of its presets.
 """
 
+from keras import ops
+
 from zoo.base.generation import (
     GenerativeTask,
+    best_sequences,
     chunk_seed,
     decoding_options,
     make_search,
@@ -99,9 +102,11 @@ class CaptioningTask(GenerativeTask):
                 and the penalties are then unused), as keras-hub's
                 `generate(..., sampler=...)`; its seed reproduces a call.
                 Defaults to `None`.
-            num_return_sequences: int. Captions drawn per image (more than
-                one needs a `sampler`), consecutive in the output as in
-                Hugging Face's `generate`. Defaults to `1`.
+            num_return_sequences: int. Captions per image, consecutive
+                in the output as in Hugging Face's `generate`: a
+                `sampler`'s draws, or without one the best finished
+                hypotheses of the beam search, best first (at most
+                `beam_width`). Defaults to `1`.
 
         Returns:
             A list of strings (one string for one image and one sequence;
@@ -121,12 +126,16 @@ class CaptioningTask(GenerativeTask):
         beam_width, max_length, batch_size = decoding_options(
             beam_width, max_length, batch_size, pre.sequence_length
         )
-        sampler, count = sampling_options(sampler, num_return_sequences)
+        sampler, count = sampling_options(sampler, num_return_sequences, beam_width)
         images, single = image_batch(images)
-        images = repeated(images, count)
+        # A sampler draws each caption of an image from its own row; a beam
+        # search returns an image's best `count` from one row.
+        per_row = 1 if sampler is not None else count
+        images = repeated(images, count // per_row)
         search = make_search(
             beam_width,
             sampler=sampler,
+            num_return_sequences=count,
             length_penalty=length_penalty,
             coverage_penalty=coverage_penalty,
         )
@@ -141,9 +150,11 @@ class CaptioningTask(GenerativeTask):
                 batch_size=min(batch_size, len(images)),  # one shape per call
                 seed=chunk_seed(seed, len(chunks)),
             )
+            tokens = best_sequences(tokens, count)
             chunks.append(tokens)
             texts.extend(pre.detokenize(tokens[:, 1:]))
             if return_attention:
+                prepared = ops.repeat(prepared, per_row, axis=0)
                 attention = self.token_attention(prepared, tokens)
                 maps.extend(self._attention_dicts(tokens, attention))
         warn_unfinished(chunks, pre.end_id, max_length, "captions")

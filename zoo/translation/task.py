@@ -6,6 +6,7 @@ import tensorflow as tf
 from zoo.base.generation import (
     GenerativeTask,
     as_texts,
+    best_sequences,
     chunk_seed,
     decoding_options,
     make_search,
@@ -157,9 +158,11 @@ class TranslationTask(GenerativeTask):
                 keras-hub's `generate(..., sampler=...)`. Its seed
                 reproduces a call (same inputs and `batch_size`); without
                 one each call draws anew. Defaults to `None`.
-            num_return_sequences: int. Translations drawn per sentence
-                (more than one needs a `sampler`), consecutive in the
-                output as in Hugging Face's `generate`. Defaults to `1`.
+            num_return_sequences: int. Translations per sentence,
+                consecutive in the output as in Hugging Face's `generate`:
+                a `sampler`'s draws, or without one the best finished
+                hypotheses of the beam search, best first (at most
+                `beam_width`). Defaults to `1`.
 
         Returns:
             A list of strings (a string for a single input and one
@@ -180,12 +183,13 @@ class TranslationTask(GenerativeTask):
         beam_width, max_length, batch_size = decoding_options(
             beam_width, max_length, batch_size, pre.target_sequence_length
         )
-        sampler, count = sampling_options(sampler, num_return_sequences)
+        sampler, count = sampling_options(sampler, num_return_sequences, beam_width)
         if not texts:
             return ([], []) if return_attention else []
         search = make_search(
             beam_width,
             sampler=sampler,
+            num_return_sequences=count,
             length_penalty=length_penalty,
             coverage_penalty=coverage_penalty,
         )
@@ -195,9 +199,15 @@ class TranslationTask(GenerativeTask):
             row[row != pad]
             for row in np.asarray(pre(tf.constant(texts))["encoder_token_ids"])
         ]
-        ids = repeated(ids, count)
+        # A sampler draws each output of a sentence from its own row; a beam
+        # search returns a sentence's best `count` from one row.
+        per_row = 1 if sampler is not None else count
+        ids = repeated(ids, count // per_row)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        outputs, alignments = [None] * len(ids), [None] * len(ids)
+        outputs, alignments = (
+            [None] * (len(ids) * per_row),
+            [None] * (len(ids) * per_row),
+        )
         generated = []
         for begin in range(0, len(order), batch_size):
             chunk = order[begin : begin + batch_size]
@@ -211,11 +221,14 @@ class TranslationTask(GenerativeTask):
                 batch_size=min(batch_size, len(ids)),  # one shape per call
                 seed=chunk_seed(seed, len(generated)),
             )
+            tokens = best_sequences(tokens, count)
             generated.append(tokens)
-            for i, text in zip(chunk, pre.detokenize(tokens[:, 1:])):
+            rows = [i * per_row + k for i in chunk for k in range(per_row)]
+            for i, text in zip(rows, pre.detokenize(tokens[:, 1:])):
                 outputs[i] = text
             if return_attention:
-                for i, alignment in zip(chunk, self.alignments(batch, tokens)):
+                batch = repeated(batch, per_row)
+                for i, alignment in zip(rows, self.alignments(batch, tokens)):
                     alignments[i] = alignment
         warn_unfinished(generated, pre.end_id, max_length, "translations")
         if single and count == 1:

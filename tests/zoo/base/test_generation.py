@@ -15,7 +15,12 @@ from keras import ops
 
 from keras_attention.decoding import BeamSearch, RandomSampler, TopKSampler
 from zoo import registry
-from zoo.base.generation import GenerativeTask, make_sampler, make_search
+from zoo.base.generation import (
+    GenerativeTask,
+    best_sequences,
+    make_sampler,
+    make_search,
+)
 
 PAD, START, END, A, B = range(5)
 TINY = 1e-9  # The probability of tokens a model should never write.
@@ -505,13 +510,13 @@ def test_translate_draws_num_return_sequences_per_sentence():
     single = model.translate(texts[1], sampler=sampler, num_return_sequences=3)
     assert isinstance(single, list) and len(single) == 3
     with pytest.raises(ValueError, match="num_return_sequences"):
-        model.translate(texts, num_return_sequences=2)
+        model.translate(texts, beam_width=1, num_return_sequences=2)
     with pytest.raises(TypeError, match="sampler"):
         model.translate(texts, sampler="top_k")
 
 
-@pytest.mark.filterwarnings("ignore:.*reached max_length")  # untrained
-def test_caption_draws_num_return_sequences_per_image():
+def tiny_captioner():
+    """A tiny untrained Show-Attend-Tell with its preprocessor, and 2 images."""
     import zoo
 
     vocabulary = ["[PAD]", "[UNK]", "[START]", "[END]", "a", "bag"]
@@ -523,7 +528,57 @@ def test_caption_draws_num_return_sequences_per_image():
         preprocessor=zoo.CaptionPreprocessor(vocabulary, sequence_length=4),
     )
     images = np.random.default_rng(0).uniform(size=(2, 28, 28)).astype("float32")
+    return model, images
+
+
+@pytest.mark.filterwarnings("ignore:.*reached max_length")  # untrained
+def test_caption_draws_num_return_sequences_per_image():
+    model, images = tiny_captioner()
     sampler = RandomSampler(seed=0, temperature=2.0)
     texts = model.caption(images, sampler=sampler, num_return_sequences=4)
     assert len(texts) == 8 and all(isinstance(t, str) for t in texts)
     assert model.caption(images, sampler=sampler, num_return_sequences=4) == texts
+
+
+def test_a_beam_search_returns_its_n_best_finished_hypotheses():
+    # The two best answers of the table by brute force: every sequence of
+    # at most 3 tokens that ends with [END], ranked by log-probability.
+    model = TableModel(SHORT_OR_LONG, ATTENTION)
+    answers = [[END]] + [[a, END] for a in (A, B)]
+    answers += [[a, b, END] for a in (A, B) for b in (A, B)]
+    best = sorted(answers, key=lambda y: -gnmt_score(SHORT_OR_LONG, y, 0.0))[:2]
+    search = make_search(3, num_return_sequences=2, length_penalty=0.0)
+    tokens = model.generate_with(search, np.ones((2, 2), "int32"), 3, batch_size=2)
+    assert tokens.shape == (2, 3, 4)
+    for row in best_sequences(tokens, 2).reshape(2, 2, 4):  # each source row
+        got = [[t for t in hypothesis[1:] if t != PAD] for hypothesis in row]
+        assert got == best
+
+
+@pytest.mark.filterwarnings("ignore:.*reached max_length")  # untrained
+def test_translate_returns_the_n_best_of_the_beam_in_a_row():
+    model = tiny_translator("seq2seq")
+    texts = ["light", "light light light"]
+    outputs = model.translate(texts, beam_width=3, num_return_sequences=2)
+    assert len(outputs) == 4 and all(isinstance(o, str) for o in outputs)
+    # The first of each sentence's pair is its one best translation.
+    assert outputs[0::2] == model.translate(texts, beam_width=3)
+    outputs, alignments = model.translate(
+        texts, beam_width=3, num_return_sequences=2, return_attention=True
+    )
+    assert len(alignments) == 4
+    assert alignments[3]["source_tokens"] == ["light"] * 3 + ["[END]"]
+    with pytest.raises(ValueError, match="num_return_sequences=4, beam_width=3"):
+        model.translate(texts, beam_width=3, num_return_sequences=4)
+
+
+@pytest.mark.filterwarnings("ignore:.*reached max_length")  # untrained
+def test_caption_returns_the_n_best_of_the_beam_in_a_row():
+    model, images = tiny_captioner()
+    texts, maps = model.caption(
+        images, beam_width=3, num_return_sequences=3, return_attention=True
+    )
+    assert len(texts) == 6 and len(maps) == 6
+    assert texts[0::3] == model.caption(images, beam_width=3)
+    with pytest.raises(ValueError, match="num_return_sequences=2, beam_width=1"):
+        model.caption(images, beam_width=1, num_return_sequences=2)
