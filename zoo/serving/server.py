@@ -58,7 +58,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from zoo.serving import tf_serving, v2_binary
 from zoo.serving import v2_protocol as serving_v2
 from zoo.serving.batcher import Batcher
-from zoo.serving.connections import ClientSlots, check_head
+from zoo.serving.connections import ClientSlots, check_head, read_seconds
 from zoo.serving.metrics import CONTENT_TYPE as METRICS_TYPE
 from zoo.serving.metrics import ServerMetrics
 from zoo.serving.requests import (  # noqa: F401 - Parsed, _demo_exported: examples
@@ -242,10 +242,16 @@ class ModelServer(HTTPServer):
                 return
             request, client_address = item
             # Each read waits at most `read_timeout`; the watchdog closes the
-            # connection if the whole request takes longer.
+            # connection if the whole request takes longer (or, for a client
+            # already sending more than its share, longer than a second).
             request.settimeout(self.limits.read_timeout)
+            client = client_address[0]
             with self._lock:
-                self._receiving[request] = time.monotonic() + self.limits.read_timeout
+                reading = sum(c == client for _, c in self._receiving.values())
+                seconds = read_seconds(
+                    self.limits.read_timeout, self.limits.workers, reading
+                )
+                self._receiving[request] = (time.monotonic() + seconds, client)
             try:
                 self.finish_request(request, client_address)
             except Exception as error:  # noqa: BLE001 - one connection's failure
@@ -264,7 +270,7 @@ class ModelServer(HTTPServer):
         while not self._closed.wait(0.2):
             now = time.monotonic()
             with self._lock:
-                late = [c for c, end in self._receiving.items() if end < now]
+                late = [c for c, (end, _) in self._receiving.items() if end < now]
                 for connection in late:
                     del self._receiving[connection]
             for connection in late:
@@ -408,7 +414,9 @@ class Handler(BaseHTTPRequestHandler):
     def _answer(self, route):
         started, tf_serving, protocol, error_text = time.monotonic(), False, "zoo", None
         try:
-            path = check_head(self.headers, self.path, self.server.allowed_hosts)
+            path = check_head(
+                self.headers, self.path, self.server.allowed_hosts, self.request_version
+            )
             match = _TF_SERVING_PATH.fullmatch(path)
             # TF Serving's and KServe's errors are `{"error"}` alone.
             v2 = path == "/v2" or path.startswith("/v2/")
