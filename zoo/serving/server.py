@@ -39,7 +39,8 @@ request, so that a one-sentence request is not stuck behind a
 a POST must say `Content-Type: application/json` (or come, without an
 `Origin`, from a client such as `curl -d`) and a request's `Host` must
 be a loopback name or one allowed with `allow_hosts` (what stops a web page
-from posting to a server on the reader's laptop). SIGTERM (`serve`) stops
+from posting to a server on the reader's laptop). `serve` also answers gRPC
+on a second port (`zoo.serving.grpc_server`). SIGTERM (`serve`) stops
 accepting, answers the requests already accepted, and returns.
 """
 
@@ -225,6 +226,20 @@ class ModelServer(HTTPServer):
                 f"The server is busy ({self.limits.workers} workers, "
                 f"{self.limits.max_queued} waiting): retry later.",
             )
+
+    def run(self, parsed, timeout=None):
+        """A `Parsed` request's outputs, from the batcher (HTTP's and gRPC's).
+
+        `timeout` (seconds) defaults to `limits.request_timeout`.
+        """
+        waiting = self.metrics.waiting
+        waiting.inc()
+        try:
+            return self.batcher.submit(
+                parsed.signature, parsed.inputs, parsed.rows, parsed.costs, timeout
+            )
+        finally:
+            waiting.dec()
 
     def _turn_away(self, request, message):
         """Answers a 503 on an accepted connection before reading it, and closes it."""
@@ -554,14 +569,7 @@ class Handler(BaseHTTPRequestHandler):
         return data, "application/octet-stream"
 
     def _run(self, parsed):
-        waiting = self.server.metrics.waiting
-        waiting.inc()
-        try:
-            return self.server.batcher.submit(
-                parsed.signature, parsed.inputs, parsed.rows, parsed.costs
-            )
-        finally:
-            waiting.dec()
+        return self.server.run(parsed)
 
     def _check_model(self, match, verb):
         """TF Serving's 404 for another model or version, 400 for a verb."""
@@ -732,21 +740,30 @@ def make_server(
     )
 
 
-def serve(directory, host="127.0.0.1", port=8501, **options):
-    """Serves an export over HTTP until Ctrl-C or SIGTERM (`python -m zoo serve`).
+def serve(directory, host="127.0.0.1", port=8501, grpc_port=None, **options):
+    """Serves an export over HTTP and gRPC until Ctrl-C or SIGTERM (`zoo serve`).
 
-    Either signal stops accepting connections; the requests already
-    accepted are answered before this returns.
+    Either signal stops accepting connections and calls; the requests
+    already accepted are answered before this returns.
 
     Args:
         directory: str. A SavedModel written by `zoo.serving.export` (or a folder
             of numbered versions of one).
         host: str. Defaults to `"127.0.0.1"`.
         port: int. Defaults to `8501`.
+        grpc_port: int. The gRPC port (`zoo.serving.grpc_server`); `0` for
+            none. Defaults to `None`: 8500 if it is free.
         **options: `make_server` settings (`allow_hosts`, `model_name` and
             the `Limits`).
     """
+    from zoo.serving import grpc_server
+
     server = make_server(directory, host, port, **options)
+    try:
+        rpc = grpc_server.start(server, host, grpc_port)
+    except OSError:
+        server.server_close()
+        raise
     host, port = server.server_address[:2]
 
     def stop(signum, frame):
@@ -755,7 +772,9 @@ def serve(directory, host="127.0.0.1", port=8501, **options):
     previous = signal.signal(signal.SIGTERM, stop)
     print(
         f"Serving {directory} as {server.model_name!r} on http://{host}:{port}/ "
-        f"(TF Serving: /v1/models/{server.model_name}:predict; Ctrl-C stops)",
+        f"(TF Serving: /v1/models/{server.model_name}:predict; "
+        + (f"gRPC: {host}:{rpc.port}; " if rpc else "")
+        + "Ctrl-C stops)",
         flush=True,
     )
     try:
@@ -764,5 +783,7 @@ def serve(directory, host="127.0.0.1", port=8501, **options):
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if rpc is not None:  # Calls under way end, then the batcher stops.
+            rpc.stop(server.limits.request_timeout).wait()
         server.server_close()
     print("Stopped: every accepted request was answered.", flush=True)
