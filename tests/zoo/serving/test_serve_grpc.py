@@ -319,3 +319,42 @@ def test_stop_lets_the_call_under_way_finish():
     assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
     channel.close()
     server.server_close()
+
+
+def test_zoo_serve_answers_grpc_and_sigterm_drains_it(tmp_path):
+    import signal
+    import subprocess
+
+    from serving_helpers import free_port
+
+    base = tmp_path / "tiny_ram"
+    export_classifier(tiny_models.exportable_ram(1, "rnn"), base / "1")
+    port, grpc_port = free_port(), free_port()
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "zoo", "serve", str(base), "--port", str(port)]
+        + ["--grpc-port", str(grpc_port)],
+        cwd=root,
+        env=dict(os.environ, PYTHONPATH=root, TF_CPP_MIN_LOG_LEVEL="2"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = process.stdout.readline()
+        assert f"gRPC: 127.0.0.1:{grpc_port}" in line, process.stderr.read()[-3000:]
+        channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        request = _predict("tiny_ram", image=_images(300))
+        assert "class_id" in stub.Predict(request, timeout=TIMEOUT).outputs
+        future = stub.Predict.future(request, timeout=TIMEOUT)
+        time.sleep(0.3)  # On its way, or answered.
+        process.send_signal(signal.SIGTERM)
+        assert len(tf.make_ndarray(future.result().outputs["class_id"])) == 300
+        assert process.wait(TIMEOUT) == 0
+        assert "Stopped" in process.stdout.read()
+        channel.close()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(TIMEOUT)
