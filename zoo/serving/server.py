@@ -761,7 +761,7 @@ def serve(directory, host="127.0.0.1", port=8501, grpc_port=None, **options):
     server = make_server(directory, host, port, **options)
     try:
         rpc = grpc_server.start(server, host, grpc_port)
-    except OSError:
+    except BaseException:  # A bad or busy port: the HTTP server's threads stop.
         server.server_close()
         raise
     host, port = server.server_address[:2]

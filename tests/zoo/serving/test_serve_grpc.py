@@ -358,3 +358,26 @@ def test_zoo_serve_answers_grpc_and_sigterm_drains_it(tmp_path):
         if process.poll() is None:
             process.kill()
         process.wait(TIMEOUT)
+
+
+def test_a_busy_port_is_an_error_unless_it_is_the_default(monkeypatch, capsys):
+    import socket
+
+    from zoo.serving import grpc_server
+    from zoo.serving.requests import Signatures, _demo_exported
+    from zoo.serving.server import ModelServer
+
+    server = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported()))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(OSError, match=f"127.0.0.1:{port}"):
+            grpc_server.start(server, "127.0.0.1", port)
+        monkeypatch.setattr(grpc_server, "DEFAULT_PORT", port)
+        assert grpc_server.start(server, "127.0.0.1") is None
+        assert capsys.readouterr().err.startswith("warning: gRPC cannot listen")
+    assert grpc_server.start(server, "127.0.0.1", 0) is None
+    with pytest.raises(ValueError, match="grpc_port"):
+        grpc_server.start(server, "127.0.0.1", 70000)
+    server.server_close()
