@@ -48,6 +48,11 @@ setup(
         "pysword>=0.2.8",
         # `zoo serve`'s /metrics, in Prometheus' text format.
         "prometheus-client>=0.20",
+        # `zoo serve`'s gRPC port (zoo/serving/grpc_server.py): grpcio (which
+        # TensorFlow requires already) and TF Serving's messages (its
+        # PredictionService), which pin nothing TensorFlow does not.
+        "grpcio>=1.60",
+        "tensorflow-serving-api==2.21.*",
     ],
     extras_require={
         # torch 2.13: the third test pass. The project's registry serves it
@@ -59,9 +64,10 @@ setup(
             "ruff>=0.6",
             "jax[cpu]",
             "torch==2.13.*",
-            # Triton's client: the KServe v2 binary tensor tests (it pins
-            # ml-dtypes<=0.5.4, which TensorFlow and JAX here accept).
-            "tritonclient[http]",
+            # Triton's client: the KServe v2 binary tensor and gRPC tests
+            # (it pins ml-dtypes<=0.5.4 and, for gRPC, protobuf<7, which
+            # TensorFlow 2.21 (>=6.31.1) and JAX here accept).
+            "tritonclient[http,grpc]",
         ],
         # benchmarks/decode_engines.py times the Transformer preset beside
         # CTranslate2 (tests/benchmarks skip without it); never the

@@ -39,6 +39,8 @@ NEEDS = {
 NEEDS_SERVER = {
     "httpclient.": "tritonclient against `python -m zoo serve`; "
     "tests/zoo/serving/test_serve_v2_binary.py sends these requests",
+    "localhost:8500": "gRPC clients against `python -m zoo serve`; "
+    "tests/zoo/serving/test_serve_grpc.py sends these requests",
 }
 
 

@@ -93,7 +93,8 @@ def _add_sampling_flags(command):
         type=positive_int,
         default=1,
         metavar="N",
-        help="outputs per input, in a row (N > 1 needs sampling)",
+        help="outputs per input, in a row: N draws with --sample, else the N "
+        "best of the beam search (N <= --beam)",
     )
 
 

@@ -60,6 +60,12 @@ def add_serve_parser(sub):
         "--port", type=positive_int, default=8501, help="default: %(default)s"
     )
     serve.add_argument(
+        "--grpc-port",
+        type=int,
+        help="gRPC port (TF Serving's and KServe v2's services); 0: none "
+        "(default: 8500 if it is free)",
+    )
+    serve.add_argument(
         "--allow-host",
         action="append",
         default=[],
@@ -123,6 +129,7 @@ def serve(args):
         args.directory,
         args.host,
         args.port,
+        grpc_port=args.grpc_port,
         allow_hosts=args.allow_host,
         model_name=args.model_name,
         **{

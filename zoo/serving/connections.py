@@ -2,12 +2,14 @@
 
 `check_head` refuses, before the body is read, a request that two parts of
 a network could read differently (RFC 9112): differing `Content-Length`s, a
-repeated `Host`, an absolute-form target (`POST http://host/...`) or a
+repeated `Host` (or none, from an HTTP/1.1 client), an absolute-form target (`POST http://host/...`) or a
 `Host` or `Origin` naming a host the server does not answer to (what stops
 a web page from posting to a server on the reader's laptop: DNS
 rebinding). `ClientSlots` counts each client's open connections, so that
 one client holding idle sockets cannot fill the queue every other client
-waits in.
+waits in, and `read_seconds` gives a client reading more than its share of
+the workers a shorter time to send each request, so that its idle sockets
+cannot hold every worker for the whole `read_timeout`.
 
 Reference: https://www.rfc-editor.org/rfc/rfc9112 (sections 3.2 and 6.3).
 """
@@ -27,7 +29,7 @@ def _host_name(header, value):
         return None
 
 
-def check_head(headers, target, allowed_hosts):
+def check_head(headers, target, allowed_hosts, version="HTTP/1.0"):
     """The path of a request's target, once its head is unambiguous and ours.
 
     Args:
@@ -35,13 +37,16 @@ def check_head(headers, target, allowed_hosts):
         target: str. The request line's target (`/v1/predict`, or the
             absolute form `http://host:port/v1/predict`).
         allowed_hosts: set of str. Host names answered; `"*"` allows any.
+        version: str. The request line's version: an `"HTTP/1.1"` request
+            must carry a `Host` (RFC 9112, section 3.2). Defaults to
+            `"HTTP/1.0"`.
 
     Returns:
         The target's path.
 
     Raises:
-        RequestError: 400 for differing `Content-Length`s or a repeated
-            `Host`; 403 for a host (of `Host`, `Origin` or the target) not
+        RequestError: 400 for differing `Content-Length`s, a repeated
+            `Host` or an HTTP/1.1 request without one; 403 for a host (of `Host`, `Origin` or the target) not
             in `allowed_hosts`.
 
     Example:
@@ -59,6 +64,10 @@ def check_head(headers, target, allowed_hosts):
     Traceback (most recent call last):
     ...
     zoo.serving.requests.RequestError: The request has differing Content-Lengths ['2', '20']: which one ends the body is ambiguous.
+    >>> check_head(Message(), "/v1/predict", {"localhost"}, "HTTP/1.1")
+    Traceback (most recent call last):
+    ...
+    zoo.serving.requests.RequestError: An HTTP/1.1 request must carry a Host header (RFC 9112).
     """
     lengths = [
         part.strip()
@@ -71,6 +80,8 @@ def check_head(headers, target, allowed_hosts):
             "ends the body is ambiguous."
         )
     hosts = headers.get_all("Host") or ()
+    if not hosts and version == "HTTP/1.1":
+        raise RequestError("An HTTP/1.1 request must carry a Host header (RFC 9112).")
     if len(hosts) > 1:
         raise RequestError(
             f"The request has {len(hosts)} Host headers; it may have one."
@@ -90,6 +101,33 @@ def check_head(headers, target, allowed_hosts):
                     status=HTTPStatus.FORBIDDEN,
                 )
     return parts.path
+
+
+#: The workers one client may hold reading its requests for the whole
+#: `read_timeout`: this fraction of them (at least one).
+IDLE_SHARE = 0.25
+#: Seconds a client reading more than its share of the workers has to send
+#: each further request (if `read_timeout` is not shorter).
+OVER_SHARE_SECONDS = 1.0
+
+
+def read_seconds(read_timeout, workers, reading):
+    """Seconds a client has to send a request, given how many it already sends.
+
+    Args:
+        read_timeout: float. The server's `read_timeout`.
+        workers: int. The server's worker threads.
+        reading: int. Workers already reading this client's other requests.
+
+    Example (16 workers: a client's first four requests have 10 s each;
+    its fifth, while the other four are still arriving, has 1 s):
+    >>> read_seconds(10.0, 16, 3), read_seconds(10.0, 16, 4)
+    (10.0, 1.0)
+    """
+    share = max(1, int(workers * IDLE_SHARE))
+    if reading < share:
+        return read_timeout
+    return min(read_timeout, OVER_SHARE_SECONDS)
 
 
 class ClientSlots:

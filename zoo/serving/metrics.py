@@ -4,8 +4,10 @@ One `ServerMetrics` a server, in its own registry (two servers in one
 process count apart), in Prometheus' text format (`prometheus-client`):
 
 - `zoo_serve_requests_total{protocol, model, status}`: answered requests;
-  `protocol` is `tf_serving`, `kserve_v2`, `zoo` (the zoo's own paths) or
-  `metrics` (the scrapes).
+  `protocol` is `tf_serving`, `kserve_v2`, `zoo` (the zoo's own paths),
+  `metrics` (the scrapes), or `tf_serving_grpc` and `kserve_v2_grpc`
+  (`zoo.serving.grpc_server`, whose `status` is the HTTP status of the
+  gRPC one).
 - `zoo_serve_request_seconds{protocol, model}`: a histogram of the time
   from the request's head to its answer.
 - `zoo_serve_model_call_rows{model}`: a histogram of the rows of each model

@@ -572,7 +572,7 @@ def _array(field, value, spec, base64_strings=True):
             f"`{field}` must be a single {dtype.name} number. Received: {value!r:.60}",
             field=field,
         )
-    if not isinstance(value, list):
+    if not isinstance(value, (list, np.ndarray)):  # An array: a gRPC tensor's.
         raise RequestError(
             f"`{field}` must be a list (one entry per row). Received: {value!r:.60}",
             field=field,

@@ -39,7 +39,8 @@ request, so that a one-sentence request is not stuck behind a
 a POST must say `Content-Type: application/json` (or come, without an
 `Origin`, from a client such as `curl -d`) and a request's `Host` must
 be a loopback name or one allowed with `allow_hosts` (what stops a web page
-from posting to a server on the reader's laptop). SIGTERM (`serve`) stops
+from posting to a server on the reader's laptop). `serve` also answers gRPC
+on a second port (`zoo.serving.grpc_server`). SIGTERM (`serve`) stops
 accepting, answers the requests already accepted, and returns.
 """
 
@@ -58,7 +59,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from zoo.serving import tf_serving, v2_binary
 from zoo.serving import v2_protocol as serving_v2
 from zoo.serving.batcher import Batcher
-from zoo.serving.connections import ClientSlots, check_head
+from zoo.serving.connections import ClientSlots, check_head, read_seconds
 from zoo.serving.metrics import CONTENT_TYPE as METRICS_TYPE
 from zoo.serving.metrics import ServerMetrics
 from zoo.serving.requests import (  # noqa: F401 - Parsed, _demo_exported: examples
@@ -226,6 +227,20 @@ class ModelServer(HTTPServer):
                 f"{self.limits.max_queued} waiting): retry later.",
             )
 
+    def run(self, parsed, timeout=None):
+        """A `Parsed` request's outputs, from the batcher (HTTP's and gRPC's).
+
+        `timeout` (seconds) defaults to `limits.request_timeout`.
+        """
+        waiting = self.metrics.waiting
+        waiting.inc()
+        try:
+            return self.batcher.submit(
+                parsed.signature, parsed.inputs, parsed.rows, parsed.costs, timeout
+            )
+        finally:
+            waiting.dec()
+
     def _turn_away(self, request, message):
         """Answers a 503 on an accepted connection before reading it, and closes it."""
         try:
@@ -242,10 +257,16 @@ class ModelServer(HTTPServer):
                 return
             request, client_address = item
             # Each read waits at most `read_timeout`; the watchdog closes the
-            # connection if the whole request takes longer.
+            # connection if the whole request takes longer (or, for a client
+            # already sending more than its share, longer than a second).
             request.settimeout(self.limits.read_timeout)
+            client = client_address[0]
             with self._lock:
-                self._receiving[request] = time.monotonic() + self.limits.read_timeout
+                reading = sum(c == client for _, c in self._receiving.values())
+                seconds = read_seconds(
+                    self.limits.read_timeout, self.limits.workers, reading
+                )
+                self._receiving[request] = (time.monotonic() + seconds, client)
             try:
                 self.finish_request(request, client_address)
             except Exception as error:  # noqa: BLE001 - one connection's failure
@@ -264,7 +285,7 @@ class ModelServer(HTTPServer):
         while not self._closed.wait(0.2):
             now = time.monotonic()
             with self._lock:
-                late = [c for c, end in self._receiving.items() if end < now]
+                late = [c for c, (end, _) in self._receiving.items() if end < now]
                 for connection in late:
                     del self._receiving[connection]
             for connection in late:
@@ -408,7 +429,9 @@ class Handler(BaseHTTPRequestHandler):
     def _answer(self, route):
         started, tf_serving, protocol, error_text = time.monotonic(), False, "zoo", None
         try:
-            path = check_head(self.headers, self.path, self.server.allowed_hosts)
+            path = check_head(
+                self.headers, self.path, self.server.allowed_hosts, self.request_version
+            )
             match = _TF_SERVING_PATH.fullmatch(path)
             # TF Serving's and KServe's errors are `{"error"}` alone.
             v2 = path == "/v2" or path.startswith("/v2/")
@@ -546,14 +569,7 @@ class Handler(BaseHTTPRequestHandler):
         return data, "application/octet-stream"
 
     def _run(self, parsed):
-        waiting = self.server.metrics.waiting
-        waiting.inc()
-        try:
-            return self.server.batcher.submit(
-                parsed.signature, parsed.inputs, parsed.rows, parsed.costs
-            )
-        finally:
-            waiting.dec()
+        return self.server.run(parsed)
 
     def _check_model(self, match, verb):
         """TF Serving's 404 for another model or version, 400 for a verb."""
@@ -724,21 +740,30 @@ def make_server(
     )
 
 
-def serve(directory, host="127.0.0.1", port=8501, **options):
-    """Serves an export over HTTP until Ctrl-C or SIGTERM (`python -m zoo serve`).
+def serve(directory, host="127.0.0.1", port=8501, grpc_port=None, **options):
+    """Serves an export over HTTP and gRPC until Ctrl-C or SIGTERM (`zoo serve`).
 
-    Either signal stops accepting connections; the requests already
-    accepted are answered before this returns.
+    Either signal stops accepting connections and calls; the requests
+    already accepted are answered before this returns.
 
     Args:
         directory: str. A SavedModel written by `zoo.serving.export` (or a folder
             of numbered versions of one).
         host: str. Defaults to `"127.0.0.1"`.
         port: int. Defaults to `8501`.
+        grpc_port: int. The gRPC port (`zoo.serving.grpc_server`); `0` for
+            none. Defaults to `None`: 8500 if it is free.
         **options: `make_server` settings (`allow_hosts`, `model_name` and
             the `Limits`).
     """
+    from zoo.serving import grpc_server
+
     server = make_server(directory, host, port, **options)
+    try:
+        rpc = grpc_server.start(server, host, grpc_port)
+    except BaseException:  # A bad or busy port: the HTTP server's threads stop.
+        server.server_close()
+        raise
     host, port = server.server_address[:2]
 
     def stop(signum, frame):
@@ -747,7 +772,9 @@ def serve(directory, host="127.0.0.1", port=8501, **options):
     previous = signal.signal(signal.SIGTERM, stop)
     print(
         f"Serving {directory} as {server.model_name!r} on http://{host}:{port}/ "
-        f"(TF Serving: /v1/models/{server.model_name}:predict; Ctrl-C stops)",
+        f"(TF Serving: /v1/models/{server.model_name}:predict; "
+        + (f"gRPC: {host}:{rpc.port}; " if rpc else "")
+        + "Ctrl-C stops)",
         flush=True,
     )
     try:
@@ -756,5 +783,7 @@ def serve(directory, host="127.0.0.1", port=8501, **options):
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if rpc is not None:  # Calls under way end, then the batcher stops.
+            rpc.stop(server.limits.request_timeout).wait()
         server.server_close()
     print("Stopped: every accepted request was answered.", flush=True)

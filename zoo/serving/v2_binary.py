@@ -187,6 +187,21 @@ def binary_outputs(request, names):
     return [name for name in names if asked.get(name, every) is True]
 
 
+def tensor_bytes(value):
+    """An array's raw bytes: little-endian values, or length-prefixed `BYTES`.
+
+    Example:
+    >>> tensor_bytes(np.array([1, 2], np.int32)), tensor_bytes(np.array([b"ab"], object))
+    (b'\\x01\\x00\\x00\\x00\\x02\\x00\\x00\\x00', b'\\x02\\x00\\x00\\x00ab')
+    """
+    value = np.asarray(value)
+    if value.dtype == object:
+        return b"".join(
+            struct.pack("<I", len(v)) + v for v in value.reshape(-1).tolist()
+        )
+    return np.ascontiguousarray(value, value.dtype.newbyteorder("<")).tobytes()
+
+
 def encode(response, outputs, binary_names):
     """`(body, json_length)`: `response` with the `binary_names` outputs as bytes.
 
@@ -208,13 +223,7 @@ def encode(response, outputs, binary_names):
     for tensor in response["outputs"]:
         if tensor["name"] not in binary_names:
             continue
-        value = np.asarray(outputs[tensor["name"]])
-        if value.dtype == object:
-            data = b"".join(
-                struct.pack("<I", len(v)) + v for v in value.reshape(-1).tolist()
-            )
-        else:
-            data = np.ascontiguousarray(value, value.dtype.newbyteorder("<")).tobytes()
+        data = tensor_bytes(outputs[tensor["name"]])
         del tensor["data"]
         tensor.pop("parameters", None)
         tensor["parameters"] = {"binary_data_size": len(data)}

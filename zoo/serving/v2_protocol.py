@@ -165,14 +165,18 @@ def _values(tensor, max_values):
     return values.item() if not shape else values.tolist()
 
 
+#: The protocol extensions the server implements, named as Triton names them.
+EXTENSIONS = ["binary_tensor_data"]
+
+
 def server_metadata(version):
-    """The server metadata (v2's `GET /v2`): no protocol extensions.
+    """The server metadata (v2's `GET /v2`, gRPC's `ServerMetadata`).
 
     Example:
     >>> server_metadata("0.1.0")
-    {'name': 'zoo serve', 'version': '0.1.0', 'extensions': []}
+    {'name': 'zoo serve', 'version': '0.1.0', 'extensions': ['binary_tensor_data']}
     """
-    return {"name": "zoo serve", "version": version, "extensions": []}
+    return {"name": "zoo serve", "version": version, "extensions": list(EXTENSIONS)}
 
 
 def request_options(body, output_names):

@@ -135,6 +135,7 @@ def _status(answer):
             403,
         ),
         ("http://127.0.0.1/v1/predict", ["Host: 127.0.0.1", "Content-Length: 16"], 200),
+        ("/v1/predict", ["Content-Length: 16"], 400),  # HTTP/1.1 without Host
     ],
 )
 def test_an_ambiguous_request_head_is_refused(lengths, target, headers, status):
@@ -183,3 +184,30 @@ def test_one_client_cannot_fill_the_queue(exported):
                 connection.close()
         # The closed connections give their places back.
         assert post(address, {"text": ["ab"]})[0] == 200
+
+
+def test_one_clients_idle_sockets_hold_a_share_of_the_workers_for_a_second(exported):
+    # Eight workers: a client's first two idle sockets are read for the whole
+    # read_timeout (30 s), its others are closed after a second each, so
+    # another client's request is answered within seconds, not 30.
+    limits = Limits(read_timeout=30.0, workers=8, max_queued=32)
+    server = ModelServer(("127.0.0.1", 0), Signatures(exported, limits), limits)
+    with serving(server) as address:
+        idle = [socket.create_connection(address, timeout=TIMEOUT) for _ in range(24)]
+        try:
+            time.sleep(0.5)  # The workers take the idle sockets first.
+            started = time.monotonic()
+            other = socket.create_connection(
+                address, timeout=TIMEOUT, source_address=("127.0.0.2", 0)
+            )
+            with other:
+                other.sendall(_request())
+                answer = b"".join(iter(lambda: other.recv(65536), b""))
+            waited = time.monotonic() - started
+            assert _status(answer) == 200, answer[:300]
+            assert waited < 15, waited
+            closed = sum(connection.recv(1) == b"" for connection in idle[2:6])
+            assert closed == 4
+        finally:
+            for connection in idle:
+                connection.close()

@@ -226,7 +226,11 @@ def test_kserve_id_requested_outputs_and_server_metadata(served):
         assert status == 400 and list(answer) == ["error"], (bad, answer)
     status, answer = call(address, "GET", "/v2")
     assert status == 200
-    assert answer == {"name": "zoo serve", "version": zoo.__version__, "extensions": []}
+    assert answer == {
+        "name": "zoo serve",
+        "version": zoo.__version__,
+        "extensions": ["binary_tensor_data"],
+    }
 
 
 def test_sigterm_answers_the_request_on_its_way_and_exits_0(served):
