@@ -5,7 +5,9 @@ every form of `zoo.base.raw_inputs.FORMS` as well as prepared inputs: the
 model's `preprocessor` says which data is raw (`input_form`); raw samples
 are batched and mapped through it inside `tf.data`, and prepared inputs go
 to Keras as they are. `zoo.base.task.Task` stands on it (as keras-hub's
-`Task` stands on its `PipelineModel`).
+`Task` stands on its `PipelineModel`). Where TensorFlow is not installed
+(JAX or PyTorch alone) there is no `tf.data`: in-memory arrays go to Keras
+as prepared inputs, and raw text gets an ImportError that says so.
 """
 
 import warnings

@@ -167,7 +167,7 @@ class ArrayBatches(keras.utils.PyDataset):
 
 def main(argv=None):
     """`python -m zoo.translation.arrays`: a preset's arrays of the Bible pairs."""
-    from zoo import from_preset
+    from zoo.base.task import Task
     from zoo.translation.data import add_data_arguments, load_splits
 
     parser = argparse.ArgumentParser(
@@ -181,7 +181,7 @@ def main(argv=None):
     parser.add_argument("--out", required=True, help="the .npz file to write")
     add_data_arguments(parser)
     args = parser.parse_args(argv)
-    preprocessor = from_preset(args.preset, load_weights=False).preprocessor
+    preprocessor = Task.from_preset(args.preset, load_weights=False).preprocessor
     splits = dict(zip(("train", "validation", "test"), load_splits(args)))
     write_arrays(args.out, preprocessor, splits)
     sizes = ", ".join(f"{name} {len(pairs)}" for name, pairs in splits.items())
