@@ -2,10 +2,11 @@
 # The lent GPU machine's run (#56 item 3), from the repository root.
 #
 # That machine has JAX and CUDA but no TensorFlow, Keras or network: the
-# Keras wheel and its pure-Python dependencies travel in .whl/ (absl-py,
-# h5py, ml-dtypes, namex, optree, rich and theirs, as `pip download keras`
-# lists them), and the Bible pairs as token ids in bible_arrays.npz, both
-# made here beforehand:
+# Keras wheel and its dependencies travel in .whl/ (absl-py, h5py,
+# ml-dtypes, namex, optree, rich and theirs, as `pip download keras` lists
+# them; keras-hub is not needed), with pysword (`import zoo` reads the Bible
+# canon through it), and the Bible pairs as token ids in bible_arrays.npz,
+# all made here beforehand:
 #   python -m zoo.translation.arrays --out bible_arrays.npz
 # Usage: MINUTES=5 bash experiments/gpu/run_gpu.sh [train_transformer_gpu.py flags]
 set -euo pipefail
