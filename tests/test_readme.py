@@ -54,6 +54,11 @@ NOT_RUN = {
     "server and sends these requests",
     "curl": "asks the server of `serve`, above",
     "tensorflow_model_server": "another program, not installed by the project",
+    "python -m zoo.translation.arrays": "tokenizes the whole Bible (minutes); "
+    "tests/experiments/test_gpu_script.py writes sample arrays the same way",
+    "MINUTES=5 bash experiments/gpu/run_gpu.sh": "runs on the lent GPU machine",
+    "python experiments/gpu/": "needs the arrays or a GPU run's weights; "
+    "tests/experiments/test_gpu_script.py runs --smoke and loads its weights",
 }
 #: What a shell command must find on disk to run (a translator's test split).
 SHELL_NEEDS = {"python -m zoo evaluate seq2seq": "/usr/share/sword"}

@@ -33,7 +33,7 @@ its config; `zoo.list_presets()` lists the shipped ones.
 
 from zoo import quiet
 
-quiet.import_tensorflow()  # before anything imports it: its start-up logs held back
+quiet.hold_tensorflow_logs()  # whatever imports TensorFlow first: its start-up logs held back
 
 from zoo import data, registry
 from zoo.base.generation import GenerativeTask

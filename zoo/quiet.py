@@ -5,10 +5,13 @@ libraries (oneDNN, the CUDA stubs, the CPU features it was not built for;
 on a machine with a CUDA build and no GPU an E-level `failed call to
 cuInit`), before anything can set its log level: neither
 `TF_CPP_MIN_LOG_LEVEL` nor Python's `logging` holds them. A user reads an
-`E` line as a failure. So `import zoo` calls `import_tensorflow()` first:
-it sets `TF_CPP_MIN_LOG_LEVEL=3` (only fatal C++ logs from then on; a
-value of the user's own is kept) and
-imports TensorFlow with file descriptor 2 pointed at a temporary file. Of
+`E` line as a failure. So `import zoo` calls `hold_tensorflow_logs()`
+first, and imports no TensorFlow itself (the model code runs without it):
+whatever imports TensorFlow first (Keras on its TensorFlow backend, a
+`tf.data` pipeline, a `LazyModule` of this module) sets
+`TF_CPP_MIN_LOG_LEVEL=3` (only fatal C++ logs from then on; a value of the
+user's own is kept) and imports it with file descriptor 2 pointed at a
+temporary file. Of
 what was written there it drops TensorFlow's own log records and writes
 back everything else (a Python warning, a message nobody expected); an
 import that fails writes back all of it before the error propagates.
@@ -40,6 +43,7 @@ False
 "UserWarning: a warning of the user's own\\n"
 """
 
+import importlib.abc
 import importlib.util
 import os
 import re
@@ -109,26 +113,138 @@ def import_tensorflow():
 
     Returns the module, or None where TensorFlow is not installed.
     """
-    if "tensorflow" in sys.modules:
+    if sys.modules.get("tensorflow") is not None:
         return sys.modules["tensorflow"]
-    if importlib.util.find_spec("tensorflow") is None:
+    if "tensorflow" in sys.modules or importlib.util.find_spec("tensorflow") is None:
         return None
-    if verbose_requested():
-        import tensorflow
+    hold_tensorflow_logs()
+    import tensorflow
 
-        return tensorflow
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    sys.stderr.flush()
-    with tempfile.TemporaryFile(mode="w+b") as held:
-        saved = os.dup(2)
-        os.dup2(held.fileno(), 2)
-        try:
-            import tensorflow
-        except BaseException:
-            _restore(saved, held, keep_all=True)
-            raise
-        _restore(saved, held, keep_all=False)
     return tensorflow
+
+
+def hold_tensorflow_logs():
+    """Holds back TensorFlow's start-up logs whenever it is first imported.
+
+    `import zoo` calls it and imports no TensorFlow itself: whatever imports
+    it first (Keras on its TensorFlow backend, a `tf.data` pipeline, an
+    export) imports it with descriptor 2 held, as the module docstring
+    says. Nothing is held when the user asked for the logs, or once
+    TensorFlow is imported.
+    """
+    if "tensorflow" in sys.modules or verbose_requested():
+        return
+    if not any(isinstance(f, _HeldImportFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _HeldImportFinder())
+
+
+class _HeldImportFinder(importlib.abc.MetaPathFinder):
+    """Finds `tensorflow` as the other finders do, with a loader that holds
+    descriptor 2 while the package runs; then steps aside."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "tensorflow":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _HeldLoader(spec.loader)
+        return spec
+
+
+class _HeldLoader(importlib.abc.Loader):
+    """Runs a module's loader with descriptor 2 pointed at a temporary file."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        module.__spec__.loader = module.__loader__ = self.loader
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        sys.stderr.flush()
+        with tempfile.TemporaryFile(mode="w+b") as held:
+            saved = os.dup(2)
+            os.dup2(held.fileno(), 2)
+            try:
+                self.loader.exec_module(module)
+            except BaseException:
+                _restore(saved, held, keep_all=True)
+                raise
+            _restore(saved, held, keep_all=False)
+
+
+class LazyModule:
+    """A module imported on first use, or an ImportError naming what needs it.
+
+    The zoo's model code runs on JAX and PyTorch without TensorFlow; the
+    parts that need TensorFlow (`tf.data` pipelines, tokenizers, exports,
+    `tf.distribute`) name it at the top as `tf = LazyModule("tensorflow",
+    "...")` and import it when first used. TensorFlow itself is imported
+    through `import_tensorflow` (its logs held back).
+
+    Args:
+        name: str. The module.
+        needed_for: str. What needs it, for the error: "<needed_for> needs
+            <name>: pip install <package>".
+        package: str. What pip installs. Defaults to `name`.
+
+    Example:
+    >>> json = LazyModule("json", "reading presets")
+    >>> json.dumps([1])
+    '[1]'
+    >>> LazyModule("no_such_module", "this doctest").anything
+    Traceback (most recent call last):
+    ...
+    ImportError: this doctest needs no_such_module, which is not installed: pip install no_such_module
+    """
+
+    def __init__(self, name, needed_for, package=None):
+        self._name = name
+        self._needed_for = needed_for
+        self._package = package or name
+
+    def _load(self):
+        if self._name == "tensorflow":
+            module = import_tensorflow()
+        else:
+            try:
+                module = importlib.import_module(self._name)
+            except ImportError:
+                module = None
+        if module is None:
+            raise ImportError(
+                f"{self._needed_for} needs {self._name}, which is not "
+                f"installed: pip install {self._package}"
+            )
+        return module
+
+    def __getattr__(self, attribute):
+        if attribute.startswith("_"):
+            raise AttributeError(attribute)
+        return getattr(self._load(), attribute)
+
+
+def tensorflow_installed():
+    """Whether TensorFlow can be imported (it is not imported here).
+
+    Example:
+    >>> tensorflow_installed() == (importlib.util.find_spec("tensorflow") is not None)
+    True
+    """
+    if "tensorflow" in sys.modules:
+        return sys.modules["tensorflow"] is not None
+    return importlib.util.find_spec("tensorflow") is not None
+
+
+def tensorflow_imported():
+    """Whether TensorFlow is imported: no object is TensorFlow's before.
+
+    So `isinstance(x, tf.data.Dataset)` is asked only once it can be true.
+    """
+    return sys.modules.get("tensorflow") is not None
 
 
 def _restore(saved, held, keep_all):

@@ -50,14 +50,20 @@ def _seq2seq_vocabularies():
     )
 
 
-def seq2seq(seed=0):
-    """A GRU `zoo.Seq2Seq`, 12 units, no dropout, with its preprocessor."""
+def seq2seq(seed=0, vocabulary=None):
+    """A GRU `zoo.Seq2Seq`, 12 units, no dropout, with its preprocessor.
+
+    `vocabulary` (both sides) stands in for those learned from the sample
+    (learning one needs TensorFlow).
+    """
     import keras
 
     from zoo.seq2seq import Seq2Seq
     from zoo.translation import TranslationPreprocessor
 
-    source_vocab, target_vocab = _seq2seq_vocabularies()
+    source_vocab, target_vocab = (
+        (vocabulary, vocabulary) if vocabulary else _seq2seq_vocabularies()
+    )
     keras.utils.set_random_seed(seed)
     preprocessor = TranslationPreprocessor(
         source_vocab, target_vocab, 48, 48, lowercase=True
@@ -77,14 +83,14 @@ def seq2seq_loss():
     return sparse_categorical_loss()
 
 
-def transformer(seed=0):
+def transformer(seed=0, vocabulary=None):
     """A 1-layer, d_model 16 `zoo.Transformer`, shared vocabulary, no dropout."""
     import keras
 
     from zoo.transformer import Transformer
     from zoo.translation import TranslationPreprocessor
 
-    vocab = _joint_vocabulary()
+    vocab = vocabulary or _joint_vocabulary()
     keras.utils.set_random_seed(seed)
     preprocessor = TranslationPreprocessor(vocab, vocab, 48, 48, lowercase=True)
     return Transformer(
@@ -234,17 +240,18 @@ def _caption_vocabulary():
     return vocabulary.train_wordpiece(_scenes()["captions"], 100)
 
 
-def show_attend_tell(seed=0):
+def show_attend_tell(seed=0, vocabulary=None, **overrides):
     """A soft-attention `zoo.ShowAttendTell` (deterministic), no dropout.
 
     The doubly stochastic penalty (`attention_regularization=1`) is on, so
-    the `add_loss` term is compared too.
+    the `add_loss` term is compared too. `overrides` (e.g. `image_shape`)
+    go to the model.
     """
     import keras
 
     from zoo.show_attend_tell import CaptionPreprocessor, ShowAttendTell
 
-    vocab = _caption_vocabulary()
+    vocab = vocabulary or _caption_vocabulary()
     keras.utils.set_random_seed(seed)
     return ShowAttendTell(
         len(vocab),
@@ -255,17 +262,18 @@ def show_attend_tell(seed=0):
         dropout=0.0,
         seed=seed,
         preprocessor=CaptionPreprocessor(vocab, 20),
+        **overrides,
     )
 
 
-def transformer_captioner(seed=0):
+def transformer_captioner(seed=0, vocabulary=None, **overrides):
     """A `zoo.TransformerCaptioner` with 2 heads of 8, no dropout."""
     import keras
 
     from zoo.captioning import CaptionPreprocessor
     from zoo.transformer_captioner import TransformerCaptioner
 
-    vocab = _caption_vocabulary()
+    vocab = vocabulary or _caption_vocabulary()
     keras.utils.set_random_seed(seed)
     return TransformerCaptioner(
         len(vocab),
@@ -276,6 +284,7 @@ def transformer_captioner(seed=0):
         num_heads=2,
         dropout=0.0,
         preprocessor=CaptionPreprocessor(vocab, 20),
+        **overrides,
     )
 
 

@@ -18,9 +18,11 @@ Example:
 """
 
 import keras
-import tensorflow as tf
 
+from zoo import quiet
 from zoo.base import backends
+
+tf = quiet.LazyModule("tensorflow", "Training under tf.distribute")
 
 
 def _replicas():

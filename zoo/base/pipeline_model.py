@@ -5,16 +5,22 @@ every form of `zoo.base.raw_inputs.FORMS` as well as prepared inputs: the
 model's `preprocessor` says which data is raw (`input_form`); raw samples
 are batched and mapped through it inside `tf.data`, and prepared inputs go
 to Keras as they are. `zoo.base.task.Task` stands on it (as keras-hub's
-`Task` stands on its `PipelineModel`).
+`Task` stands on its `PipelineModel`). Where TensorFlow is not installed
+(JAX or PyTorch alone) there is no `tf.data`: in-memory arrays go to Keras
+as prepared inputs, and raw text gets an ImportError that says so.
 """
 
 import warnings
 
 import keras
-import tensorflow as tf
 
+from zoo import quiet
 from zoo.base import raw_inputs as inputs
 from zoo.data import pipeline
+
+tf = quiet.LazyModule(
+    "tensorflow", "Raw data in fit/evaluate/predict (a tf.data pipeline)"
+)
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -153,6 +159,9 @@ class PipelineModel(keras.Model):
         dataset = inputs.given_dataset(x, y, sample_weight)
         if dataset is None:
             data = inputs.unpack(x, y, sample_weight)
+            if not quiet.tensorflow_installed():
+                inputs.refuse_text_without_tensorflow(data)
+                return None
             if self.input_form(inputs.sample_spec(data)) is None:
                 return None
             # In-memory data is a collection of samples, whatever their rank.
@@ -213,7 +222,7 @@ class PipelineModel(keras.Model):
             prepared = self._as_dataset(
                 *validation, batch_size=batch_size, drop_remainder=True
             )
-        elif isinstance(validation, tf.data.Dataset):
+        elif inputs.is_dataset(validation):
             prepared = self._as_dataset(validation, drop_remainder=True)
         else:
             prepared = self._as_dataset(
@@ -360,9 +369,9 @@ class PipelineModel(keras.Model):
         >>> model.predict(data, batch_size=2, verbose=0).tolist()
         [1, 0]
         """
-        if not isinstance(x, tf.data.Dataset) and not inputs.passed_to_keras(x):
+        if not inputs.is_dataset(x) and not inputs.passed_to_keras(x):
             x, _, _ = inputs.unpack(x)
-        elif isinstance(x, tf.data.Dataset) and isinstance(x.element_spec, tuple):
+        elif inputs.is_dataset(x) and isinstance(x.element_spec, tuple):
             x = x.map(lambda x, *labels: x)
         dataset = self._as_dataset(x, batch_size=batch_size)
         try:

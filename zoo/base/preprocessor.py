@@ -12,9 +12,11 @@ outputs stay TensorFlow tensors, which Keras's data adapter converts.
 """
 
 import keras
-import tensorflow as tf
 
+from zoo import quiet
 from zoo.base import backends
+
+tf = quiet.LazyModule("tensorflow", "A tokenizer or image preprocessor")
 
 
 def as_numpy(outputs):
@@ -26,6 +28,9 @@ def as_numpy(outputs):
     >>> as_numpy({"ids": tf.constant([1, 2])})["ids"]
     array([1, 2], dtype=int32)
     """
+
+    if not quiet.tensorflow_imported():
+        return outputs
 
     def convert(value):
         if isinstance(value, tf.RaggedTensor):

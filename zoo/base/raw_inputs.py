@@ -26,9 +26,14 @@ import types
 
 import keras
 import numpy as np
-import tensorflow as tf
 
+from zoo import quiet
 from zoo.base.preprocessor import Preprocessor
+
+tf = quiet.LazyModule(
+    "tensorflow",
+    "Raw strings, images or a tf.data.Dataset (the preprocessor's tf.data pipeline)",
+)
 
 SAMPLES = "samples"
 BATCHES = "batches"
@@ -46,6 +51,16 @@ def _forms():
     return "; ".join(FORMS)
 
 
+def is_dataset(x):
+    """Whether `x` is a `tf.data.Dataset` (never, where TensorFlow is not imported).
+
+    Example:
+    >>> is_dataset([1, 2])
+    False
+    """
+    return quiet.tensorflow_imported() and isinstance(x, tf.data.Dataset)
+
+
 def given_dataset(x, y=None, sample_weight=None):
     """`x` when it is a `tf.data.Dataset` (its labels inside it), else None.
 
@@ -53,7 +68,7 @@ def given_dataset(x, y=None, sample_weight=None):
     >>> given_dataset([1, 2]) is None
     True
     """
-    if not isinstance(x, tf.data.Dataset):
+    if not is_dataset(x):
         return None
     if y is not None or sample_weight is not None:
         raise ValueError(
@@ -157,7 +172,7 @@ def unpack(x, y=None, sample_weight=None):
     x = _samples(x, "x")
     y = _samples(y, "y")
     sample_weight = _samples(sample_weight, "sample_weight")
-    leaves = [t for t in tf.nest.flatten((x, y, sample_weight)) if t is not None]
+    leaves = [t for t in keras.tree.flatten((x, y, sample_weight)) if t is not None]
     if any(len(np.shape(t)) == 0 for t in leaves):
         raise ValueError(
             "Every part of the data must hold one entry per sample; a part is "
@@ -172,6 +187,28 @@ def unpack(x, y=None, sample_weight=None):
             f"samples. Received: {sorted(lengths)}"
         )
     return x, y, sample_weight
+
+
+def refuse_text_without_tensorflow(data):
+    """Refuses raw text in `data` where TensorFlow is not installed.
+
+    Without TensorFlow there is no `tf.data` pipeline: in-memory arrays go
+    to Keras as prepared model inputs (token ids, the model's images), and
+    text, which needs the tokenizers, gets an ImportError that says so.
+
+    Example:
+    >>> refuse_text_without_tensorflow((np.zeros((2, 3), "int32"), None, None))
+    """
+    leaves = [t for t in keras.tree.flatten(data) if t is not None]
+    if any(
+        getattr(t, "dtype", None) is not None and np.dtype(t.dtype).kind in "USO"
+        for t in leaves
+        if isinstance(t, np.ndarray)
+    ):
+        raise ImportError(
+            "Raw text needs TensorFlow (the tokenizers run in tf.data): pip "
+            "install tensorflow tensorflow-text, or pass token ids."
+        )
 
 
 def check_batch_size(batch_size):
@@ -211,7 +248,7 @@ def passed_to_keras(x):
 
 def _spec(value):
     """The `tf.TypeSpec` of one sample of an array (no copy of the data)."""
-    if isinstance(value, (tf.Tensor, tf.RaggedTensor)):
+    if quiet.tensorflow_imported() and isinstance(value, (tf.Tensor, tf.RaggedTensor)):
         return tf.type_spec_from_value(value[0])
     value = np.asarray(value) if not _array_like(value) else value
     if isinstance(value, np.ndarray) and value.dtype.kind in ("U", "S", "O"):

@@ -1,6 +1,8 @@
 """Teacher forcing: decoder inputs, labels and weights from packed targets."""
 
-import tensorflow as tf
+from zoo import quiet
+
+tf = quiet.LazyModule("tensorflow", "Preprocessing labels")
 
 
 def teacher_forcing(ids, pad_id, end_id):

@@ -20,9 +20,10 @@ for it, with one behaviour:
 
 import warnings
 
-import tensorflow as tf
-
+from zoo import quiet
 from zoo.data.vocabulary import row_lengths
+
+tf = quiet.LazyModule("tensorflow", "Cutting tokenized text")
 
 
 def cut_rows(tokens, sequence_length):

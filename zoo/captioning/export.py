@@ -41,12 +41,13 @@ Example:
 True
 """
 
-import tensorflow as tf
-
+from zoo import quiet
 from zoo.base import backends
 from zoo.base.generation import decoding_options, make_search
 from zoo.captioning.preprocessor import CHANNELS, RESERVED_TOKENS
 from zoo.serving import image_export
+
+tf = quiet.LazyModule("tensorflow", "Exporting a captioner (a SavedModel)")
 
 SUFFIX = "##"
 

@@ -1,16 +1,22 @@
 """Raw images and captions <-> a captioner's inputs (inside `tf.data` too)."""
 
 import keras
-import keras_hub
 import numpy as np
-import tensorflow as tf
 
+from zoo import quiet
 from zoo.base import raw_inputs as inputs
 from zoo.base.preprocessor import Preprocessor
 from zoo.base.raw_inputs import checked_images
 from zoo.base.teacher_forcing import teacher_forcing
 from zoo.base.truncation import warn_truncated
 from zoo.data import vocabulary as vocabularies
+
+keras_hub = quiet.LazyModule(
+    "keras_hub", "Tokenizing captions (keras-hub's WordPiece tokenizer)", "keras-hub"
+)
+tf = quiet.LazyModule(
+    "tensorflow", "Tokenizing captions (keras-hub's WordPiece tokenizer)"
+)
 
 RESERVED_TOKENS = vocabularies.DEFAULT_RESERVED_TOKENS
 #: The channel counts an image may have: gray, RGB, RGBA.

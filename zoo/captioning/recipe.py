@@ -11,14 +11,16 @@ import time
 
 import keras
 import numpy as np
-import tensorflow as tf
 
+from zoo import quiet
 from zoo.captioning.evaluation import bleu_scores, evaluate_scenes
 from zoo.data import captions as caption_data
 from zoo.data import fashion_mnist, vocabulary
 from zoo.data import scenes as scene_data
 from zoo.training.callbacks import TimeBudget
 from zoo.training.harness import compile_classifier
+
+tf = quiet.LazyModule("tensorflow", "Training a captioner on scenes (tf.data)")
 
 
 def load_data(args):

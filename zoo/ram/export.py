@@ -32,10 +32,11 @@ Example:
 (['class_id', 'class_name', 'glimpse_path', 'probabilities'], (2, 2, 2))
 """
 
-import tensorflow as tf
-
+from zoo import quiet
 from zoo.base import backends
 from zoo.serving import image_export
+
+tf = quiet.LazyModule("tensorflow", "Exporting a glimpse classifier (a SavedModel)")
 
 #: The channel counts an exported classifier takes.
 CHANNELS = (1, 3)
@@ -84,7 +85,7 @@ def export_classifier(model, path):
 
     # One function called by both signatures: the model is traced once per
     # channel count, not again for each way `serve_bytes` calls it.
-    @tf.function(input_signature=[image_export.IMAGE_SPEC], autograph=False)
+    @tf.function(input_signature=[image_export.image_spec()], autograph=False)
     def serve(image):
         return image_export.by_channels(image, {c: answer for c in CHANNELS})
 

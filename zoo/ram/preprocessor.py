@@ -5,11 +5,13 @@ pixels of it); `to_model_pixels` converts the pixels a glimpse gathers.
 """
 
 import keras
-import tensorflow as tf
 from keras import ops
 
+from zoo import quiet
 from zoo.base import raw_inputs as inputs
 from zoo.base.preprocessor import Preprocessor
+
+tf = quiet.LazyModule("tensorflow", "Preprocessing raw images")
 
 LUMA = (0.2989, 0.5870, 0.1140)  # ITU-R 601, as tf.image.rgb_to_grayscale
 

@@ -16,14 +16,21 @@ when they run) and a small description of the export
 import os
 
 import keras
-import tensorflow as tf
 
+from zoo import quiet
 from zoo.serving.export import write_metadata
 
-#: The uint8 batch that `serve` takes: any batch, size and channel count.
-IMAGE_SPEC = tf.TensorSpec([None, None, None, None], tf.uint8, name="image")
-#: The encoded files that `serve_bytes` takes.
-BYTES_SPEC = tf.TensorSpec([None], tf.string, name="image_bytes")
+tf = quiet.LazyModule("tensorflow", "Exporting an image model (a SavedModel)")
+
+
+def image_spec():
+    """The uint8 batch that `serve` takes: any batch, size and channel count."""
+    return tf.TensorSpec([None, None, None, None], tf.uint8, name="image")
+
+
+def bytes_spec():
+    """The encoded files that `serve_bytes` takes."""
+    return tf.TensorSpec([None], tf.string, name="image_bytes")
 
 
 def by_channels(images, functions):
@@ -148,9 +155,9 @@ def write_archive(path, serve, serve_bytes, description):
 
     Args:
         path: str or path-like. The SavedModel directory.
-        serve: the tf.function on uint8 images (`IMAGE_SPEC`), also
+        serve: the tf.function on uint8 images (`image_spec()`), also
             `serving_default`.
-        serve_bytes: the tf.function on encoded files (`BYTES_SPEC`).
+        serve_bytes: the tf.function on encoded files (`bytes_spec()`).
         description: JSON-serializable dict stored by
             `zoo.serving.export.write_metadata` (the kind of model, its settings),
             with the signature names added.
@@ -163,15 +170,15 @@ def write_archive(path, serve, serve_bytes, description):
     # A loaded signature does not check its inputs' shapes: without these,
     # one unbatched (60, 60, 1) image would be classified as 60 images.
     def checked_serve(image):
-        return serve(tf.ensure_shape(image, IMAGE_SPEC.shape))
+        return serve(tf.ensure_shape(image, image_spec().shape))
 
     def checked_serve_bytes(image_bytes):
-        return serve_bytes(tf.ensure_shape(image_bytes, BYTES_SPEC.shape))
+        return serve_bytes(tf.ensure_shape(image_bytes, bytes_spec().shape))
 
     archive = keras.export.ExportArchive()
-    archive.add_endpoint("serve", checked_serve, input_signature=[IMAGE_SPEC])
+    archive.add_endpoint("serve", checked_serve, input_signature=[image_spec()])
     archive.add_endpoint(
-        "serve_bytes", checked_serve_bytes, input_signature=[BYTES_SPEC]
+        "serve_bytes", checked_serve_bytes, input_signature=[bytes_spec()]
     )
     archive.write_out(path, verbose=False)
     write_metadata(path, dict(description, signatures=["serve", "serve_bytes"]))

@@ -27,9 +27,9 @@ import time
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_attention.training.schedules import InverseSqrtSchedule
+from zoo import quiet
 from zoo.base import backends
 from zoo.data import vocabulary
 from zoo.training.flags import (
@@ -48,6 +48,8 @@ from zoo.translation.recipe import (
     finish_translation_run,
     open_translation_run,
 )
+
+tf = quiet.LazyModule("tensorflow", "Training on the Bible pairs (tf.data)")
 
 
 def parse_args(argv=None):

@@ -9,11 +9,11 @@ by `zoo/seq2seq/train.py`, `zoo/transformer/train.py`, the CLI and
 import os
 import time
 
-import tensorflow as tf
-
-from zoo import progress
+from zoo import progress, quiet
 from zoo.data import bible, parallel_text
 from zoo.translation.metrics import corpus_scores
+
+tf = quiet.LazyModule("tensorflow", "Reading and evaluating the Bible pairs (tf.data)")
 
 #: Sentences per `translate` call when evaluation shows progress: the
 #: task's own decoding batch, so the outputs are those of one call.

@@ -65,14 +65,16 @@ Reference:
 import os
 
 import keras
-import tensorflow as tf
 
 from keras_attention.arguments import int_argument
 from keras_attention.decoding import BeamSearch, TopPSampler
+from zoo import quiet
 from zoo.base import backends
 from zoo.base.generation import decoding_options, make_search
 from zoo.serving.export import write_metadata
 from zoo.translation.preprocessor import RESERVED_TOKENS
+
+tf = quiet.LazyModule("tensorflow", "Exporting a translator (a SavedModel)")
 
 # `glue_punctuation` in RE2, the regex engine of `tf.strings.regex_replace`:
 # Python's Unicode `\w` becomes `[\pL\pN_]` (RE2's `\w` is ASCII only) and

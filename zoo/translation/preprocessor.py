@@ -3,15 +3,19 @@
 import re
 
 import keras
-import keras_hub
 import numpy as np
-import tensorflow as tf
 
+from zoo import quiet
 from zoo.base import raw_inputs as inputs
 from zoo.base.preprocessor import Preprocessor
 from zoo.base.teacher_forcing import teacher_forcing
 from zoo.base.truncation import cut_rows, warn_truncated
 from zoo.data import vocabulary as vocabularies
+
+keras_hub = quiet.LazyModule(
+    "keras_hub", "Tokenizing text (keras-hub's WordPiece tokenizer)", "keras-hub"
+)
+tf = quiet.LazyModule("tensorflow", "Tokenizing text (keras-hub's WordPiece tokenizer)")
 
 RESERVED_TOKENS = vocabularies.DEFAULT_RESERVED_TOKENS
 # WordPiece detokenization puts a space around every piece that was split

@@ -1,8 +1,9 @@
 """`TranslationTask`: the user verbs every translation model shares."""
 
 import numpy as np
-import tensorflow as tf
 
+from zoo import quiet
+from zoo.base import raw_inputs as inputs
 from zoo.base.generation import (
     GenerativeTask,
     as_texts,
@@ -19,6 +20,8 @@ from zoo.data import bible
 from zoo.serving.export import read_metadata
 from zoo.translation.data import evaluate_translations
 from zoo.translation.export import export_translator
+
+tf = quiet.LazyModule("tensorflow", "Translating text (the WordPiece tokenizers)")
 
 
 class TranslationTask(GenerativeTask):
@@ -352,10 +355,10 @@ def _source_sentences(x):
         return True
     if isinstance(x, np.ndarray):
         return x.dtype.kind in "USO" and x.ndim <= 1
-    if isinstance(x, tf.data.Dataset):
+    if inputs.is_dataset(x):
         spec = x.element_spec
         return isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string
-    if isinstance(x, tf.Tensor):
+    if quiet.tensorflow_imported() and isinstance(x, tf.Tensor):
         return x.dtype == tf.string and x.shape.rank <= 1
     if isinstance(x, (list, tuple)):
         return len(x) > 0 and all(isinstance(t, (str, bytes)) for t in x)
