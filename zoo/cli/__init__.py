@@ -10,12 +10,12 @@ parser, `common` holds what the verbs share, `warning_lines` the
 import sys
 import warnings
 
+from zoo import quiet
 from zoo.base import backends
-from zoo.cli import common, evaluate, predict, presets, serving, train
+from zoo.cli import common, evaluate, predict, presets, serving, train, warning_lines
 from zoo.cli.parser import PROG, build_parser
 from zoo.cli.presets import image_sizes, metrics_summary
 from zoo.cli.serving import SERVE_LIMITS
-from zoo.cli.warning_lines import warning_printer
 
 __all__ = [
     "PROG",
@@ -42,10 +42,11 @@ def main(argv=None, prog=PROG):
     """Runs the CLI on `argv` (default: `sys.argv[1:]`); returns the exit status.
 
     Run on the process's own command line (`argv=None`: `python -m zoo`,
-    `keras-attention`), the project's warnings are printed as one
-    `warning: TEXT` line each, worded for the verb
-    (`warning_lines.warning_printer`); called with a list (from Python, a
-    test), they stay Python warnings.
+    `keras-attention`), the project's warnings and the libraries' are
+    printed as one `warning: TEXT` line each, the project's worded for the
+    verb, and the libraries' that are not real here are dropped
+    (`warning_lines`; `--verbose` keeps theirs as they come); called with a
+    list (from Python, a test), they stay Python warnings.
 
     Args:
         argv: optional list of str.
@@ -57,9 +58,15 @@ def main(argv=None, prog=PROG):
     args, rest = parser.parse_known_args(argv)
     if args.command != "train" and rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    with warnings.catch_warnings():
+    verbose = command_line and quiet.verbose_requested()
+    with (
+        warnings.catch_warnings(),
+        warning_lines.quiet_logs(not command_line or verbose),
+    ):
         if command_line:
-            warnings.showwarning = warning_printer(args.command, warnings.showwarning)
+            warnings.showwarning = warning_lines.warning_printer(
+                args.command, warnings.showwarning, verbose
+            )
         if args.command == "train":
             return train.train(args, rest, args.train_parser)
         return _verb(args)

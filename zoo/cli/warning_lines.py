@@ -1,5 +1,7 @@
 """The CLI's warnings: the project's own as one `warning: TEXT` line each."""
 
+import contextlib
+import logging
 import os
 import sys
 import warnings
@@ -50,20 +52,83 @@ def say_warnings(path, caught):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
-def warning_printer(command, show):
-    """A `warnings.showwarning` that prints the project's warnings in one line.
+#: Other libraries' warnings a verb meets that are not real for its user,
+#: by a piece of their text: silenced unless `--verbose` (`ZOO_VERBOSE=1`).
+NOT_REAL = (
+    # TensorFlow's logger, in `train ram`: the script trains several models
+    # in one process, and each traces its own step (5 of 11 calls "retrace").
+    "triggered tf.function retracing",
+)
+
+
+def _library(filename):
+    """The installed package that `filename` belongs to, or `None`.
+
+    Example:
+    >>> _library("/venv/lib/python3.11/site-packages/keras/src/models/model.py")
+    'keras'
+    >>> _library("/home/me/script.py") is None
+    True
+    """
+    parts = os.path.abspath(filename).split(os.sep)
+    for i, part in enumerate(parts[:-2]):
+        if part in ("site-packages", "dist-packages"):
+            return parts[i + 1]
+    return None
+
+
+def warning_printer(command, show, verbose=False):
+    """A `warnings.showwarning` that prints warnings in the project's one line.
 
     A `UserWarning` raised from the project's code is printed as
     `warning: TEXT` on stderr, its advice worded for `command`
-    (`CUT_ADVICE`); any other warning goes to `show`.
+    (`CUT_ADVICE`). One from an installed library (Keras, keras-hub,
+    TensorFlow) is printed as `warning: LIBRARY: TEXT`, on one line, unless
+    it is `NOT_REAL` (then nothing). Any other warning, and every warning
+    not the project's when `verbose`, goes to `show` (Python's format).
     """
 
     def printer(message, category, filename, lineno, file=None, line=None):
         own = os.path.abspath(filename).startswith(OWN_FOLDERS)
-        if not (own and issubclass(category, UserWarning)):
+        library = None if own else _library(filename)
+        if not issubclass(category, UserWarning) or not (own or library):
             return show(message, category, filename, lineno, file, line)
-        advice = CUT_ADVICE.get((type(message), command))
-        text = message.advise(advice) if advice else str(message)
-        print(f"warning: {text}", file=sys.stderr)
+        if own:
+            advice = CUT_ADVICE.get((type(message), command))
+            text = message.advise(advice) if advice else str(message)
+            print(f"warning: {text}", file=sys.stderr)
+            return None
+        if verbose:
+            return show(message, category, filename, lineno, file, line)
+        text = " ".join(str(message).split())  # one line
+        if not any(piece in text for piece in NOT_REAL):
+            print(f"warning: {library}: {text}", file=sys.stderr)
+        return None
 
     return printer
+
+
+class NotRealLogs(logging.Filter):
+    """Drops the `NOT_REAL` records of a library's logger (TensorFlow's).
+
+    Example:
+    >>> record = logging.makeLogRecord({"msg": "5 calls triggered tf.function retracing"})
+    >>> NotRealLogs().filter(record), NotRealLogs().filter(logging.makeLogRecord({}))
+    (False, True)
+    """
+
+    def filter(self, record):
+        return not any(piece in record.getMessage() for piece in NOT_REAL)
+
+
+@contextlib.contextmanager
+def quiet_logs(verbose=False):
+    """Drops the `NOT_REAL` records of TensorFlow's logger inside, unless `verbose`."""
+    logger = logging.getLogger("tensorflow")
+    dropped = NotRealLogs()
+    if not verbose:
+        logger.addFilter(dropped)
+    try:
+        yield
+    finally:
+        logger.removeFilter(dropped)

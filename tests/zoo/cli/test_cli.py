@@ -124,7 +124,9 @@ def test_evaluate_says_cut_outputs_are_scored_as_cut(capsys):
     err = capsys.readouterr().err
     assert err.startswith("warning: 2 of 50 translations reached max_length=64")
     assert "scored as cut" in err and "Raise" not in err
-    printer(UserWarning("theirs"), UserWarning, keras.__file__, 1)  # not ours
+    printer(UserWarning("theirs"), UserWarning, keras.__file__, 1)  # Keras's
+    assert capsys.readouterr().err == "warning: keras: theirs\n" and shown == []
+    printer(UserWarning("theirs"), UserWarning, __file__, 1)  # not ours
     assert capsys.readouterr().err == "" and len(shown) == 1
     cut = UnfinishedWarning(1, 1, "captions", 3)
     warning_lines.warning_printer("caption", None)(cut, UnfinishedWarning, inside, 1)
