@@ -3,7 +3,9 @@
 Every registered family's tiny task (`families.cases("TASK_CASES")`) gets
 adapters on its default targets: only they train, the preset holds them
 merged (the loaded model gives the in-memory model's outputs), they save
-and load alone (`.lora.h5`) and merge in memory. The file runs under every backend (the Makefile's
+and load alone (`.lora.h5`), merge in memory, and the same holds after
+`quantize("int8")` (QLoRA, where saving re-quantizes the merged kernel as
+Keras does). The file runs under every backend (the Makefile's
 `tests/zoo/backends/test_backends*.py`).
 """
 
@@ -82,9 +84,12 @@ if BACKEND == "torch":
     FIT_CASES.remove("seq2seq")
 
 
+@pytest.mark.parametrize("quantized", [False, True], ids=["lora", "qlora"])
 @pytest.mark.parametrize("name", FIT_CASES)
-def test_fit_trains_only_the_adapters(name):
+def test_fit_trains_only_the_adapters(name, quantized):
     model, x, y = tiny_models.case_with_samples(name)
+    if quantized:
+        model.quantize("int8")
     model.enable_lora(2)
     model.compile(
         optimizer=keras.optimizers.SGD(0.1), loss=tiny_models.CASES[name][2]()
@@ -140,6 +145,29 @@ def test_adapters_save_and_load_alone(family, tmp_path):
         other.backbone.load_lora_weights(path)
     with pytest.raises(ValueError, match=r"\.lora\.h5"):
         model.backbone.save_lora_weights(str(tmp_path / "adapters.h5"))
+
+
+@pytest.mark.parametrize("family", sorted(CASES))
+def test_qlora_saves_and_reloads_as_the_merged_model(family, tmp_path):
+    model, batch = _tiny_task(family)
+    float_outputs = _outputs(model, batch)
+    model.quantize("int8")
+    _with_random_adapters(model)
+    adapted = _outputs(model, batch)
+    model.save_to_preset(tmp_path)
+    loaded = Task.from_preset(tmp_path)
+    assert {layer.quantization_mode for layer in loaded._flatten_layers()} >= {"int8"}
+    # Saving re-quantizes kernel + adapter (Keras's `save_own_variables`):
+    # the preset equals the model merged in memory, and stays near the
+    # adapted one.
+    model.merge_lora()
+    np.testing.assert_allclose(
+        _outputs(loaded, batch), _outputs(model, batch), rtol=1e-5, atol=1e-5
+    )
+    tolerance = (
+        0.03 * np.abs(adapted - float_outputs).max() + 0.03 * np.abs(adapted).max()
+    )
+    np.testing.assert_allclose(_outputs(loaded, batch), adapted, atol=tolerance)
 
 
 def test_targets_keras_lora_does_not_reach_are_refused_by_name():
