@@ -16,7 +16,7 @@ import pytest
 from keras import ops
 
 from keras_attention.layers import GroupedQueryAttention, MultiHeadAttention
-from keras_attention.layers import multi_head_attention as mha_module
+from keras_attention.layers import multi_head_paths as mha_paths
 
 _spec = importlib.util.spec_from_file_location(
     "gradients", pathlib.Path(__file__).parents[1] / "gradients.py"
@@ -112,7 +112,7 @@ def test_outputs_equal_keras_on_every_path(kv_heads, path, mask, monkeypatch):
         got, got_scores = ours(query, value, return_attention_scores=True, **kwargs)
         np.testing.assert_allclose(np_(got_scores), np_(expected_scores), atol=2e-5)
     else:
-        module = mha_module if path != "fused" else keras.ops
+        module = mha_paths if path != "fused" else keras.ops
         name = {
             "fused": "dot_product_attention",
             "chunked": "chunked_attention",
