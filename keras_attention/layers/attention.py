@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_attention import scores
 from keras_attention.arguments import int_argument
-from keras_attention.layers import dispatch
+from keras_attention.layers import dispatch, score_mods
 from keras_attention.layers.attention_inputs import (
     KERAS_SCORES,  # noqa: F401 (stays importable from here)
     check_choice,
@@ -74,54 +74,18 @@ class Attention(keras.layers.Layer):
     `U_a` (set both to the identity and `v_a` to Keras's `scale` to get its
     numbers); `score="additive"` learns the projections itself.
 
-    Modes:
+    Modes (formulas and estimators in `keras_attention.layers.
+    attention_modes`): `mode="soft"` (Bahdanau, Luong), the softmax of the
+    scores; `mode="hard"` (Xu et al. 2015), one value position per query,
+    sampled while training (REINFORCE or straight-through Gumbel-Softmax);
+    `window=D` (Luong et al. 2015, section 3.2), local attention around a
+    monotonic (`local="monotonic"`) or predicted (`local="predictive"`)
+    position. A `score_mod` (`keras_attention.layers.score_mods`: ALiBi,
+    relative position bias, soft-cap, segment mask) changes the scores
+    from positions on every path.
 
-    - `mode="soft"` (Bahdanau, Luong): the weights are the softmax of the
-      scores, with optional dropout on the weights while training.
-    - `mode="hard"` (Xu et al. 2015, stochastic hard attention): each query
-      attends to a single value position. While training the position is
-      sampled from the soft distribution; with `hard_estimator="reinforce"`
-      no gradient flows through the sample, and the model trains the score
-      with REINFORCE using the log-probability of the sampled positions
-      (`return_log_prob=True`). With `hard_estimator="gumbel"` the position
-      is `argmax(logits + Gumbel noise)` and the weights are the
-      straight-through estimator `one_hot + y - stop_gradient(y)` where
-      `y = softmax((logits + noise) / temperature)`: the forward pass uses
-      the one-hot weights, the backward pass the gradient of `y`. At
-      inference (`training` falsy) the position is the argmax of the soft
-      distribution. The returned attention weights are the one-hot
-      selections (zeros for a row with nothing to attend to); the soft
-      distribution they were drawn from is returned with
-      `return_distribution=True`. `dropout` is not used in hard mode. With
-      no value position at all (`Tv = 0`) both modes return a zero context,
-      empty weights and a log-probability of 0.
-
-    Local attention (Luong et al. 2015, section 3.2), with `window=D`: the
-    query at row `t` attends only to value positions `s` with
-    `|s - p_t| <= D`, where positions count from 0 and `S` is the source
-    length, the number of valid value positions of each sequence (the sum
-    of the value mask, assuming padding at the end) or `Tv` without a mask.
-
-    - `local="monotonic"` (local-m): `p_t = min(t, S - 1)`. The query rows
-      are aligned with the start of the value sequence (row `t` is centred
-      on value position `t`, as in Luong's `p_t = t`) whatever `Tq` and `Tv`
-      are; rows past the end of the source attend to its last `D + 1`
-      positions instead of nothing. Pass `query_positions` to centre rows
-      elsewhere, e.g. the step index when decoding one query at a time
-      (they are clipped to `S - 1` in the same way).
-    - `local="predictive"` (local-p): `p_t = (S - 1) sigmoid(v_p^T tanh(W_p
-      q_t))`, Luong's eq. 9 with 0-based positions, so that `p_t` spans
-      exactly the valid positions `[0, S - 1]` (Luong writes `S sigmoid(.)`
-      for 1-based positions). The softmax weights inside the window are
-      multiplied by the Gaussian `exp(-(s - p_t)^2 / (2 sigma^2))` with
-      `sigma = D / 2` (eq. 10) and, as in the paper, not renormalised, so
-      rows sum to less than 1. `W_p` (`position_kernel`, shape
-      `(Dq, local_units)`) and `v_p` (`position_scale`, `(local_units,)`)
-      are weights of this layer. Hard mode samples from the renormalised
-      product, i.e. the softmax of `score - (s - p_t)^2 / (2 sigma^2)`,
-      which is also what `return_distribution` gives in both modes.
-
-    Windows, masks and modes combine freely (e.g. hard local-p attention).
+    Windows, masks, hooks and modes combine freely (e.g. hard local-p
+    attention).
 
     Soft global attention is routed per call (`_route`, by the rules of
     `keras_attention.layers.dispatch`): with a (scaled) dot product it
@@ -168,6 +132,10 @@ class Attention(keras.layers.Layer):
             `"auto"`.
         chunk_size: `"auto"` or int. Queries and values per chunk
             (`dispatch.chunk_size`). Defaults to `"auto"`.
+        score_mod: optional `keras_attention.layers.ScoreMod` (or its
+            config): a bias, cap or mask of the scores from positions,
+            copied from its config, with one head (head 0). Defaults to
+            `None`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -206,6 +174,8 @@ class Attention(keras.layers.Layer):
             a caller that attends to the same keys many times (an RNN
             decoder, one query per step); the score then skips projecting
             the keys. `key` is still used for its shape. Defaults to `None`.
+        segment_ids: optional int `(batch, Tv)`, the segments that a
+            `SegmentMask` hook reads (tensor call only). Defaults to `None`.
         mask: list `[query_mask, value_mask]` (or with a third, ignored,
             key mask), for the list call only: `(..., Tq)` and `(..., Tv)`
             booleans or `None`. Filled from the inputs' Keras masks when not
@@ -267,6 +237,7 @@ class Attention(keras.layers.Layer):
         score_mode=None,
         chunk_threshold="auto",
         chunk_size="auto",
+        score_mod=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -305,6 +276,9 @@ class Attention(keras.layers.Layer):
         self.local_units = local_units
         self.chunk_threshold = chunk_threshold
         self.chunk_size = chunk_size
+        # Kept as a config: `build()` makes the hook (one head).
+        self.score_mod = score_mods.serialize(score_mods.get(score_mod))
+        self._score_mod = None
         self.supports_masking = True
         self.seed_generator = None
         if mode == "hard" or dropout > 0:
@@ -321,6 +295,7 @@ class Attention(keras.layers.Layer):
             self.score_layer = self._make_score()
         if not self.score_layer.built:
             self.score_layer.build(rank3(query_shape), rank3(key_shape))
+        self._score_mod = score_mods.built_copy(self.score_mod, 1)
         self.position_kernel = None
         self.position_scale = None
         if self.window is not None and self.local == "predictive":
@@ -365,6 +340,7 @@ class Attention(keras.layers.Layer):
         key_mask=None,
         query_positions=None,
         projected_key=None,
+        segment_ids=None,
         mask=None,
     ):
         returns = (return_attention_scores, return_log_prob, return_distribution)
@@ -383,6 +359,7 @@ class Attention(keras.layers.Layer):
                 attention_mask=attention_mask,
                 query_positions=query_positions,
                 projected_key=projected_key,
+                segment_ids=segment_ids,
             )
             call = list_call(query, mask, use_causal_mask)
         else:
@@ -392,6 +369,7 @@ class Attention(keras.layers.Layer):
             call.attention_mask, call.use_causal_mask = attention_mask, use_causal_mask
             call.query_positions, call.projected_key = query_positions, projected_key
         call.training, call.returns = training, returns
+        call.score_mod = self._bound_score_mod(call, segment_ids)
         path = self._route(call)
         context, *others = path(call)
         if call.batch_shape is not None:
@@ -401,6 +379,18 @@ class Attention(keras.layers.Layer):
             row = ops.expand_dims(call.row_mask, -1)
             context = ops.where(row, context, ops.zeros_like(context))
         return select((context, *others), returns)
+
+    def _bound_score_mod(self, call, segment_ids):
+        """The call's `score_mods.Bound` hook (one head), or None.
+
+        Query `i` is at position `i`, or `i + Tv - Tq` where the causal
+        mask aligns the last query with the last value (the tensor call).
+        """
+        offset = 0
+        if self._score_mod is not None and not call.causal_from_start:
+            offset = ops.shape(call.value)[1] - ops.shape(call.query)[1]
+        heads = ops.zeros((1,), "int32")
+        return score_mods.bind(self._score_mod, heads, segment_ids, offset)
 
     def _route(self, call):
         """The path method that computes this call's context.
@@ -468,6 +458,7 @@ class Attention(keras.layers.Layer):
             and scale is not None
             and not rate
             and attention_mask is None
+            and call.score_mod is None
             and not (use_causal_mask and causal_offset)
         ):
             context = triton_attention(
@@ -493,6 +484,7 @@ class Attention(keras.layers.Layer):
             seed=seed,
             query_chunk_size=size,
             key_chunk_size=size,
+            score_mod=call.score_mod,
         )
         return context, None, None, None
 
@@ -528,6 +520,7 @@ class Attention(keras.layers.Layer):
             training=call.training,
             query_positions=call.query_positions,
             projected_key=call.projected_key,
+            score_mod=call.score_mod,
         )
 
     def _score_mask(self, call):
@@ -575,6 +568,7 @@ class Attention(keras.layers.Layer):
             or any(returns)
             or projected_key is not None
             or (training and self.dropout > 0)
+            or self.score_mod is not None
             or float16
             or not (is_static_int(q_len) and q_len > 0)
             or not (is_static_int(v_len) and v_len > 0)
@@ -649,8 +643,11 @@ class Attention(keras.layers.Layer):
         training=None,
         query_positions=None,
         projected_key=None,
+        score_mod=None,
     ):
         """Score, masked normalisation and weighted sum on rank-3 tensors.
+
+        `score_mod` is the call's `score_mods.Bound` hook, or None.
 
         Returns `(context, weights, log_prob, distribution)`; `log_prob` is
         `None` in soft mode.
@@ -660,6 +657,13 @@ class Attention(keras.layers.Layer):
         else:
             logits = self.score_layer.score_projected(query, projected_key)
         logits = ops.cast(logits, "float32")
+        if score_mod is not None:
+            logits, mask = score_mods.modify_scores(
+                ops.expand_dims(logits, 1), mask, score_mod
+            )
+            logits = ops.squeeze(logits, 1)
+            if mask is not None and len(mask.shape) == 4:
+                mask = ops.squeeze(mask, 1)
         log_prior = None
         if self.window is not None:
             window_mask, log_prior = local_window(
@@ -785,4 +789,6 @@ class Attention(keras.layers.Layer):
             chunk_threshold=self.chunk_threshold,
             chunk_size=self.chunk_size,
         )
+        if self.score_mod is not None:
+            config["score_mod"] = self.score_mod
         return config

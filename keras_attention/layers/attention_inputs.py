@@ -27,7 +27,8 @@ class Call:
     `batch_shape` restores its batch axes), and its causal mask aligns the
     first query with the first value (`causal_from_start`). `padding` is
     `dispatch.triton_padding` of the masks as the caller gave them;
-    `scale` and `kind` are set by `_route`.
+    `scale` and `kind` are set by `_route`; `score_mod` (the layer's hook
+    bound to the call, `score_mods.Bound`) by `call`.
     """
 
     query: object
@@ -47,6 +48,7 @@ class Call:
     batch_shape: object = None
     scale: object = None
     kind: str = "none"
+    score_mod: object = None
 
 
 def tensor_call(query, value, key, query_mask, value_mask, key_mask, mask):

@@ -3,6 +3,53 @@
 `Attention` scores every key; its `window` restricts the keys to a window
 around a position (`local_window`), and `mode="hard"` selects one key
 (`hard_weights`) instead of averaging them.
+
+Modes:
+
+- `mode="soft"` (Bahdanau, Luong): the weights are the softmax of the
+  scores, with optional dropout on the weights while training.
+- `mode="hard"` (Xu et al. 2015, stochastic hard attention): each query
+  attends to a single value position. While training the position is
+  sampled from the soft distribution; with `hard_estimator="reinforce"`
+  no gradient flows through the sample, and the model trains the score
+  with REINFORCE using the log-probability of the sampled positions
+  (`return_log_prob=True`). With `hard_estimator="gumbel"` the position
+  is `argmax(logits + Gumbel noise)` and the weights are the
+  straight-through estimator `one_hot + y - stop_gradient(y)` where
+  `y = softmax((logits + noise) / temperature)`: the forward pass uses
+  the one-hot weights, the backward pass the gradient of `y`. At
+  inference (`training` falsy) the position is the argmax of the soft
+  distribution. The returned attention weights are the one-hot
+  selections (zeros for a row with nothing to attend to); the soft
+  distribution they were drawn from is returned with
+  `return_distribution=True`. `dropout` is not used in hard mode. With
+  no value position at all (`Tv = 0`) both modes return a zero context,
+  empty weights and a log-probability of 0.
+
+Local attention (Luong et al. 2015, section 3.2), with `window=D`: the
+query at row `t` attends only to value positions `s` with
+`|s - p_t| <= D`, where positions count from 0 and `S` is the source
+length, the number of valid value positions of each sequence (the sum
+of the value mask, assuming padding at the end) or `Tv` without a mask.
+
+- `local="monotonic"` (local-m): `p_t = min(t, S - 1)`. The query rows
+  are aligned with the start of the value sequence (row `t` is centred
+  on value position `t`, as in Luong's `p_t = t`) whatever `Tq` and `Tv`
+  are; rows past the end of the source attend to its last `D + 1`
+  positions instead of nothing. Pass `query_positions` to centre rows
+  elsewhere, e.g. the step index when decoding one query at a time
+  (they are clipped to `S - 1` in the same way).
+- `local="predictive"` (local-p): `p_t = (S - 1) sigmoid(v_p^T tanh(W_p
+  q_t))`, Luong's eq. 9 with 0-based positions, so that `p_t` spans
+  exactly the valid positions `[0, S - 1]` (Luong writes `S sigmoid(.)`
+  for 1-based positions). The softmax weights inside the window are
+  multiplied by the Gaussian `exp(-(s - p_t)^2 / (2 sigma^2))` with
+  `sigma = D / 2` (eq. 10) and, as in the paper, not renormalised, so
+  rows sum to less than 1. `W_p` (`position_kernel`, shape
+  `(Dq, local_units)`) and `v_p` (`position_scale`, `(local_units,)`)
+  are weights of `Attention`. Hard mode samples from the renormalised
+  product, i.e. the softmax of `score - (s - p_t)^2 / (2 sigma^2)`,
+  which is also what `return_distribution` gives in both modes.
 """
 
 import keras

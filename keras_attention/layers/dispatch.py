@@ -90,6 +90,14 @@ an `attention_mask` of rank 2 or 3); else fused where the score is
 (`fused.dot_product_scale`), with no dropout while training, not float16,
 known non-zero lengths, and the kernel memory-efficient for the mask; else
 explicit. `ImageSelfAttention` follows the same rules.
+
+A score hook (`score_mod=`, `keras_attention.layers.score_mods`) runs on
+the explicit, chunked, windowed and cached paths, computed per block from
+positions; no hook runs fused, on any backend, so a call with one never
+takes the fused kernel or the Triton kernel. Keras 3.15's
+`ops.dot_product_attention(attn_logits_soft_cap=)` is read only by JAX's
+TPU splash kernel (with `s / (1 + |s| / cap)`, not Gemma's `tanh`);
+TensorFlow and PyTorch ignore it, so `SoftCap` is not dispatched to it.
 """
 
 import numbers

@@ -31,8 +31,9 @@ class GroupedQueryAttention(MultiHeadAttention):
             activity_regularizer, kernel_constraint, bias_constraint,
             use_gate, seed: as in `keras.layers.GroupQueryAttention`, with
             its defaults.
-        score, chunk_threshold, chunk_size, window: as in
-            `keras_attention.layers.MultiHeadAttention`.
+        score, chunk_threshold, chunk_size, window, score_mod, rotary: as
+            in `keras_attention.layers.MultiHeadAttention` (a `score_mod`
+            sees the query heads).
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -84,6 +85,8 @@ class GroupedQueryAttention(MultiHeadAttention):
         chunk_threshold="auto",
         chunk_size="auto",
         window=None,
+        score_mod=None,
+        rotary=None,
         **kwargs,
     ):
         if num_query_heads % num_key_value_heads != 0:
@@ -112,6 +115,8 @@ class GroupedQueryAttention(MultiHeadAttention):
             chunk_threshold=chunk_threshold,
             chunk_size=chunk_size,
             window=window,
+            score_mod=score_mod,
+            rotary=rotary,
             **kwargs,
         )
         self.num_key_value_heads = num_key_value_heads

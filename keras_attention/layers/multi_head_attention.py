@@ -7,9 +7,10 @@ from keras import ops, tree
 from keras.src.backend import get_keras_mask, set_keras_mask
 
 from keras_attention import scores
-from keras_attention.layers import dispatch, head_masks, kv_cache
+from keras_attention.layers import dispatch, head_masks, kv_cache, score_mods
 from keras_attention.layers.kv_cache import (
     MAX_BLOCK_HEADS,
+    CachedProjections,
     cache_length,
 )
 from keras_attention.layers.masking import masked_softmax
@@ -25,7 +26,9 @@ from keras_attention.scores.scaled_dot import ScaledDot
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
+class MultiHeadAttention(
+    CachedProjections, BlockwisePaths, keras.layers.MultiHeadAttention
+):
     """Multi-head attention with a pluggable score and a key/value cache.
 
     A drop-in for `keras.layers.MultiHeadAttention`: the same constructor
@@ -49,6 +52,10 @@ class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
       `sliding_window=s` is the same band as a mask, `window = s - 1`).
     - Exact attention in memory linear in the length (`chunk_threshold`,
       `chunk_size`), where the backend's fused kernel is not.
+    - `score_mod`: a hook on the scores from positions and heads (ALiBi,
+      T5's relative bias, soft-capping, a segment mask:
+      `keras_attention.layers.score_mods`), on every path, blockwise on
+      the chunked and windowed ones.
 
     `call` projects, then `_route` picks the one path that computes the
     context: windowed, chunked (or JAX's Triton kernel), the explicit path
@@ -80,6 +87,14 @@ class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
             query `i` sees keys `j` with `|i - j| <= r` (`i - r <= j <= i`
             when causal); `Tq != Tv` raises a `ValueError`. Defaults to
             `None`.
+        score_mod: optional `keras_attention.layers.ScoreMod` (or its
+            config), copied from its config and built with `num_heads`.
+            Defaults to `None`.
+        rotary: number or None. Rotary positions (Su et al., RoFormer) of
+            this maximum wavelength on the projected queries and keys,
+            by `keras_hub.layers.RotaryEmbedding`, from the cache index in
+            a decoding step (the cache holds rotated keys); `key_dim` must
+            be even. Defaults to `None`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -103,7 +118,10 @@ class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
             re-stacking or transposing of the whole cache per step).
         cache_update_index: optional int or int tensor. Where to write the
             new key/value projections into `cache`; `None` with a cache
-            reads it as is (precomputed cross-attention keys).
+            reads it as is (precomputed cross-attention keys). The query
+            positions a `score_mod` sees start there.
+        segment_ids: optional int `(batch, Tv)` (the cache's `max_length`
+            with a cache), read by a `SegmentMask` hook. Defaults to `None`.
 
     Returns:
         `output` `(batch, Tq, dim)`; `(output, scores)` with
@@ -172,9 +190,12 @@ class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
         chunk_threshold="auto",
         chunk_size="auto",
         window=None,
+        score_mod=None,
+        rotary=None,
         **kwargs,
     ):
         chunk_threshold, chunk_size = dispatch.check(chunk_threshold, chunk_size)
+        rotary = check_rotary(rotary, key_dim)
         window = check_window_arguments(window, sliding_window, flash_attention)
         super().__init__(
             num_heads=num_heads,
@@ -214,6 +235,11 @@ class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
         self.window = window
         self.chunk_threshold = chunk_threshold
         self.chunk_size = chunk_size
+        # Kept as a config, as `score`: `build()` makes the hook.
+        self.score_mod = score_mods.serialize(score_mods.get(score_mod))
+        self._score_mod = None
+        self.rotary = rotary
+        self._rotary = None
         self._score_layer = None
         self._keras_path = False
 
@@ -224,12 +250,13 @@ class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
         check_batch(query_shape, value_shape, key_shape)
         self._build_projections(query_shape, value_shape, key_shape)
         self._keras_path = len(query_shape) != 3 or self.attention_axes != (1,)
-        if self._keras_path and not self._fused_score:
+        own = not self._fused_score or self.score_mod is not None or self.rotary
+        if self._keras_path and own:
             raise ValueError(
-                "A score other than 'scaled_dot' needs inputs of rank 3 "
-                "(batch, T, dim) and the default `attention_axes`. Received: "
-                f"query_shape={query_shape}, attention_axes="
-                f"{self.attention_axes}, score={self.score!r}"
+                "A score other than 'scaled_dot', a `score_mod` or `rotary` "
+                "needs inputs of rank 3 (batch, T, dim) and the default "
+                f"`attention_axes`. Received: query_shape={query_shape}, "
+                f"attention_axes={self.attention_axes}, score={self.score!r}"
             )
         if self.window is not None:
             if self._keras_path:
@@ -248,6 +275,15 @@ class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
         head_query = (None, query_shape[1], self.key_dim)
         head_key = (None, key_shape[1], self.key_dim)
         self._score_layer.build(head_query, head_key)
+        self._score_mod = score_mods.built_copy(self.score_mod, self.num_heads)
+        if self.rotary is not None:
+            # keras-hub's layer (imported here: keras-hub takes seconds to
+            # import, and only a rotary layer needs it).
+            from keras_hub.layers import RotaryEmbedding
+
+            self._rotary = RotaryEmbedding(
+                max_wavelength=self.rotary, dtype=self.dtype_policy, name="rotary"
+            )
 
     def _build_projections(self, query_shape, value_shape, key_shape):
         """Keras's projections (and dropout): `num_heads` key/value heads."""
@@ -271,6 +307,7 @@ class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
         use_causal_mask=False,
         cache=None,
         cache_update_index=None,
+        segment_ids=None,
     ):
         call = Call(
             query,
@@ -288,6 +325,7 @@ class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
         )
         if self._keras_path:
             return self._keras_call(call, key)
+        call.score_mod = self._bound_score_mod(segment_ids, cache_update_index)
         check_batch(query.shape, value.shape, call.key.shape)
         # `Layer.__call__` already filled the masks from the inputs' Keras
         # masks; drop those while projecting so the projection layers do not
@@ -315,6 +353,19 @@ class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
             outputs += (call.cache,)
         return outputs if len(outputs) > 1 else output
 
+    def _bound_score_mod(self, segment_ids, cache_update_index):
+        """The call's `score_mods.Bound` hook (query positions start at the
+        cache index in a decoding step), or None without a `score_mod`."""
+        if self._score_mod is not None and self._overrides_hooks():
+            raise ValueError(
+                "A `score_mod` runs on this layer's own attention paths; a "
+                "subclass overriding `_compute_attention` or `_masked_softmax` "
+                f"cannot take one. Received: score_mod={self.score_mod!r}"
+            )
+        offset = 0 if cache_update_index is None else cache_update_index
+        heads = ops.arange(self.num_heads, dtype="int32")
+        return score_mods.bind(self._score_mod, heads, segment_ids, offset)
+
     def _keras_call(self, call, key):
         """Keras's own call: inputs of another rank or `attention_axes`."""
         if call.cache is not None or call.cache_update_index is not None:
@@ -334,97 +385,6 @@ class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
             training=call.training,
             use_causal_mask=call.use_causal_mask,
         )
-
-    def _project(self, call):
-        """Projects query, key and value into heads, reading and writing the cache.
-
-        The query becomes `(B, Tq, num_heads, key_dim)`; key and value
-        `(B, Tv, num_heads, dim)`, the whole cache with one (heads first,
-        `(B, num_heads, max_length, dim)`, from a split cache); `call.cache`
-        the cache as returned.
-        """
-        call.query = self.query_dense(call.query)
-        cache, index = call.cache, call.cache_update_index
-        if cache is None:
-            if index is not None:
-                raise ValueError(
-                    "`cache_update_index` should not be set if `cache` is "
-                    f"`None`. Received: cache_update_index={index}"
-                )
-            call.key, call.value = (
-                self.key_dense(call.key),
-                self.value_dense(call.value),
-            )
-            return
-        kv_cache.check_cache(
-            cache, self._key_value_heads(), self.key_dim, self.value_dim
-        )
-        call.heads_first = isinstance(cache, (tuple, list))
-        if call.heads_first:
-            key_cache, value_cache = cache
-            axis = 2
-        else:
-            key_cache, value_cache = cache[:, 0, ...], cache[:, 1, ...]
-            axis = 1
-        if index is None:
-            call.key, call.value = key_cache, value_cache
-            return
-        key, value = self.key_dense(call.key), self.value_dense(call.value)
-        if call.heads_first:
-            key = ops.transpose(key, (0, 2, 1, 3))
-            value = ops.transpose(value, (0, 2, 1, 3))
-        call.key = kv_cache.write_cache(key_cache, key, index, axis)
-        call.value = kv_cache.write_cache(value_cache, value, index, axis)
-        if call.heads_first:
-            call.cache = (call.key, call.value)
-        else:
-            call.cache = ops.stack((call.key, call.value), axis=1)
-
-    def _read_visible_cache(self, call):
-        """Cuts a causal decoding step's keys to those it can see.
-
-        Where the step's index is known (`kv_cache.visible_prefix`) the
-        keys, values and masks keep the first `prefix` cache positions (the
-        masks are checked against the whole cache first). A subclass
-        overriding Keras's hooks, or a flash kernel, gets the whole cache,
-        laid out as Keras's `(B, Tv, num_heads, dim)`.
-
-        Returns `(prefix, cache_size)`: `prefix` None where the whole cache
-        is read.
-        """
-        axis = 2 if call.heads_first else 1
-        cache_size = call.key.shape[axis]
-        prefix = None
-        if (
-            call.cache is not None
-            and call.use_causal_mask
-            and not self._overrides_hooks()
-        ):
-            prefix, call.use_causal_mask = kv_cache.visible_prefix(
-                call.cache_update_index, call.query.shape[1], cache_size
-            )
-        if prefix is not None:
-            keys = call.key[:, 0] if call.heads_first else call.key
-            call.value_mask = head_masks.key_padding_mask(
-                call.value_mask, call.key_mask, keys
-            )
-            call.key_mask = None
-            if call.attention_mask is not None:
-                call.attention_mask = self._check_attention_mask(
-                    call.attention_mask, call.query, keys
-                )
-            call.key = kv_cache.take_prefix(call.key, prefix, axis)
-            call.value = kv_cache.take_prefix(call.value, prefix, axis)
-            call.value_mask = kv_cache.take_prefix(call.value_mask, prefix, -1)
-            call.attention_mask = kv_cache.take_prefix(call.attention_mask, prefix, -1)
-        # Only this class's own hook reads heads-first keys and values.
-        if call.heads_first and (
-            self._overrides_hooks() or self._flash_attention is True
-        ):
-            call.key = ops.transpose(call.key, (0, 2, 1, 3))
-            call.value = ops.transpose(call.value, (0, 2, 1, 3))
-            call.heads_first = False
-        return prefix, cache_size
 
     def _route(self, call):
         """The path method that computes this call's context.
@@ -460,6 +420,7 @@ class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
         one_query = query_length == 1 and self.num_heads <= MAX_BLOCK_HEADS
         return (
             self._fused_score
+            and self.score_mod is None
             and self.value_dim == self.key_dim
             and not return_attention_scores
             and not (self.dropout > 0.0 and bool(training))
@@ -504,6 +465,12 @@ class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
         mask, and no repair of fully masked rows.
         """
         key, value = self._repeated_key_value(call)
+        if call.score_mod is not None:
+            mask, _, _ = self._attention_mask(call, key, fused=False)
+            context, weights = self._explicit_attention(
+                call.query, key, value, mask, call.training, call.score_mod
+            )
+            return context, weights, None
         mask, causal_only, row_valid = self._attention_mask(
             call, key, fused=call.fused and not self._overrides_compute_attention()
         )
@@ -639,11 +606,15 @@ class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
         )
         return output, None
 
-    def _explicit_attention(self, query, key, value, attention_mask, training):
+    def _explicit_attention(
+        self, query, key, value, attention_mask, training, score_mod=None
+    ):
         """`_compute_attention`'s explicit path: scores, `_masked_softmax`, sum.
 
         One query with at most `kv_cache.MAX_BLOCK_HEADS` heads (a decoding
         step) reads the keys and values `(B, Tv, heads, dim)` in place.
+
+        `score_mod`: the call's `score_mods.Bound` hook, or None.
 
         Returns `(context (B, Tq, num_heads, value_dim), weights (B,
         num_heads, Tq, Tv))`.
@@ -655,6 +626,7 @@ class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
         if raw is None:
             heads_k = ops.transpose(key, (0, 2, 1, 3))
             raw = self._head_scores(query, heads_k)
+        raw, attention_mask = score_mods.modify_scores(raw, attention_mask, score_mod)
         weights = self._masked_softmax(raw, attention_mask)
         dropped = self._weights_dropout(weights, training)
         if one_query:
@@ -745,6 +717,7 @@ class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
         use_causal_mask=False,
         cache=None,
         cache_update_index=None,
+        segment_ids=None,
     ):
         key_shape = None if key is None else key.shape
         output_shape = self.compute_output_shape(query.shape, value.shape, key_shape)
@@ -769,4 +742,25 @@ class MultiHeadAttention(BlockwisePaths, keras.layers.MultiHeadAttention):
             chunk_size=self.chunk_size,
             window=self.window,
         )
+        if self.score_mod is not None:
+            config["score_mod"] = self.score_mod
+        if self.rotary is not None:
+            config["rotary"] = self.rotary
         return config
+
+
+def check_rotary(rotary, key_dim=None):
+    """Checks `rotary` (a positive max wavelength or None) against `key_dim`."""
+    if rotary is None:
+        return None
+    if isinstance(rotary, bool) or not isinstance(rotary, (int, float)) or rotary <= 0:
+        raise ValueError(
+            "`rotary` is the rotary positions' maximum wavelength, a positive "
+            f"number, or None. Received: rotary={rotary!r}"
+        )
+    if key_dim is not None and key_dim % 2:
+        raise ValueError(
+            "Rotary positions rotate pairs of features: `key_dim` must be even. "
+            f"Received: key_dim={key_dim}, rotary={rotary!r}"
+        )
+    return rotary

@@ -13,7 +13,7 @@ import math
 import keras
 from keras import ops
 
-from keras_attention.layers import dispatch, head_masks
+from keras_attention.layers import dispatch, head_masks, score_mods
 from keras_attention.layers.chunked import chunked_attention
 from keras_attention.layers.windowed import check_window, windowed_attention
 from keras_attention.scores.location import Location
@@ -27,7 +27,8 @@ class Call:
     key and value by their projected heads (the cache's, with one), and
     `_read_visible_cache` cuts a decoding step to what it can see.
     `heads_first`: key and value are `(B, num_heads, Tv, dim)` (a split
-    cache); `fused`: `_takes_fused_path` of the call.
+    cache); `fused`: `_takes_fused_path` of the call; `score_mod`: the
+    layer's hook bound to the call (`score_mods.Bound`), or None.
     """
 
     query: object
@@ -44,6 +45,7 @@ class Call:
     cache_update_index: object
     heads_first: bool = False
     fused: bool = False
+    score_mod: object = None
 
 
 def check_batch(query_shape, value_shape, key_shape):
@@ -162,10 +164,11 @@ class BlockwisePaths:
         query_mask, keys, attention_mask = self._blockwise_masks(call)
         score_fn, rate, seed = self._blockwise_options(call.training)
 
-        def attend(query, attention_mask, seed):
+        def attend(query, attention_mask, seed, score_mod):
             if (
                 self.chunk_size == dispatch.AUTO
                 and score_fn is None
+                and score_mod is None
                 and rate == 0.0
                 and attention_mask is None
                 and self._sliding_window is None
@@ -204,9 +207,14 @@ class BlockwisePaths:
                 seed=seed,
                 query_chunk_size=size,
                 key_chunk_size=size,
+                score_mod=score_mod,
             )
 
-        return self._by_group(attend, call.query, attention_mask, seed), None, None
+        return (
+            self._by_group(attend, call.query, attention_mask, seed, call.score_mod),
+            None,
+            None,
+        )
 
     def _windowed_path(self, call):
         """Context from `windowed_attention`.
@@ -217,7 +225,7 @@ class BlockwisePaths:
         query_mask, keys, attention_mask = self._blockwise_masks(call)
         score_fn, rate, seed = self._blockwise_options(call.training)
 
-        def attend(query, attention_mask, seed):
+        def attend(query, attention_mask, seed, score_mod):
             return windowed_attention(
                 query,
                 call.key,
@@ -230,12 +238,17 @@ class BlockwisePaths:
                 score_fn=score_fn,
                 dropout_rate=rate,
                 seed=seed,
+                score_mod=score_mod,
             )
 
-        return self._by_group(attend, call.query, attention_mask, seed), None, None
+        return (
+            self._by_group(attend, call.query, attention_mask, seed, call.score_mod),
+            None,
+            None,
+        )
 
-    def _by_group(self, attend, query, attention_mask, seed):
-        """`attend(query, attention_mask, seed)` per group of query heads.
+    def _by_group(self, attend, query, attention_mask, seed, score_mod):
+        """`attend(query, attention_mask, seed, score_mod)` per group of query heads.
 
         Query head `h` reads key/value head `h // group` (Keras's
         `ops.repeat` order), `group = num_heads // key/value heads`. The
@@ -244,14 +257,15 @@ class BlockwisePaths:
         `attend` runs once per position in the group on the `kv_heads`
         key/value heads as they lie (once, on everything, for
         `MultiHeadAttention`). A per-head attention mask is split the same
-        way; each call's dropout gets its own seed.
+        way; each call's dropout gets its own seed, and the score hook
+        (`score_mods.Bound`, or None) its own query heads.
 
         Returns the context `(B, Tq, num_heads, value_dim)`.
         """
         kv_heads = self._key_value_heads()
         group = self.num_heads // kv_heads
         if group == 1:
-            return attend(query, attention_mask, seed)
+            return attend(query, attention_mask, seed, score_mod)
         batch, q_len = ops.shape(query)[0], query.shape[1]
         query = ops.reshape(query, (batch, q_len, kv_heads, group, self.key_dim))
         per_head = attention_mask is not None and len(attention_mask.shape) == 4
@@ -270,6 +284,11 @@ class BlockwisePaths:
                     query[:, :, :, member],
                     attention_mask[:, :, member] if per_head else attention_mask,
                     None if seed is None else seed + member,
+                    None
+                    if score_mod is None
+                    else score_mod.with_heads(
+                        ops.arange(kv_heads, dtype="int32") * group + member
+                    ),
                 )
             )
         context = ops.stack(contexts, axis=3)
@@ -321,11 +340,13 @@ class BlockwisePaths:
             fused=False,
         )
         context, weights = self._heads_first_attention(
-            call.query, key, value, mask, call.training
+            call.query, key, value, mask, call.training, call.score_mod
         )
         return context, weights, None
 
-    def _heads_first_attention(self, query, key, value, attention_mask, training):
+    def _heads_first_attention(
+        self, query, key, value, attention_mask, training, score_mod=None
+    ):
         """`_compute_attention`'s explicit path on heads-first keys and values.
 
         Args:
@@ -335,6 +356,7 @@ class BlockwisePaths:
             attention_mask: optional boolean mask, as `_compute_attention`
                 takes it.
             training: bool. Dropout only in training mode.
+            score_mod: the call's `score_mods.Bound` hook, or None.
 
         Returns:
             `(context (B, Tq, num_heads, value_dim), weights (B, num_heads,
@@ -344,7 +366,10 @@ class BlockwisePaths:
         batch = ops.shape(query)[0]
         q_len, k_len = ops.shape(query)[1], ops.shape(key)[2]
         rows = batch * self.num_heads
-        weights = self._masked_softmax(self._head_scores(query, key), attention_mask)
+        raw, attention_mask = score_mods.modify_scores(
+            self._head_scores(query, key), attention_mask, score_mod
+        )
+        weights = self._masked_softmax(raw, attention_mask)
         dropped = self._weights_dropout(weights, training)
         heads_v = ops.reshape(value, (rows, k_len, self.value_dim))
         context = ops.matmul(

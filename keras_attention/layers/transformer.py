@@ -89,6 +89,12 @@ class TransformerEncoderBlock(TransformerBlock):
             (grouped-query attention, `GroupedQueryAttention`, when fewer
             than `num_heads`; must divide it). Defaults to `None`:
             `num_heads`, a `MultiHeadAttention` sublayer.
+        score_mod: optional `keras_attention.layers.ScoreMod` of the
+            self-attention (ALiBi, relative bias, soft-cap). Defaults to
+            `None`.
+        rotary: number or None. Rotary positions of this maximum
+            wavelength on the self-attention's queries and keys
+            (`MultiHeadAttention(rotary=...)`). Defaults to `None`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -123,7 +129,12 @@ class TransformerEncoderBlock(TransformerBlock):
         head_dim = self._head_dim(hidden_dim)
         intermediate_shape = tuple(inputs_shape[:-1]) + (self.intermediate_dim,)
         self._self_attention_layer = self._attention(
-            "self_attention_layer", head_dim, inputs_shape, inputs_shape, self.window
+            "self_attention_layer",
+            head_dim,
+            inputs_shape,
+            inputs_shape,
+            self.window,
+            positional=True,
         )
         self._self_attention_layer_norm = self._norm(
             "self_attention_layer_norm", inputs_shape
@@ -264,6 +275,12 @@ class TransformerDecoderBlock(TransformerBlock):
             when fewer than `num_heads`; must divide it); the caches then
             hold `num_key_value_heads` heads where `num_heads` is written
             above. Defaults to `None`: `num_heads`.
+        score_mod: optional `keras_attention.layers.ScoreMod` of the
+            self-attention (ALiBi, relative bias, soft-cap). Defaults to
+            `None`.
+        rotary: number or None. Rotary positions of this maximum
+            wavelength on the self-attention's queries and keys
+            (`MultiHeadAttention(rotary=...)`). Defaults to `None`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -356,6 +373,7 @@ class TransformerDecoderBlock(TransformerBlock):
             decoder_sequence_shape,
             decoder_sequence_shape,
             self.window,
+            positional=True,
         )
         self._self_attention_layer_norm = self._norm(
             "self_attention_layer_norm", decoder_sequence_shape

@@ -12,9 +12,12 @@ from keras.src.backend import get_keras_mask, set_keras_mask
 
 from keras_attention import scores
 from keras_attention.arguments import int_argument
-from keras_attention.layers import dispatch
+from keras_attention.layers import dispatch, score_mods
 from keras_attention.layers.grouped_query_attention import GroupedQueryAttention
-from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers.multi_head_attention import (
+    MultiHeadAttention,
+    check_rotary,
+)
 from keras_attention.layers.windowed import check_window
 
 PACKAGE = "keras_attention"
@@ -38,6 +41,8 @@ class TransformerBlock(keras.layers.Layer):
         chunk_size="auto",
         window=None,
         num_key_value_heads=None,
+        score_mod=None,
+        rotary=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -74,6 +79,8 @@ class TransformerBlock(keras.layers.Layer):
         self.chunk_threshold = chunk_threshold
         self.chunk_size = chunk_size
         self.window = window
+        self.score_mod = score_mods.serialize(score_mods.get(score_mod))
+        self.rotary = check_rotary(rotary)
         self.supports_masking = True
 
     def _head_dim(self, hidden_dim):
@@ -92,8 +99,14 @@ class TransformerBlock(keras.layers.Layer):
             "bias_initializer": clone(self.bias_initializer),
         }
 
-    def _attention(self, name, head_dim, query_shape, value_shape, window=None):
-        """`MultiHeadAttention`, or `GroupedQueryAttention` with fewer key/value heads."""
+    def _attention(
+        self, name, head_dim, query_shape, value_shape, window=None, positional=False
+    ):
+        """`MultiHeadAttention`, or `GroupedQueryAttention` with fewer key/value heads.
+
+        `positional`: the self-attention, which takes `score_mod` and
+        `rotary`.
+        """
         if self.num_key_value_heads == self.num_heads:
             heads = {
                 "num_heads": self.num_heads,
@@ -108,6 +121,10 @@ class TransformerBlock(keras.layers.Layer):
                 "num_key_value_heads": self.num_key_value_heads,
             }
             attention_cls = GroupedQueryAttention
+        if positional and self.score_mod is not None:
+            heads["score_mod"] = self.score_mod
+        if positional and self.rotary is not None:
+            heads["rotary"] = self.rotary
         layer = attention_cls(
             **heads,
             dropout=self.dropout,
@@ -199,6 +216,10 @@ class TransformerBlock(keras.layers.Layer):
             # Only when grouped: a default block's config stays keras-hub's
             # plus ours, as saved presets hold it.
             config["num_key_value_heads"] = self.num_key_value_heads
+        if self.score_mod is not None:
+            config["score_mod"] = self.score_mod
+        if self.rotary is not None:
+            config["rotary"] = self.rotary
         return config
 
 
