@@ -65,10 +65,13 @@ a band keep the loop. Self-attention pads itself to whole blocks of
    says so and nothing needs the full weights: static lengths, no cache, no
    `return_attention_scores`, no `flash_attention=True`, a score computed
    on chunks (not `"location"`), no hook overridden.
-4. A split cache `(keys, values)`: the explicit path on its heads-first
+4. A cache of grouped heads (`GroupedQueryAttention`, scaled dot, no
+   flash kernel asked for, no hook overridden): the explicit path with the
+   queries grouped per key/value head, the cache never repeated.
+5. A split cache `(keys, values)`: the explicit path on its heads-first
    tensors (a subclass's hook or `flash_attention=True` gets Keras's
-   layout instead, and step 5).
-5. Keras's hook `_compute_attention`: fused where the score is scaled dot,
+   layout instead, and step 6).
+6. Keras's hook `_compute_attention`: fused where the score is scaled dot,
    no weights are returned, no dropout is active, `value_dim == key_dim`,
    and, unless `flash_attention=True`, the compute dtype is not float16
    (the kernels overflow there; the explicit path scores in float32) and

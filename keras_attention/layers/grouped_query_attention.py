@@ -21,8 +21,10 @@ class GroupedQueryAttention(MultiHeadAttention):
     same paths by the same rules: the chunked and windowed paths read each
     key/value head in place for every query head of its group (nothing is
     repeated in memory), the decoding cache holds `num_key_value_heads`
-    heads, and Keras's hook `_compute_attention` gets the keys and values
-    repeated to one per query head, as on Keras's class.
+    heads and a call on it groups the queries per key/value head (the
+    cache is never repeated), and Keras's hook `_compute_attention` gets
+    the keys and values repeated to one per query head, as on Keras's
+    class.
 
     Args:
         head_dim, num_query_heads, num_key_value_heads, dropout, use_bias,

@@ -403,6 +403,8 @@ class MultiHeadAttention(
             return self._windowed_path
         if self._takes_chunked_path(call):
             return self._chunked_path
+        if self._takes_grouped_cache_path(call):
+            return self._grouped_cache_path
         if call.heads_first:
             return self._heads_first_path
         return self._hook_path

@@ -17,6 +17,8 @@ from keras_attention.layers import dispatch, head_masks, score_mods
 from keras_attention.layers.chunked import chunked_attention
 from keras_attention.layers.windowed import check_window, windowed_attention
 from keras_attention.scores.location import Location
+from keras_attention.scores.precision import widen
+from keras_attention.scores.scaled_dot import ScaledDot
 
 
 @dataclasses.dataclass
@@ -329,6 +331,56 @@ class BlockwisePaths:
                 (), 0, 2**31 - 1, seed=self._dropout_layer.seed_generator
             )
         return score_fn, rate, seed
+
+    def _takes_grouped_cache_path(self, call):
+        """Whether a cached call of grouped heads takes `_grouped_cache_path`.
+
+        A call of `GroupedQueryAttention` on a cache (a decoding step or a
+        prefix), with the scaled dot score, no flash kernel asked for and no
+        hook overridden (Keras's hook takes the keys repeated to one head
+        per query head).
+        """
+        return (
+            call.cache is not None
+            and self.num_heads != self._key_value_heads()
+            and type(self._score_layer) is ScaledDot
+            and not self._overrides_hooks()
+            and self._flash_attention is not True
+        )
+
+    def _grouped_cache_path(self, call):
+        """The explicit path on a cache of `kv_heads` heads, never repeated.
+
+        The query `(B, Tq, num_heads, d)` is read as `(B, Tq, kv_heads,
+        group, d)`: each key/value head scores and sums its group's queries
+        in one batched product over the cache as it lies (query head `h`
+        reads key/value head `h // group`, Keras's `ops.repeat` order), so
+        a decoding step reads `kv_heads` heads of cache, not `num_heads`.
+        """
+        kv_heads = self._key_value_heads()
+        group = self.num_heads // kv_heads
+        batch, q_len = ops.shape(call.query)[0], call.query.shape[1]
+        query = ops.reshape(
+            widen(call.query), (batch, q_len, kv_heads, group, self.key_dim)
+        )
+        query = query * ops.cast(1.0 / math.sqrt(self.key_dim), query.dtype)
+        key = widen(call.key)
+        keys = "bkvd" if call.heads_first else "bvkd"
+        raw = ops.einsum(f"bqkgd,{keys}->bkgqv", query, ops.cast(key, query.dtype))
+        k_len = ops.shape(raw)[-1]
+        raw = ops.reshape(raw, (batch, self.num_heads, q_len, k_len))
+        lengths = call.key[:, 0, :, :1] if call.heads_first else call.key
+        mask, _, _ = self._attention_mask(call, lengths, fused=False)
+        raw, mask = score_mods.modify_scores(raw, mask, call.score_mod)
+        weights = self._masked_softmax(raw, mask)
+        dropped = self._weights_dropout(weights, call.training)
+        dropped = ops.reshape(
+            ops.cast(dropped, call.value.dtype), (batch, kv_heads, group, q_len, k_len)
+        )
+        values = "bkvd" if call.heads_first else "bvkd"
+        context = ops.einsum(f"bkgqv,{values}->bqkgd", dropped, call.value)
+        context = ops.reshape(context, (batch, q_len, self.num_heads, self.value_dim))
+        return context, weights, None
 
     def _heads_first_path(self, call):
         """The explicit path on a split cache's heads-first keys and values."""
