@@ -24,11 +24,21 @@ Two measurements, printed as tables:
    memory-efficient, e.g. PyTorch; the chunked path at this length on a CPU
    under TensorFlow or JAX).
 
+3. With `--gqa`: grouped-query attention (8 query / 2 key-value heads,
+   head_dim 32, causal, batch 1) at lengths 1,024-4,096 (`--lengths`):
+   Keras's `GroupQueryAttention` beside ours plain and with each score
+   hook (ALiBi, T5 relative bias, soft-cap 50). Time: a forward pass of a
+   `jit_compile=True` model (`predict_on_batch`), median of alternating
+   rounds after warm-up calls; peak memory: RSS growth of one eager
+   forward pass, a subprocess per row (as in 2). The ratio is ours /
+   Keras's (lower is better for ours).
+
 Usage:
     python benchmarks/attention.py            # full run, a few minutes
     python benchmarks/attention.py --quick    # length 128 only, fewer steps
     python benchmarks/attention.py --warmup 10 --steps 60   # steadier medians
     KERAS_BACKEND=jax python benchmarks/attention.py
+    python benchmarks/attention.py --gqa --lengths 1024 2048 4096
 """
 
 import argparse
@@ -43,13 +53,20 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-from machine import cpu_model, reset_peak, status_kib  # noqa: E402
+from machine import (  # noqa: E402
+    cpu_model,
+    describe,
+    load_average,
+    reset_peak,
+    status_kib,
+)
 
 try:
-    from keras_attention.layers import MultiHeadAttention
+    from keras_attention import layers
 except ImportError:  # a source checkout without `pip install -e .`
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from keras_attention.layers import MultiHeadAttention
+    from keras_attention import layers
+MultiHeadAttention = layers.MultiHeadAttention
 
 NUM_HEADS, KEY_DIM = 8, 32
 D_MODEL = NUM_HEADS * KEY_DIM
@@ -152,6 +169,112 @@ def memory(config):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+# Grouped-query attention and the score hooks (`--gqa`).
+QUERY_HEADS, KV_HEADS, HEAD_DIM = 8, 2, 32
+HOOKS = {
+    "ours": lambda: None,
+    "ours-alibi": layers.ALiBi,
+    "ours-relative": lambda: layers.RelativePositionBias(),
+    "ours-softcap": lambda: layers.SoftCap(50.0),
+}
+GQA_CONFIGS = ("keras", *HOOKS)
+
+
+def make_gqa(config):
+    keras.utils.set_random_seed(0)
+    sizes = dict(
+        head_dim=HEAD_DIM, num_query_heads=QUERY_HEADS, num_key_value_heads=KV_HEADS
+    )
+    if config == "keras":
+        return keras.layers.GroupQueryAttention(**sizes, name="gqa")
+    return layers.GroupedQueryAttention(**sizes, score_mod=HOOKS[config](), name="gqa")
+
+
+def gqa_model(config, length):
+    x = keras.Input((length, D_MODEL), batch_size=1, name="x")
+    model = keras.Model(x, make_gqa(config)(x, x, use_causal_mask=True))
+    model.compile(jit_compile=True)
+    return model
+
+
+def gqa_times(length, warmup, rounds):
+    """Median seconds of a compiled forward pass, per configuration."""
+    x = np.random.default_rng(0).normal(size=(1, length, D_MODEL)).astype("float32")
+    models = {config: gqa_model(config, length) for config in GQA_CONFIGS}
+    for model in models.values():
+        for _ in range(warmup):
+            model.predict_on_batch(x)
+    times = {config: [] for config in models}
+    for step in range(rounds):
+        order = list(models) if step % 2 == 0 else list(models)[::-1]
+        for config in order:
+            start = time.perf_counter()
+            models[config].predict_on_batch(x)
+            times[config].append(time.perf_counter() - start)
+    return {config: statistics.median(values) for config, values in times.items()}
+
+
+def gqa_memory_child(config, length):
+    """Runs in a subprocess: peak RSS growth of one eager forward pass."""
+    layer = make_gqa(config)
+    x = np.random.default_rng(0).normal(size=(1, length, D_MODEL)).astype("float32")
+
+    def forward(x):
+        out = layer(x, x, use_causal_mask=True)
+        return keras.ops.convert_to_numpy(out)
+
+    forward(x[:, :64])
+    if not reset_peak():
+        raise SystemExit("cannot reset the peak memory (/proc/self/clear_refs)")
+    before = status_kib("VmRSS")
+    forward(x)
+    print(json.dumps({"growth_mib": (status_kib("VmHWM") - before) / 1024}))
+
+
+def gqa_memory(config, length):
+    """`gqa_memory_child` in a subprocess; None where it ran out of memory."""
+    result = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--gqa-memory-child", config]
+        + ["--lengths", str(length)],
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        return None
+    return json.loads(result.stdout.strip().splitlines()[-1])["growth_mib"]
+
+
+def gqa_main(lengths, warmup, rounds):
+    print(
+        f"\nGrouped-query attention ({QUERY_HEADS} query / {KV_HEADS} key-value "
+        f"heads x {HEAD_DIM}), causal, batch 1; time: jit_compile=True forward, "
+        f"median of {rounds} alternating rounds after {warmup} warm-up calls; "
+        "memory: peak RSS growth of one eager forward (subprocess per row)\n"
+    )
+    print(
+        "| length | configuration | seconds | / keras | peak growth (MiB) | / keras |"
+    )
+    print(
+        "|-------:|---------------|--------:|--------:|------------------:|--------:|"
+    )
+    for length in lengths:
+        seconds = gqa_times(length, warmup, rounds)
+        growth = {config: gqa_memory(config, length) for config in GQA_CONFIGS}
+        for config in GQA_CONFIGS:
+            memory_ratio = (
+                f"{growth[config] / growth['keras']:7.2f}"
+                if growth[config] and growth["keras"]
+                else "      -"
+            )
+            grown = "OOM" if growth[config] is None else f"{growth[config]:.0f}"
+            print(
+                f"| {length:6d} | {config:13s} | {seconds[config]:7.3f} | "
+                f"{seconds[config] / seconds['keras']:7.2f} | {grown:>17s} | "
+                f"{memory_ratio} |",
+                flush=True,
+            )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="length 128 only")
@@ -159,9 +282,23 @@ def main():
     parser.add_argument("--warmup", type=int, help="warm-up steps (default 3)")
     parser.add_argument("--steps", type=int, help="timed steps each (default 20)")
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
+    parser.add_argument("--gqa", action="store_true", help="only the GQA rows")
+    parser.add_argument("--lengths", type=int, nargs="+", default=[1024, 2048, 4096])
+    parser.add_argument("--gqa-memory-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
         memory_child(args.memory_child)
+        return
+    if args.gqa_memory_child:
+        gqa_memory_child(args.gqa_memory_child, args.lengths[0])
+        return
+    if args.gqa:
+        print(
+            f"keras {keras.__version__}, backend {keras.backend.backend()}, "
+            f"{describe()}"
+        )
+        gqa_main(args.lengths, args.warmup or 2, args.steps or 5)
+        print(f"\nload average at the end: {load_average()}")
         return
 
     lengths = (128,) if args.quick else (128, 512)

@@ -27,7 +27,11 @@ called as Keras's list call `layer([x, x], mask=[...])`; `image`,
 `ImageSelfAttention` (score `"dot"`, `gamma` 1) on a `(1, side, side, 128)`
 map for each of `--image-sides` against the same block built from Keras
 layers (1x1 `Conv2D`s, `keras.layers.Attention` over the flattened
-positions: key width 16, values 64), given our weights. On a CPU, a Keras row whose
+positions: key width 16, values 64), given our weights; `gqa`,
+`GroupedQueryAttention` (8 query / 2 key-value heads of 64) against
+`keras.layers.GroupQueryAttention`, and `gqa-alibi`, `gqa-relative`,
+`gqa-softcap`, ours with that score hook (their difference column is the
+hook's effect, not rounding). On a CPU, a Keras row whose
 three `(B, heads, T, T)` float32 tensors would not fit in memory is skipped
 as "out of memory (estimate)"; on an accelerator every row runs, and a run that fails with an
 out-of-memory error is reported as such. Each row also gives the largest
@@ -82,7 +86,17 @@ LENGTHS = (128, 2048, 8192, 32768, 65536)
 MASK_LENGTHS = (8192, 32768)
 MASKS = ("causal", "padding", "shared-padding")
 DEFAULT_MASKS = ("causal", "padding")
-LAYERS = ("mha", "attention", "image")
+# Grouped-query attention (8 query / 2 key-value heads of 64) beside Keras's
+# `GroupQueryAttention`, plain and with each score hook (whose outputs then
+# differ from Keras's by the hook: read their difference column as such).
+GQA_HOOKS = {
+    "gqa": None,
+    "gqa-alibi": ("ALiBi", {}),
+    "gqa-relative": ("RelativePositionBias", {}),
+    "gqa-softcap": ("SoftCap", {"cap": 50.0}),
+}
+KV_HEADS = 2
+LAYERS = ("mha", "attention", "image", *GQA_HOOKS)
 IMAGE_SIDES = (90, 96, 128)
 SMOKE_LENGTHS = (128, 256)
 DTYPES = ("float32", "mixed_bfloat16")
@@ -115,7 +129,7 @@ def _inputs(layer, length, mask):
         x = rng.normal(size=(1, side, side, IMAGE_CHANNELS))
         return x.astype("float32"), None
     batch = _batch(length)
-    width = HEADS * KEY_DIM if layer == "mha" else KEY_DIM
+    width = HEADS * KEY_DIM if layer == "mha" or layer in GQA_HOOKS else KEY_DIM
     x = rng.normal(size=(batch, length, width)).astype("float32")
     if mask not in ("padding", "shared-padding"):
         return x, None
@@ -169,6 +183,21 @@ def _pair(layer, dtype, chunk_threshold):
         theirs = keras.layers.MultiHeadAttention(HEADS, KEY_DIM, dtype=dtype)
         ours = MultiHeadAttention(
             HEADS, KEY_DIM, dtype=dtype, chunk_threshold=chunk_threshold
+        )
+        small = (np.zeros((1, 8, HEADS * KEY_DIM), "float32"),) * 2
+    elif layer in GQA_HOOKS:
+        from keras_attention import layers
+
+        sizes = dict(
+            head_dim=KEY_DIM, num_query_heads=HEADS, num_key_value_heads=KV_HEADS
+        )
+        theirs = keras.layers.GroupQueryAttention(**sizes, dtype=dtype)
+        hook = GQA_HOOKS[layer]
+        ours = layers.GroupedQueryAttention(
+            **sizes,
+            dtype=dtype,
+            chunk_threshold=chunk_threshold,
+            score_mod=None if hook is None else getattr(layers, hook[0])(**hook[1]),
         )
         small = (np.zeros((1, 8, HEADS * KEY_DIM), "float32"),) * 2
     elif layer == "attention":
@@ -275,7 +304,7 @@ class _PathSpy:
             attention,
             dispatch,
             image_attention,
-            multi_head_attention,
+            multi_head_paths,
         )
 
         self.seen = set()
@@ -286,7 +315,7 @@ class _PathSpy:
         ]
         targets += [
             (module, "chunked_attention", "chunked")
-            for module in (multi_head_attention, attention, image_attention)
+            for module in (multi_head_paths, attention, image_attention)
         ]
         for module, name, path in targets:
             function = getattr(module, name)
@@ -459,7 +488,7 @@ def worker(args):
                 "mask": mask,
             }
             theirs, ours = _pair(layer, dtype, args.chunk_threshold)
-            heads = HEADS if layer == "mha" else 1
+            heads = HEADS if layer == "mha" or layer in GQA_HOOKS else 1
             need = 3 * x.shape[0] * heads * length * length * 4
             prepared, outputs = {}, {}
             spy = _PathSpy()

@@ -12,6 +12,13 @@ from keras_attention.layers.position import (
     SinusoidalPositionEncoding,
 )
 from keras_attention.layers.recurrent import AttentionDecoder, AttentionDecoderCell
+from keras_attention.layers.score_mods import (
+    ALiBi,
+    RelativePositionBias,
+    ScoreMod,
+    SegmentMask,
+    SoftCap,
+)
 from keras_attention.layers.transformer import (
     TransformerDecoderBlock,
     TransformerEncoderBlock,
@@ -19,6 +26,7 @@ from keras_attention.layers.transformer import (
 from keras_attention.layers.windowed import windowed_attention
 
 __all__ = [
+    "ALiBi",
     "Attention",
     "AttentionDecoder",
     "AttentionDecoderCell",
@@ -28,7 +36,11 @@ __all__ = [
     "ImageSelfAttention",
     "MultiHeadAttention",
     "PositionEmbedding",
+    "RelativePositionBias",
+    "ScoreMod",
+    "SegmentMask",
     "SinusoidalPositionEncoding",
+    "SoftCap",
     "TransformerDecoderBlock",
     "TransformerEncoderBlock",
     "causal_mask",

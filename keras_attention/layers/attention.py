@@ -1,13 +1,27 @@
 """Soft, hard (stochastic) and local attention over any alignment score."""
 
-import dataclasses
-
 import keras
 from keras import ops
 
 from keras_attention import scores
 from keras_attention.arguments import int_argument
-from keras_attention.layers import dispatch
+from keras_attention.layers import dispatch, score_mods
+from keras_attention.layers.attention_inputs import (
+    KERAS_SCORES,  # noqa: F401 (stays importable from here)
+    check_choice,
+    check_floating,
+    check_list_call,
+    check_shapes,
+    is_static_int,
+    keras_score,
+    list_call,
+    rank3,
+    select,
+    tensor_call,
+    unflatten_batch,
+    unpack_list,
+)
+from keras_attention.layers.attention_modes import hard_weights, local_window
 from keras_attention.layers.chunked import chunked_attention
 from keras_attention.layers.fused import (
     dot_product_scale,
@@ -20,8 +34,6 @@ from keras_attention.scores.location import Location
 MODES = ("soft", "hard")
 LOCAL_MODES = ("monotonic", "predictive")
 HARD_ESTIMATORS = ("reinforce", "gumbel")
-# `keras.layers.Attention(score_mode=...)` -> the score with Keras's variables.
-KERAS_SCORES = {"dot": "dot", "concat": "tanh_sum"}
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -62,54 +74,18 @@ class Attention(keras.layers.Layer):
     `U_a` (set both to the identity and `v_a` to Keras's `scale` to get its
     numbers); `score="additive"` learns the projections itself.
 
-    Modes:
+    Modes (formulas and estimators in `keras_attention.layers.
+    attention_modes`): `mode="soft"` (Bahdanau, Luong), the softmax of the
+    scores; `mode="hard"` (Xu et al. 2015), one value position per query,
+    sampled while training (REINFORCE or straight-through Gumbel-Softmax);
+    `window=D` (Luong et al. 2015, section 3.2), local attention around a
+    monotonic (`local="monotonic"`) or predicted (`local="predictive"`)
+    position. A `score_mod` (`keras_attention.layers.score_mods`: ALiBi,
+    relative position bias, soft-cap, segment mask) changes the scores
+    from positions on every path.
 
-    - `mode="soft"` (Bahdanau, Luong): the weights are the softmax of the
-      scores, with optional dropout on the weights while training.
-    - `mode="hard"` (Xu et al. 2015, stochastic hard attention): each query
-      attends to a single value position. While training the position is
-      sampled from the soft distribution; with `hard_estimator="reinforce"`
-      no gradient flows through the sample, and the model trains the score
-      with REINFORCE using the log-probability of the sampled positions
-      (`return_log_prob=True`). With `hard_estimator="gumbel"` the position
-      is `argmax(logits + Gumbel noise)` and the weights are the
-      straight-through estimator `one_hot + y - stop_gradient(y)` where
-      `y = softmax((logits + noise) / temperature)`: the forward pass uses
-      the one-hot weights, the backward pass the gradient of `y`. At
-      inference (`training` falsy) the position is the argmax of the soft
-      distribution. The returned attention weights are the one-hot
-      selections (zeros for a row with nothing to attend to); the soft
-      distribution they were drawn from is returned with
-      `return_distribution=True`. `dropout` is not used in hard mode. With
-      no value position at all (`Tv = 0`) both modes return a zero context,
-      empty weights and a log-probability of 0.
-
-    Local attention (Luong et al. 2015, section 3.2), with `window=D`: the
-    query at row `t` attends only to value positions `s` with
-    `|s - p_t| <= D`, where positions count from 0 and `S` is the source
-    length, the number of valid value positions of each sequence (the sum
-    of the value mask, assuming padding at the end) or `Tv` without a mask.
-
-    - `local="monotonic"` (local-m): `p_t = min(t, S - 1)`. The query rows
-      are aligned with the start of the value sequence (row `t` is centred
-      on value position `t`, as in Luong's `p_t = t`) whatever `Tq` and `Tv`
-      are; rows past the end of the source attend to its last `D + 1`
-      positions instead of nothing. Pass `query_positions` to centre rows
-      elsewhere, e.g. the step index when decoding one query at a time
-      (they are clipped to `S - 1` in the same way).
-    - `local="predictive"` (local-p): `p_t = (S - 1) sigmoid(v_p^T tanh(W_p
-      q_t))`, Luong's eq. 9 with 0-based positions, so that `p_t` spans
-      exactly the valid positions `[0, S - 1]` (Luong writes `S sigmoid(.)`
-      for 1-based positions). The softmax weights inside the window are
-      multiplied by the Gaussian `exp(-(s - p_t)^2 / (2 sigma^2))` with
-      `sigma = D / 2` (eq. 10) and, as in the paper, not renormalised, so
-      rows sum to less than 1. `W_p` (`position_kernel`, shape
-      `(Dq, local_units)`) and `v_p` (`position_scale`, `(local_units,)`)
-      are weights of this layer. Hard mode samples from the renormalised
-      product, i.e. the softmax of `score - (s - p_t)^2 / (2 sigma^2)`,
-      which is also what `return_distribution` gives in both modes.
-
-    Windows, masks and modes combine freely (e.g. hard local-p attention).
+    Windows, masks, hooks and modes combine freely (e.g. hard local-p
+    attention).
 
     Soft global attention is routed per call (`_route`, by the rules of
     `keras_attention.layers.dispatch`): with a (scaled) dot product it
@@ -156,6 +132,10 @@ class Attention(keras.layers.Layer):
             `"auto"`.
         chunk_size: `"auto"` or int. Queries and values per chunk
             (`dispatch.chunk_size`). Defaults to `"auto"`.
+        score_mod: optional `keras_attention.layers.ScoreMod` (or its
+            config): a bias, cap or mask of the scores from positions,
+            copied from its config, with one head (head 0). Defaults to
+            `None`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -194,6 +174,8 @@ class Attention(keras.layers.Layer):
             a caller that attends to the same keys many times (an RNN
             decoder, one query per step); the score then skips projecting
             the keys. `key` is still used for its shape. Defaults to `None`.
+        segment_ids: optional int `(batch, Tv)`, the segments that a
+            `SegmentMask` hook reads (tensor call only). Defaults to `None`.
         mask: list `[query_mask, value_mask]` (or with a third, ignored,
             key mask), for the list call only: `(..., Tq)` and `(..., Tv)`
             booleans or `None`. Filled from the inputs' Keras masks when not
@@ -255,13 +237,14 @@ class Attention(keras.layers.Layer):
         score_mode=None,
         chunk_threshold="auto",
         chunk_size="auto",
+        score_mod=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
         chunk_threshold, chunk_size = dispatch.check(chunk_threshold, chunk_size)
-        _check_choice("mode", mode, MODES)
-        _check_choice("local", local, LOCAL_MODES)
-        _check_choice("hard_estimator", hard_estimator, HARD_ESTIMATORS)
+        check_choice("mode", mode, MODES)
+        check_choice("local", local, LOCAL_MODES)
+        check_choice("hard_estimator", hard_estimator, HARD_ESTIMATORS)
         window = int_argument("window", window, allowed=(None,))
         local_units = int_argument("local_units", local_units, allowed=(None,))
         if not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
@@ -273,28 +256,7 @@ class Attention(keras.layers.Layer):
                 "`temperature` must be a positive float. "
                 f"Received: temperature={temperature!r}"
             )
-        if use_scale is not None and not isinstance(use_scale, bool):
-            raise ValueError(
-                f"`use_scale` must be a bool. Received: use_scale={use_scale!r}"
-            )
-        if score_mode is not None:
-            _check_choice("score_mode", score_mode, tuple(KERAS_SCORES))
-        if use_scale is not None or score_mode is not None:
-            if score is not None:
-                raise ValueError(
-                    "Pass either `score` or Keras's `score_mode` / `use_scale`, "
-                    f"not both. Received: score={score!r}, "
-                    f"score_mode={score_mode!r}, use_scale={use_scale!r}"
-                )
-            score_mode = score_mode or "dot"
-            use_scale = bool(use_scale)
-            score = {
-                "class_name": KERAS_SCORES[score_mode],
-                "config": {"use_scale": use_scale},
-            }
-        elif score is None:
-            score = "scaled_dot"
-        _check_score(score)
+        score, score_mode, use_scale = keras_score(score, score_mode, use_scale)
         # A given score layer is tracked under one name only, `score_layer`,
         # so that saved weights are found at the same path when reloading.
         self.score_layer = None
@@ -314,6 +276,9 @@ class Attention(keras.layers.Layer):
         self.local_units = local_units
         self.chunk_threshold = chunk_threshold
         self.chunk_size = chunk_size
+        # Kept as a config: `build()` makes the hook (one head).
+        self.score_mod = score_mods.serialize(score_mods.get(score_mod))
+        self._score_mod = None
         self.supports_masking = True
         self.seed_generator = None
         if mode == "hard" or dropout > 0:
@@ -321,15 +286,16 @@ class Attention(keras.layers.Layer):
 
     def build(self, query_shape, value_shape=None, key_shape=None):
         if value_shape is None:  # Keras's form: a list of shapes
-            query_shape, value_shape, key_shape = _unpack_list(
+            query_shape, value_shape, key_shape = unpack_list(
                 "input_shape", query_shape
             )
         key_shape = value_shape if key_shape is None else key_shape
-        _check_shapes(query_shape, value_shape, key_shape, any_rank=True)
+        check_shapes(query_shape, value_shape, key_shape, any_rank=True)
         if self.score_layer is None:
             self.score_layer = self._make_score()
         if not self.score_layer.built:
-            self.score_layer.build(_rank3(query_shape), _rank3(key_shape))
+            self.score_layer.build(rank3(query_shape), rank3(key_shape))
+        self._score_mod = score_mods.built_copy(self.score_mod, 1)
         self.position_kernel = None
         self.position_scale = None
         if self.window is not None and self.local == "predictive":
@@ -374,6 +340,7 @@ class Attention(keras.layers.Layer):
         key_mask=None,
         query_positions=None,
         projected_key=None,
+        segment_ids=None,
         mask=None,
     ):
         returns = (return_attention_scores, return_log_prob, return_distribution)
@@ -383,7 +350,7 @@ class Attention(keras.layers.Layer):
                 # Keras fills `query_mask` with the list's own Keras masks
                 # when another tensor (`mask`) is passed: not the user's.
                 query_mask = None
-            _check_list_call(
+            check_list_call(
                 value=value,
                 key=key,
                 query_mask=query_mask,
@@ -392,31 +359,45 @@ class Attention(keras.layers.Layer):
                 attention_mask=attention_mask,
                 query_positions=query_positions,
                 projected_key=projected_key,
+                segment_ids=segment_ids,
             )
-            call = _list_call(query, mask, use_causal_mask)
+            call = list_call(query, mask, use_causal_mask)
         else:
-            call = _tensor_call(
+            call = tensor_call(
                 query, value, key, query_mask, value_mask, key_mask, mask
             )
             call.attention_mask, call.use_causal_mask = attention_mask, use_causal_mask
             call.query_positions, call.projected_key = query_positions, projected_key
         call.training, call.returns = training, returns
+        call.score_mod = self._bound_score_mod(call, segment_ids)
         path = self._route(call)
         context, *others = path(call)
         if call.batch_shape is not None:
-            context = _unflatten_batch(context, call.batch_shape)
-            others = [_unflatten_batch(x, call.batch_shape) for x in others]
+            context = unflatten_batch(context, call.batch_shape)
+            others = [unflatten_batch(x, call.batch_shape) for x in others]
         if call.row_mask is not None:
             row = ops.expand_dims(call.row_mask, -1)
             context = ops.where(row, context, ops.zeros_like(context))
-        return _select((context, *others), returns)
+        return select((context, *others), returns)
+
+    def _bound_score_mod(self, call, segment_ids):
+        """The call's `score_mods.Bound` hook (one head), or None.
+
+        Query `i` is at position `i`, or `i + Tv - Tq` where the causal
+        mask aligns the last query with the last value (the tensor call).
+        """
+        offset = 0
+        if self._score_mod is not None and not call.causal_from_start:
+            offset = ops.shape(call.value)[1] - ops.shape(call.query)[1]
+        heads = ops.zeros((1,), "int32")
+        return score_mods.bind(self._score_mod, heads, segment_ids, offset)
 
     def _route(self, call):
         """The path method that computes this call's context.
 
         The one place a path is chosen, on static shapes and Python flags,
         by the rules of `keras_attention.layers.dispatch`. Each path takes
-        the `_Call` and returns `(context, weights, log_prob,
+        the `Call` and returns `(context, weights, log_prob,
         distribution)`, None where not computed.
         """
         # The tensor call's causal mask aligns the last query with the last
@@ -477,6 +458,7 @@ class Attention(keras.layers.Layer):
             and scale is not None
             and not rate
             and attention_mask is None
+            and call.score_mod is None
             and not (use_causal_mask and causal_offset)
         ):
             context = triton_attention(
@@ -502,6 +484,7 @@ class Attention(keras.layers.Layer):
             seed=seed,
             query_chunk_size=size,
             key_chunk_size=size,
+            score_mod=call.score_mod,
         )
         return context, None, None, None
 
@@ -537,6 +520,7 @@ class Attention(keras.layers.Layer):
             training=call.training,
             query_positions=call.query_positions,
             projected_key=call.projected_key,
+            score_mod=call.score_mod,
         )
 
     def _score_mask(self, call):
@@ -584,9 +568,10 @@ class Attention(keras.layers.Layer):
             or any(returns)
             or projected_key is not None
             or (training and self.dropout > 0)
+            or self.score_mod is not None
             or float16
-            or not (_is_static_int(q_len) and q_len > 0)
-            or not (_is_static_int(v_len) and v_len > 0)
+            or not (is_static_int(q_len) and q_len > 0)
+            or not (is_static_int(v_len) and v_len > 0)
             or (attention_mask is not None and len(attention_mask.shape) > 3)
         ):
             return None
@@ -625,8 +610,8 @@ class Attention(keras.layers.Layer):
         q_len, v_len = query.shape[1], value.shape[1]
         if (
             self.chunk_threshold is None
-            or not _is_static_int(q_len)
-            or not _is_static_int(v_len)
+            or not is_static_int(q_len)
+            or not is_static_int(v_len)
             or self.mode != "soft"
             or self.window is not None
             or any(returns)
@@ -658,8 +643,11 @@ class Attention(keras.layers.Layer):
         training=None,
         query_positions=None,
         projected_key=None,
+        score_mod=None,
     ):
         """Score, masked normalisation and weighted sum on rank-3 tensors.
+
+        `score_mod` is the call's `score_mods.Bound` hook, or None.
 
         Returns `(context, weights, log_prob, distribution)`; `log_prob` is
         `None` in soft mode.
@@ -669,10 +657,24 @@ class Attention(keras.layers.Layer):
         else:
             logits = self.score_layer.score_projected(query, projected_key)
         logits = ops.cast(logits, "float32")
+        if score_mod is not None:
+            logits, mask = score_mods.modify_scores(
+                ops.expand_dims(logits, 1), mask, score_mod
+            )
+            logits = ops.squeeze(logits, 1)
+            if mask is not None and len(mask.shape) == 4:
+                mask = ops.squeeze(mask, 1)
         log_prior = None
         if self.window is not None:
-            window_mask, log_prior = self._local_window(
-                query, value, value_mask, query_positions
+            window_mask, log_prior = local_window(
+                query,
+                value,
+                value_mask,
+                query_positions,
+                self.window,
+                self.local,
+                self.position_kernel,
+                self.position_scale,
             )
             mask = window_mask if mask is None else ops.logical_and(mask, window_mask)
         if mask is not None:
@@ -694,7 +696,14 @@ class Attention(keras.layers.Layer):
                 )
         else:
             logits = logits if log_prior is None else logits + log_prior
-            weights, log_prob = self._hard_weights(logits, mask, training)
+            weights, log_prob = hard_weights(
+                logits,
+                mask,
+                training,
+                self.hard_estimator,
+                self.temperature,
+                self.seed_generator,
+            )
 
         context = ops.matmul(ops.cast(weights, value.dtype), value)
         return context, weights, log_prob, distribution
@@ -714,88 +723,6 @@ class Attention(keras.layers.Layer):
                 f"window={self.window}, local={self.local!r}"
             )
 
-    def _local_window(self, query, value, value_mask, query_positions):
-        """Returns the window mask `(B|1, Tq, Tv)` and the local-p log prior.
-
-        The log prior is `-(s - p_t)^2 / (2 sigma^2)` (float32), or `None`
-        for local-m.
-        """
-        value_length = ops.shape(value)[1]
-        if value_mask is None:
-            length = ops.cast(value_length, "float32")
-        else:
-            length = ops.sum(ops.cast(value_mask, "float32"), axis=-1, keepdims=True)
-        if self.local == "monotonic":
-            if query_positions is None:
-                centre = ops.arange(ops.shape(query)[1])
-            else:
-                centre = ops.convert_to_tensor(query_positions)
-            centre = ops.cast(centre, "float32")
-            if len(centre.shape) == 1:
-                centre = ops.expand_dims(centre, 0)
-            centre = ops.minimum(centre, length - 1.0)
-        else:
-            query = ops.cast(query, "float32")
-            hidden = ops.tanh(ops.matmul(query, self.position_kernel))
-            gate = ops.sigmoid(ops.einsum("btu,u->bt", hidden, self.position_scale))
-            centre = (length - 1.0) * gate
-        positions = ops.cast(ops.arange(value_length), "float32")
-        distance = positions[None, None, :] - ops.expand_dims(centre, -1)
-        window_mask = ops.less_equal(ops.abs(distance), float(self.window))
-        log_prior = None
-        if self.local == "predictive":
-            sigma = self.window / 2.0
-            log_prior = -ops.square(distance) / (2.0 * sigma**2)
-        return window_mask, log_prior
-
-    def _hard_weights(self, logits, mask, training):
-        """One-hot weights and log-probabilities of the selected positions.
-
-        The position is chosen among `0, ..., Tv`, where `Tv` is an extra
-        candidate at `-3e38`: never chosen while a real position exists, the
-        only one when `Tv = 0` (also when that is known only at run time),
-        and its one-hot over the `Tv` real positions is empty: a zero
-        context and a log-probability of 0, as soft attention gives.
-        """
-        value_length = ops.shape(logits)[-1]
-        filled = logits
-        if mask is not None:
-            filled = ops.where(mask, logits, ops.full_like(logits, -1e30))
-        log_distribution = ops.log_softmax(filled, axis=-1)
-        soft_sample = None
-        if training and self.hard_estimator == "gumbel":
-            uniform = keras.random.uniform(
-                ops.shape(logits), minval=1e-20, maxval=1.0, seed=self.seed_generator
-            )
-            filled = filled - ops.log(-ops.log(uniform))
-            soft_sample = masked_softmax(filled / self.temperature, mask)
-        # The extra candidate is finite (below the -1e30 fill of masked
-        # positions): a row of only -inf has no distribution to sample
-        # (PyTorch's `multinomial` rejects it).
-        candidates = ops.pad(
-            ops.cast(filled, "float32"),
-            ((0, 0), (0, 0), (0, 1)),
-            constant_values=-3e38,
-        )
-        if training and self.hard_estimator == "reinforce":
-            flat = ops.reshape(candidates, (-1, value_length + 1))
-            index = keras.random.categorical(flat, 1, seed=self.seed_generator)
-            index = ops.reshape(index, ops.shape(logits)[:-1])
-        else:
-            index = ops.argmax(candidates, axis=-1)
-        positions = ops.arange(value_length, dtype=index.dtype)
-        one_hot = ops.cast(ops.equal(ops.expand_dims(index, -1), positions), "float32")
-        if mask is not None:  # a row with nothing to attend to selects nothing
-            row_valid = ops.any(mask, axis=-1, keepdims=True)
-            one_hot = one_hot * ops.cast(row_valid, "float32")
-        one_hot = ops.stop_gradient(one_hot)
-        log_prob = ops.sum(one_hot * log_distribution, axis=-1)
-        weights = one_hot
-        if soft_sample is not None:
-            # Straight through: forward value `one_hot`, gradient of `soft_sample`.
-            weights = one_hot + (soft_sample - ops.stop_gradient(soft_sample))
-        return weights, log_prob
-
     def compute_mask(self, query, previous_mask=None):
         if isinstance(query, (list, tuple)):  # Keras's form: the query's mask
             if not previous_mask or previous_mask[0] is None:
@@ -805,7 +732,7 @@ class Attention(keras.layers.Layer):
 
     def compute_output_shape(self, query_shape, value_shape=None, key_shape=None):
         if value_shape is None:  # Keras's form: a list of shapes
-            query_shape, value_shape, _ = _unpack_list("input_shape", query_shape)
+            query_shape, value_shape, _ = unpack_list("input_shape", query_shape)
         return (*query_shape[:-1], value_shape[-1])
 
     def compute_output_spec(
@@ -821,10 +748,10 @@ class Attention(keras.layers.Layer):
     ):
         self._check_call_arguments(return_log_prob, query_positions)
         if isinstance(query, (list, tuple)):
-            query, value, key = _unpack_list("inputs", query)
+            query, value, key = unpack_list("inputs", query)
         key = value if key is None else key
-        _check_shapes(query.shape, value.shape, key.shape, any_rank=True)
-        _check_floating(query=query, value=value, key=key)
+        check_shapes(query.shape, value.shape, key.shape, any_rank=True)
+        check_floating(query=query, value=value, key=key)
         weights_shape = (*query.shape[:-1], value.shape[-2])
         outputs = (
             keras.KerasTensor(
@@ -836,7 +763,7 @@ class Attention(keras.layers.Layer):
             keras.KerasTensor(weights_shape, dtype="float32"),
         )
         returns = (return_attention_scores, return_log_prob, return_distribution)
-        return _select(outputs, returns)
+        return select(outputs, returns)
 
     def get_config(self):
         config = super().get_config()
@@ -862,235 +789,6 @@ class Attention(keras.layers.Layer):
             chunk_threshold=self.chunk_threshold,
             chunk_size=self.chunk_size,
         )
+        if self.score_mod is not None:
+            config["score_mod"] = self.score_mod
         return config
-
-
-@dataclasses.dataclass
-class _Call:
-    """One call of `Attention`, as its route and paths read it.
-
-    `query_mask` is the mask of the rows inside the attention; Keras's list
-    call has none there (`row_mask` zeroes its masked rows after, and
-    `batch_shape` restores its batch axes), and its causal mask aligns the
-    first query with the first value (`causal_from_start`). `padding` is
-    `dispatch.triton_padding` of the masks as the caller gave them;
-    `scale` and `kind` are set by `_route`.
-    """
-
-    query: object
-    value: object
-    key: object
-    query_mask: object = None
-    value_mask: object = None
-    attention_mask: object = None
-    use_causal_mask: bool = False
-    causal_from_start: bool = False
-    training: object = None
-    returns: tuple = (False, False, False)
-    query_positions: object = None
-    projected_key: object = None
-    padding: object = None
-    row_mask: object = None
-    batch_shape: object = None
-    scale: object = None
-    kind: str = "none"
-
-
-def _tensor_call(query, value, key, query_mask, value_mask, key_mask, mask):
-    """The `_Call` of `layer(query, value, key, ...)`, checked."""
-    if mask is not None:
-        raise ValueError(
-            "`mask=[query_mask, value_mask]` goes with Keras's list call "
-            "`layer([query, value], mask=...)`; the tensor call takes "
-            f"`query_mask` and `value_mask`. Received: mask={mask!r}"
-        )
-    if value is None:
-        raise ValueError(
-            "Attention needs a value: call it as `layer(query, value)` or "
-            f"`layer([query, value])`. Received: value={value!r}"
-        )
-    key = value if key is None else key
-    _check_shapes(query.shape, value.shape, key.shape)
-    _check_floating(query=query, value=value, key=key)
-    # The masks as given: `triton_padding` compares the objects.
-    padding = dispatch.triton_padding(query_mask, (value_mask, key_mask))
-    if key_mask is not None:
-        key_mask = ops.cast(key_mask, "bool")
-        value_mask = (
-            key_mask
-            if value_mask is None
-            else ops.logical_and(ops.cast(value_mask, "bool"), key_mask)
-        )
-    return _Call(query, value, key, query_mask, value_mask, padding=padding)
-
-
-def _list_call(inputs, mask, use_causal_mask):
-    """The `_Call` of Keras's `layer([query, value(, key)], mask=[qm, vm])`.
-
-    As `keras.layers.Attention`: the query mask only zeroes the output
-    rows, the causal mask aligns the first query with the first value,
-    `mask[2]` (a key mask) is ignored, and inputs of rank > 3 have several
-    batch axes (they are flattened into one around the attention).
-    """
-    query, value, key = _unpack_list("inputs", inputs)
-    key = value if key is None else key
-    query_mask = value_mask = None
-    if mask is not None:
-        if not isinstance(mask, (list, tuple)) or not 2 <= len(mask) <= 3:
-            raise ValueError(
-                "Attention's list call takes `mask=[query_mask, "
-                f"value_mask]`. Received: mask={mask!r}"
-            )
-        query_mask, value_mask = mask[0], mask[1]
-    # One mask object for queries and values (Keras's masks of `[x, x]`)
-    # is a self-attention padding JAX's Triton kernel takes.
-    shared = query_mask is not None and query_mask is value_mask
-    padding = "shared" if shared else dispatch.triton_padding(None, (value_mask,))
-    _check_shapes(query.shape, value.shape, key.shape, any_rank=True)
-    _check_floating(query=query, value=value, key=key)
-    query_shape, value_shape = ops.shape(query), ops.shape(value)
-    batch_shape = None
-    if query_mask is not None:
-        query_mask = ops.broadcast_to(ops.cast(query_mask, "bool"), query_shape[:-1])
-    if value_mask is not None:
-        value_mask = ops.broadcast_to(ops.cast(value_mask, "bool"), value_shape[:-1])
-    if len(query.shape) > 3:
-        batch_shape = query_shape[:-2]
-        query, value, key = (_flatten_batch(x, 2) for x in (query, value, key))
-        if value_mask is not None:
-            value_mask = _flatten_batch(value_mask, 1)
-    return _Call(
-        query,
-        value,
-        key,
-        value_mask=value_mask,
-        use_causal_mask=use_causal_mask,
-        causal_from_start=True,
-        padding=padding,
-        row_mask=query_mask,
-        batch_shape=batch_shape,
-    )
-
-
-def _is_static_int(dim):
-    """Whether a shape entry is a known length (not `None` or symbolic)."""
-    return isinstance(dim, int) and not isinstance(dim, bool)
-
-
-def _select(outputs, returns):
-    """The context, then the outputs whose `return_*` flag is set."""
-    context, *others = outputs
-    chosen = [output for output, wanted in zip(others, returns) if wanted]
-    return (context, *chosen) if chosen else context
-
-
-def _unpack_list(name, inputs):
-    """Splits Keras's `[query, value(, key)]` list; `key` may be `None`."""
-    if (
-        not isinstance(inputs, (list, tuple))
-        or not 2 <= len(inputs) <= 3
-        or any(x is None or isinstance(x, int) for x in inputs[:2])  # one shape
-    ):
-        raise ValueError(
-            "Attention's list call takes [query, value] or [query, value, key]. "
-            f"Received: {name}={inputs!r}"
-        )
-    key = inputs[2] if len(inputs) == 3 else None
-    return inputs[0], inputs[1], key
-
-
-def _check_list_call(**arguments):
-    given = [name for name, value in arguments.items() if value is not None]
-    if given:
-        raise ValueError(
-            "Keras's list call `layer([query, value(, key)], mask=[query_mask, "
-            "value_mask])` takes no separate tensors or masks; use the tensor "
-            "call `layer(query, value, key, ...)` for them. Received: "
-            + ", ".join(f"{name}={arguments[name]!r}" for name in given)
-        )
-
-
-def _flatten_batch(x, inner_rank):
-    """Merges the leading batch axes of `x` into one."""
-    return ops.reshape(x, (-1, *ops.shape(x)[-inner_rank:]))
-
-
-def _unflatten_batch(x, batch_shape):
-    """Splits the first axis of `x` (or `None`) back into `batch_shape`."""
-    if x is None:
-        return None
-    return ops.reshape(x, (*batch_shape, *ops.shape(x)[1:]))
-
-
-def _rank3(shape):
-    """The `(batch, T, D)` shape seen by the score when batch axes are merged."""
-    shape = tuple(shape)
-    return shape if len(shape) == 3 else (None, *shape[-2:])
-
-
-def _check_choice(name, value, choices):
-    if value not in choices:
-        raise ValueError(
-            f"`{name}` must be one of {', '.join(map(repr, choices))}. "
-            f"Received: {name}={value!r}"
-        )
-
-
-def _check_score(score):
-    if isinstance(score, str):
-        if score.lower() not in scores.ALIASES:
-            raise ValueError(
-                f"Unknown score {score!r}. Valid names are: "
-                f"{', '.join(sorted(scores.ALIASES))}. Received: score={score!r}"
-            )
-    elif not isinstance(score, (dict, scores.Score)):
-        raise ValueError(
-            "`score` must be a name, a config dict or a `keras_attention."
-            f"scores.Score` layer. Received: score={score!r}"
-        )
-
-
-def _check_floating(**tensors):
-    """Raises a `TypeError` naming the first tensor that is not floating.
-
-    An integer or boolean query, value or key would give an integer
-    context (truncated weights): Keras's `Attention` fails on them too.
-    """
-    for name, tensor in tensors.items():
-        dtype = keras.backend.standardize_dtype(tensor.dtype)
-        if not keras.backend.is_float_dtype(dtype):
-            raise TypeError(
-                f"Attention needs floating-point inputs (cast them first, "
-                f"e.g. with keras.ops.cast(x, 'float32')). Received: "
-                f"{name}.dtype={dtype}"
-            )
-
-
-def _check_shapes(query_shape, value_shape, key_shape, any_rank=False):
-    shapes = (
-        f"Received: query.shape={tuple(query_shape)}, "
-        f"value.shape={tuple(value_shape)}, key.shape={tuple(key_shape)}"
-    )
-    ranks = {len(query_shape), len(value_shape), len(key_shape)}
-    if any_rank and (len(ranks) > 1 or min(ranks) < 3):
-        raise ValueError(
-            "Attention expects query (..., Tq, Dq), value (..., Tv, Dv) and "
-            f"key (..., Tv, Dk) of equal rank 3 or more. {shapes}"
-        )
-    if not any_rank and ranks != {3}:
-        raise ValueError(
-            "Attention expects query (batch, Tq, Dq), value (batch, Tv, Dv) "
-            "and key (batch, Tv, Dk) of rank 3 (the list call "
-            f"`layer([query, value])` also takes more batch axes). {shapes}"
-        )
-    for axis in range(len(query_shape) - 2):
-        sizes = {s[axis] for s in (query_shape, value_shape, key_shape)} - {None}
-        if len(sizes) > 1:
-            raise ValueError(
-                f"query, value and key must have the same batch size. {shapes}"
-            )
-    if (
-        None not in (value_shape[-2], key_shape[-2])
-        and value_shape[-2] != key_shape[-2]
-    ):
-        raise ValueError("key and value must have the same length (axis -2). " + shapes)

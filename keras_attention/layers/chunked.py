@@ -46,6 +46,7 @@ def chunked_attention(
     seed=None,
     query_chunk_size=512,
     key_chunk_size=512,
+    score_mod=None,
 ):
     """Exact softmax attention in `O(T)` memory, forward and backward.
 
@@ -110,6 +111,14 @@ def chunked_attention(
             `keras.random.randint((), 0, 2**31 - 1, seed=seed_generator)`).
         query_chunk_size: int. Query rows per chunk. Defaults to `512`.
         key_chunk_size: int. Keys per chunk. Defaults to `512`.
+        score_mod: optional callable `(scores, query_positions,
+            key_positions) -> (scores, mask or None)` on each block's float32
+            scores `(B, heads, cq, ck)`, with the block's query indices
+            `(cq, 1)` and key indices `(1, ck)` (int32): a bias or cap from
+            positions, never a `(Tq, Tv)` tensor
+            (`keras_attention.layers.score_mods.Bound`). Gradients then go
+            through it by rematerialisation, as with a `score_fn`.
+            Defaults to `None`.
 
     Returns:
         The context, of the query's layout and the value's last dimension
@@ -190,11 +199,12 @@ def chunked_attention(
         seed,
         min(query_chunk_size, q_len),
         min(key_chunk_size, k_len),
+        score_mod,
     )
     query, key, value = plan.pad(query, key, value)
     if plan.num_query_chunks == 1 and plan.num_key_chunks == 1:
         output = _one_block(plan, query, key, value)
-    elif score_fn is None:
+    elif score_fn is None and score_mod is None:
         output = _flash(plan, query, key, value)
     else:
         output = _rematerialised(plan, query, key, value)
@@ -293,6 +303,7 @@ class _Plan:
         seed,
         query_chunk,
         key_chunk,
+        score_mod=None,
     ):
         self.heads = query.shape[1]
         self.depth, self.value_depth = query.shape[-1], value.shape[-1]
@@ -306,6 +317,7 @@ class _Plan:
         self.offset = causal_offset
         self.window = sliding_window
         self.score_fn = score_fn
+        self.score_mod = score_mod
         self.rate = float(dropout_rate)
         self.seed = seed
         self.value_dtype = value.dtype
@@ -391,6 +403,19 @@ class _Plan:
             raw = ops.reshape(raw, (-1, self.heads, self.query_chunk, self.key_chunk))
         return ops.cast(raw, "float32")
 
+    def block(self, q_chunk, k_chunk, q_start, k_start):
+        """`(scores, mask)` of one block: `scores` with `score_mod` applied."""
+        scores = self.scores(q_chunk, k_chunk)
+        mask = self.mask(q_start, k_start)
+        if self.score_mod is None:
+            return scores, mask
+        rows = ops.arange(ops.shape(scores)[2], dtype="int32") + q_start
+        cols = ops.arange(ops.shape(scores)[3], dtype="int32") + k_start
+        scores, extra = self.score_mod(scores, rows[:, None], cols[None, :])
+        if extra is not None:
+            mask = extra if mask is None else ops.logical_and(mask, extra)
+        return scores, mask
+
     def mask(self, q_start, k_start):
         """Boolean mask of the block, broadcastable to it, or None."""
         parts = []
@@ -462,8 +487,7 @@ def _forward(plan, query, key, value, first_row=0, static_keys=False):
             k_start = j * k_size
             k_chunk = plan.rows(key, k_start, k_size)
             v_chunk = plan.rows(value, k_start, k_size)
-            scores = plan.scores(q_chunk, k_chunk)
-            mask = plan.mask(row, k_start)
+            scores, mask = plan.block(q_chunk, k_chunk, row, k_start)
             if mask is not None:
                 scores = ops.where(mask, scores, _NEG)
             maximum = ops.maximum(running.maximum, ops.max(scores, -1, keepdims=True))
@@ -519,7 +543,7 @@ def _one_block(plan, query, key, value):
     form. Same masks, empty rows (zeros) and dropout mask as the chunked
     loops.
     """
-    weights = masked_softmax(plan.scores(query, key), plan.mask(0, 0))
+    weights = masked_softmax(*plan.block(query, key, 0, 0))
     weights = plan.dropout(weights, plan.keep(ops.shape(query)[0], 0, 0))
     return ops.matmul(ops.cast(weights, value.dtype), value)
 
@@ -565,9 +589,8 @@ def _backward(plan, query, key, value, context, log_sum, upstream):
         k_chunk = plan.rows(key, k_start, k_size)
         v_chunk = plan.rows(value, k_start, k_size)
         d_out = plan.rows(upstream, q_start, q_size)
-        scores = plan.scores(q_chunk, k_chunk)
+        scores, mask = plan.block(q_chunk, k_chunk, q_start, k_start)
         probs = ops.exp(scores - plan.rows(log_sum, q_start, q_size))
-        mask = plan.mask(q_start, k_start)
         if mask is not None:
             probs = ops.where(mask, probs, ops.zeros_like(probs))
         keep = plan.keep(batch, q_start, k_start)

@@ -65,10 +65,13 @@ a band keep the loop. Self-attention pads itself to whole blocks of
    says so and nothing needs the full weights: static lengths, no cache, no
    `return_attention_scores`, no `flash_attention=True`, a score computed
    on chunks (not `"location"`), no hook overridden.
-4. A split cache `(keys, values)`: the explicit path on its heads-first
+4. A cache of grouped heads (`GroupedQueryAttention`, scaled dot, no
+   flash kernel asked for, no hook overridden): the explicit path with the
+   queries grouped per key/value head, the cache never repeated.
+5. A split cache `(keys, values)`: the explicit path on its heads-first
    tensors (a subclass's hook or `flash_attention=True` gets Keras's
-   layout instead, and step 5).
-5. Keras's hook `_compute_attention`: fused where the score is scaled dot,
+   layout instead, and step 6).
+6. Keras's hook `_compute_attention`: fused where the score is scaled dot,
    no weights are returned, no dropout is active, `value_dim == key_dim`,
    and, unless `flash_attention=True`, the compute dtype is not float16
    (the kernels overflow there; the explicit path scores in float32) and
@@ -90,6 +93,14 @@ an `attention_mask` of rank 2 or 3); else fused where the score is
 (`fused.dot_product_scale`), with no dropout while training, not float16,
 known non-zero lengths, and the kernel memory-efficient for the mask; else
 explicit. `ImageSelfAttention` follows the same rules.
+
+A score hook (`score_mod=`, `keras_attention.layers.score_mods`) runs on
+the explicit, chunked, windowed and cached paths, computed per block from
+positions; no hook runs fused, on any backend, so a call with one never
+takes the fused kernel or the Triton kernel. Keras 3.15's
+`ops.dot_product_attention(attn_logits_soft_cap=)` is read only by JAX's
+TPU splash kernel (with `s / (1 + |s| / cap)`, not Gemma's `tanh`);
+TensorFlow and PyTorch ignore it, so `SoftCap` is not dispatched to it.
 """
 
 import numbers

@@ -21,8 +21,10 @@ class GroupedQueryAttention(MultiHeadAttention):
     same paths by the same rules: the chunked and windowed paths read each
     key/value head in place for every query head of its group (nothing is
     repeated in memory), the decoding cache holds `num_key_value_heads`
-    heads, and Keras's hook `_compute_attention` gets the keys and values
-    repeated to one per query head, as on Keras's class.
+    heads and a call on it groups the queries per key/value head (the
+    cache is never repeated), and Keras's hook `_compute_attention` gets
+    the keys and values repeated to one per query head, as on Keras's
+    class.
 
     Args:
         head_dim, num_query_heads, num_key_value_heads, dropout, use_bias,
@@ -31,8 +33,9 @@ class GroupedQueryAttention(MultiHeadAttention):
             activity_regularizer, kernel_constraint, bias_constraint,
             use_gate, seed: as in `keras.layers.GroupQueryAttention`, with
             its defaults.
-        score, chunk_threshold, chunk_size, window: as in
-            `keras_attention.layers.MultiHeadAttention`.
+        score, chunk_threshold, chunk_size, window, score_mod, rotary: as
+            in `keras_attention.layers.MultiHeadAttention` (a `score_mod`
+            sees the query heads).
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -84,6 +87,8 @@ class GroupedQueryAttention(MultiHeadAttention):
         chunk_threshold="auto",
         chunk_size="auto",
         window=None,
+        score_mod=None,
+        rotary=None,
         **kwargs,
     ):
         if num_query_heads % num_key_value_heads != 0:
@@ -112,6 +117,8 @@ class GroupedQueryAttention(MultiHeadAttention):
             chunk_threshold=chunk_threshold,
             chunk_size=chunk_size,
             window=window,
+            score_mod=score_mod,
+            rotary=rotary,
             **kwargs,
         )
         self.num_key_value_heads = num_key_value_heads

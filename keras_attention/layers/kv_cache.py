@@ -2,8 +2,9 @@
 
 A cache is keras-hub's stacked tensor `(batch, 2, max_length, num_heads,
 key_dim)` or a heads-first pair `(keys, values)`. This module checks its
-layout, writes a step's projections into it, finds the prefix a causal step
-reads, and reads it in place for one query (a decoding step).
+layout, writes a step's projections into it (`CachedProjections`, the
+layer's projections), finds the prefix a causal step reads, and reads it in
+place for one query (a decoding step).
 """
 
 import math
@@ -11,7 +12,7 @@ import math
 import keras
 from keras import ops
 
-from keras_attention.layers import dispatch
+from keras_attention.layers import dispatch, head_masks
 from keras_attention.scores.dot import Dot
 from keras_attention.scores.precision import widen
 from keras_attention.scores.scaled_dot import ScaledDot
@@ -216,3 +217,110 @@ def visible_prefix(cache_update_index, query_length, cache_size):
     if prefix >= cache_size:
         return None, True
     return prefix, length != 1 or prefix != index + 1
+
+
+class CachedProjections:
+    """`MultiHeadAttention`'s projections into heads, through its cache.
+
+    A mixin: `_project` projects a call's query, key and value (reading and
+    writing the cache), and `_read_visible_cache` cuts a causal decoding
+    step to the cache positions it can see. It reads the layer's
+    projections and hooks (`_key_value_heads`, `_overrides_hooks`,
+    `_check_attention_mask`).
+    """
+
+    def _project(self, call):
+        """Projects query, key and value into heads, reading and writing the cache.
+
+        The query becomes `(B, Tq, num_heads, key_dim)`; key and value
+        `(B, Tv, num_heads, dim)`, the whole cache with one (heads first,
+        `(B, num_heads, max_length, dim)`, from a split cache); `call.cache`
+        the cache as returned. With `rotary`, the query and the new keys are
+        rotated at their positions (from the cache index) before the keys
+        are written.
+        """
+        cache, index = call.cache, call.cache_update_index
+        call.query = self._rotate(self.query_dense(call.query), index)
+        if cache is None:
+            if index is not None:
+                raise ValueError(
+                    "`cache_update_index` should not be set if `cache` is "
+                    f"`None`. Received: cache_update_index={index}"
+                )
+            call.key = self._rotate(self.key_dense(call.key), None)
+            call.value = self.value_dense(call.value)
+            return
+        check_cache(cache, self._key_value_heads(), self.key_dim, self.value_dim)
+        call.heads_first = isinstance(cache, (tuple, list))
+        if call.heads_first:
+            key_cache, value_cache = cache
+            axis = 2
+        else:
+            key_cache, value_cache = cache[:, 0, ...], cache[:, 1, ...]
+            axis = 1
+        if index is None:
+            call.key, call.value = key_cache, value_cache
+            return
+        key = self._rotate(self.key_dense(call.key), index)
+        value = self.value_dense(call.value)
+        if call.heads_first:
+            key = ops.transpose(key, (0, 2, 1, 3))
+            value = ops.transpose(value, (0, 2, 1, 3))
+        call.key = write_cache(key_cache, key, index, axis)
+        call.value = write_cache(value_cache, value, index, axis)
+        if call.heads_first:
+            call.cache = (call.key, call.value)
+        else:
+            call.cache = ops.stack((call.key, call.value), axis=1)
+
+    def _rotate(self, heads, index):
+        """Rotary positions of `(B, T, heads, dim)` from `index` (or 0)."""
+        if self._rotary is None:
+            return heads
+        return self._rotary(heads, start_index=0 if index is None else index)
+
+    def _read_visible_cache(self, call):
+        """Cuts a causal decoding step's keys to those it can see.
+
+        Where the step's index is known (`visible_prefix`) the
+        keys, values and masks keep the first `prefix` cache positions (the
+        masks are checked against the whole cache first). A subclass
+        overriding Keras's hooks, or a flash kernel, gets the whole cache,
+        laid out as Keras's `(B, Tv, num_heads, dim)`.
+
+        Returns `(prefix, cache_size)`: `prefix` None where the whole cache
+        is read.
+        """
+        axis = 2 if call.heads_first else 1
+        cache_size = call.key.shape[axis]
+        prefix = None
+        if (
+            call.cache is not None
+            and call.use_causal_mask
+            and not self._overrides_hooks()
+        ):
+            prefix, call.use_causal_mask = visible_prefix(
+                call.cache_update_index, call.query.shape[1], cache_size
+            )
+        if prefix is not None:
+            keys = call.key[:, 0] if call.heads_first else call.key
+            call.value_mask = head_masks.key_padding_mask(
+                call.value_mask, call.key_mask, keys
+            )
+            call.key_mask = None
+            if call.attention_mask is not None:
+                call.attention_mask = self._check_attention_mask(
+                    call.attention_mask, call.query, keys
+                )
+            call.key = take_prefix(call.key, prefix, axis)
+            call.value = take_prefix(call.value, prefix, axis)
+            call.value_mask = take_prefix(call.value_mask, prefix, -1)
+            call.attention_mask = take_prefix(call.attention_mask, prefix, -1)
+        # Only this class's own hook reads heads-first keys and values.
+        if call.heads_first and (
+            self._overrides_hooks() or self._flash_attention is True
+        ):
+            call.key = ops.transpose(call.key, (0, 2, 1, 3))
+            call.value = ops.transpose(call.value, (0, 2, 1, 3))
+            call.heads_first = False
+        return prefix, cache_size

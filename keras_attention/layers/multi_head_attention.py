@@ -1,6 +1,5 @@
 """Multi-head attention with any alignment function and a decoding cache."""
 
-import dataclasses
 import math
 
 import keras
@@ -8,20 +7,28 @@ from keras import ops, tree
 from keras.src.backend import get_keras_mask, set_keras_mask
 
 from keras_attention import scores
-from keras_attention.layers import dispatch, head_masks, kv_cache
-from keras_attention.layers.chunked import chunked_attention
+from keras_attention.layers import dispatch, head_masks, kv_cache, score_mods
 from keras_attention.layers.kv_cache import (
     MAX_BLOCK_HEADS,
+    CachedProjections,
     cache_length,
 )
 from keras_attention.layers.masking import masked_softmax
-from keras_attention.layers.windowed import check_window, windowed_attention
+from keras_attention.layers.multi_head_paths import (
+    BlockwisePaths,
+    Call,
+    check_batch,
+    check_window_arguments,
+    check_window_lengths,
+)
 from keras_attention.scores.location import Location
 from keras_attention.scores.scaled_dot import ScaledDot
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class MultiHeadAttention(keras.layers.MultiHeadAttention):
+class MultiHeadAttention(
+    CachedProjections, BlockwisePaths, keras.layers.MultiHeadAttention
+):
     """Multi-head attention with a pluggable score and a key/value cache.
 
     A drop-in for `keras.layers.MultiHeadAttention`: the same constructor
@@ -45,6 +52,10 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
       `sliding_window=s` is the same band as a mask, `window = s - 1`).
     - Exact attention in memory linear in the length (`chunk_threshold`,
       `chunk_size`), where the backend's fused kernel is not.
+    - `score_mod`: a hook on the scores from positions and heads (ALiBi,
+      T5's relative bias, soft-capping, a segment mask:
+      `keras_attention.layers.score_mods`), on every path, blockwise on
+      the chunked and windowed ones.
 
     `call` projects, then `_route` picks the one path that computes the
     context: windowed, chunked (or JAX's Triton kernel), the explicit path
@@ -76,6 +87,14 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             query `i` sees keys `j` with `|i - j| <= r` (`i - r <= j <= i`
             when causal); `Tq != Tv` raises a `ValueError`. Defaults to
             `None`.
+        score_mod: optional `keras_attention.layers.ScoreMod` (or its
+            config), copied from its config and built with `num_heads`.
+            Defaults to `None`.
+        rotary: number or None. Rotary positions (Su et al., RoFormer) of
+            this maximum wavelength on the projected queries and keys,
+            by `keras_hub.layers.RotaryEmbedding`, from the cache index in
+            a decoding step (the cache holds rotated keys); `key_dim` must
+            be even. Defaults to `None`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -99,7 +118,10 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             re-stacking or transposing of the whole cache per step).
         cache_update_index: optional int or int tensor. Where to write the
             new key/value projections into `cache`; `None` with a cache
-            reads it as is (precomputed cross-attention keys).
+            reads it as is (precomputed cross-attention keys). The query
+            positions a `score_mod` sees start there.
+        segment_ids: optional int `(batch, Tv)` (the cache's `max_length`
+            with a cache), read by a `SegmentMask` hook. Defaults to `None`.
 
     Returns:
         `output` `(batch, Tq, dim)`; `(output, scores)` with
@@ -168,10 +190,13 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         chunk_threshold="auto",
         chunk_size="auto",
         window=None,
+        score_mod=None,
+        rotary=None,
         **kwargs,
     ):
         chunk_threshold, chunk_size = dispatch.check(chunk_threshold, chunk_size)
-        window = _check_window(window, sliding_window, flash_attention)
+        rotary = check_rotary(rotary, key_dim)
+        window = check_window_arguments(window, sliding_window, flash_attention)
         super().__init__(
             num_heads=num_heads,
             key_dim=key_dim,
@@ -210,6 +235,11 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         self.window = window
         self.chunk_threshold = chunk_threshold
         self.chunk_size = chunk_size
+        # Kept as a config, as `score`: `build()` makes the hook.
+        self.score_mod = score_mods.serialize(score_mods.get(score_mod))
+        self._score_mod = None
+        self.rotary = rotary
+        self._rotary = None
         self._score_layer = None
         self._keras_path = False
 
@@ -217,15 +247,16 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         query_shape = tuple(query_shape)
         value_shape = tuple(value_shape)
         key_shape = value_shape if key_shape is None else tuple(key_shape)
-        _check_batch(query_shape, value_shape, key_shape)
+        check_batch(query_shape, value_shape, key_shape)
         self._build_projections(query_shape, value_shape, key_shape)
         self._keras_path = len(query_shape) != 3 or self.attention_axes != (1,)
-        if self._keras_path and not self._fused_score:
+        own = not self._fused_score or self.score_mod is not None or self.rotary
+        if self._keras_path and own:
             raise ValueError(
-                "A score other than 'scaled_dot' needs inputs of rank 3 "
-                "(batch, T, dim) and the default `attention_axes`. Received: "
-                f"query_shape={query_shape}, attention_axes="
-                f"{self.attention_axes}, score={self.score!r}"
+                "A score other than 'scaled_dot', a `score_mod` or `rotary` "
+                "needs inputs of rank 3 (batch, T, dim) and the default "
+                f"`attention_axes`. Received: query_shape={query_shape}, "
+                f"attention_axes={self.attention_axes}, score={self.score!r}"
             )
         if self.window is not None:
             if self._keras_path:
@@ -235,7 +266,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                     f"query_shape={query_shape}, attention_axes="
                     f"{self.attention_axes}"
                 )
-            _check_window_lengths(self.window, query_shape, key_shape)
+            check_window_lengths(self.window, query_shape, key_shape)
         if self._keras_path:
             return
         score = scores.get(self.score)
@@ -244,6 +275,15 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         head_query = (None, query_shape[1], self.key_dim)
         head_key = (None, key_shape[1], self.key_dim)
         self._score_layer.build(head_query, head_key)
+        self._score_mod = score_mods.built_copy(self.score_mod, self.num_heads)
+        if self.rotary is not None:
+            # keras-hub's layer (imported here: keras-hub takes seconds to
+            # import, and only a rotary layer needs it).
+            from keras_hub.layers import RotaryEmbedding
+
+            self._rotary = RotaryEmbedding(
+                max_wavelength=self.rotary, dtype=self.dtype_policy, name="rotary"
+            )
 
     def _build_projections(self, query_shape, value_shape, key_shape):
         """Keras's projections (and dropout): `num_heads` key/value heads."""
@@ -267,8 +307,9 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         use_causal_mask=False,
         cache=None,
         cache_update_index=None,
+        segment_ids=None,
     ):
-        call = _Call(
+        call = Call(
             query,
             value,
             value if key is None else key,
@@ -284,7 +325,8 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         )
         if self._keras_path:
             return self._keras_call(call, key)
-        _check_batch(query.shape, value.shape, call.key.shape)
+        call.score_mod = self._bound_score_mod(segment_ids, cache_update_index)
+        check_batch(query.shape, value.shape, call.key.shape)
         # `Layer.__call__` already filled the masks from the inputs' Keras
         # masks; drop those while projecting so the projection layers do not
         # warn, then give the caller's tensors their masks back.
@@ -311,6 +353,19 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             outputs += (call.cache,)
         return outputs if len(outputs) > 1 else output
 
+    def _bound_score_mod(self, segment_ids, cache_update_index):
+        """The call's `score_mods.Bound` hook (query positions start at the
+        cache index in a decoding step), or None without a `score_mod`."""
+        if self._score_mod is not None and self._overrides_hooks():
+            raise ValueError(
+                "A `score_mod` runs on this layer's own attention paths; a "
+                "subclass overriding `_compute_attention` or `_masked_softmax` "
+                f"cannot take one. Received: score_mod={self.score_mod!r}"
+            )
+        offset = 0 if cache_update_index is None else cache_update_index
+        heads = ops.arange(self.num_heads, dtype="int32")
+        return score_mods.bind(self._score_mod, heads, segment_ids, offset)
+
     def _keras_call(self, call, key):
         """Keras's own call: inputs of another rank or `attention_axes`."""
         if call.cache is not None or call.cache_update_index is not None:
@@ -331,103 +386,12 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             use_causal_mask=call.use_causal_mask,
         )
 
-    def _project(self, call):
-        """Projects query, key and value into heads, reading and writing the cache.
-
-        The query becomes `(B, Tq, num_heads, key_dim)`; key and value
-        `(B, Tv, num_heads, dim)`, the whole cache with one (heads first,
-        `(B, num_heads, max_length, dim)`, from a split cache); `call.cache`
-        the cache as returned.
-        """
-        call.query = self.query_dense(call.query)
-        cache, index = call.cache, call.cache_update_index
-        if cache is None:
-            if index is not None:
-                raise ValueError(
-                    "`cache_update_index` should not be set if `cache` is "
-                    f"`None`. Received: cache_update_index={index}"
-                )
-            call.key, call.value = (
-                self.key_dense(call.key),
-                self.value_dense(call.value),
-            )
-            return
-        kv_cache.check_cache(
-            cache, self._key_value_heads(), self.key_dim, self.value_dim
-        )
-        call.heads_first = isinstance(cache, (tuple, list))
-        if call.heads_first:
-            key_cache, value_cache = cache
-            axis = 2
-        else:
-            key_cache, value_cache = cache[:, 0, ...], cache[:, 1, ...]
-            axis = 1
-        if index is None:
-            call.key, call.value = key_cache, value_cache
-            return
-        key, value = self.key_dense(call.key), self.value_dense(call.value)
-        if call.heads_first:
-            key = ops.transpose(key, (0, 2, 1, 3))
-            value = ops.transpose(value, (0, 2, 1, 3))
-        call.key = kv_cache.write_cache(key_cache, key, index, axis)
-        call.value = kv_cache.write_cache(value_cache, value, index, axis)
-        if call.heads_first:
-            call.cache = (call.key, call.value)
-        else:
-            call.cache = ops.stack((call.key, call.value), axis=1)
-
-    def _read_visible_cache(self, call):
-        """Cuts a causal decoding step's keys to those it can see.
-
-        Where the step's index is known (`kv_cache.visible_prefix`) the
-        keys, values and masks keep the first `prefix` cache positions (the
-        masks are checked against the whole cache first). A subclass
-        overriding Keras's hooks, or a flash kernel, gets the whole cache,
-        laid out as Keras's `(B, Tv, num_heads, dim)`.
-
-        Returns `(prefix, cache_size)`: `prefix` None where the whole cache
-        is read.
-        """
-        axis = 2 if call.heads_first else 1
-        cache_size = call.key.shape[axis]
-        prefix = None
-        if (
-            call.cache is not None
-            and call.use_causal_mask
-            and not self._overrides_hooks()
-        ):
-            prefix, call.use_causal_mask = kv_cache.visible_prefix(
-                call.cache_update_index, call.query.shape[1], cache_size
-            )
-        if prefix is not None:
-            keys = call.key[:, 0] if call.heads_first else call.key
-            call.value_mask = head_masks.key_padding_mask(
-                call.value_mask, call.key_mask, keys
-            )
-            call.key_mask = None
-            if call.attention_mask is not None:
-                call.attention_mask = self._check_attention_mask(
-                    call.attention_mask, call.query, keys
-                )
-            call.key = kv_cache.take_prefix(call.key, prefix, axis)
-            call.value = kv_cache.take_prefix(call.value, prefix, axis)
-            call.value_mask = kv_cache.take_prefix(call.value_mask, prefix, -1)
-            call.attention_mask = kv_cache.take_prefix(call.attention_mask, prefix, -1)
-        # Only this class's own hook reads heads-first keys and values.
-        if call.heads_first and (
-            self._overrides_hooks() or self._flash_attention is True
-        ):
-            call.key = ops.transpose(call.key, (0, 2, 1, 3))
-            call.value = ops.transpose(call.value, (0, 2, 1, 3))
-            call.heads_first = False
-        return prefix, cache_size
-
     def _route(self, call):
         """The path method that computes this call's context.
 
         The one place a path is chosen, on static shapes and Python flags,
         by the rules of `keras_attention.layers.dispatch`. Each path takes
-        the `_Call` and returns `(context (B, Tq, num_heads, value_dim),
+        the `Call` and returns `(context (B, Tq, num_heads, value_dim),
         weights or None, row_valid or None)`; `row_valid` marks the query
         rows that have a key, for `call` to give the others the output
         projection's bias.
@@ -439,6 +403,8 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             return self._windowed_path
         if self._takes_chunked_path(call):
             return self._chunked_path
+        if self._takes_grouped_cache_path(call):
+            return self._grouped_cache_path
         if call.heads_first:
             return self._heads_first_path
         return self._hook_path
@@ -456,6 +422,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         one_query = query_length == 1 and self.num_heads <= MAX_BLOCK_HEADS
         return (
             self._fused_score
+            and self.score_mod is None
             and self.value_dim == self.key_dim
             and not return_attention_scores
             and not (self.dropout > 0.0 and bool(training))
@@ -476,186 +443,6 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             type(self)._compute_attention is not MultiHeadAttention._compute_attention
         )
 
-    def _takes_windowed_path(self, call):
-        """Whether `call` uses `windowed_attention` (static shapes, Python flags)."""
-        if (
-            self.window is None
-            or call.cache is not None
-            or call.cache_update_index is not None
-        ):
-            return False
-        _check_window_lengths(self.window, call.query.shape, call.key.shape)
-        return (
-            not call.return_attention_scores
-            and not self._overrides_hooks()
-            and call.query.shape[1] is not None
-            and call.key.shape[1] is not None
-        )
-
-    def _takes_chunked_path(self, call):
-        """Whether `call` uses `chunked_attention` (static shapes, Python flags).
-
-        With `chunk_threshold="auto"`, `dispatch.takes_chunked_path` keeps
-        the fused path where the backend's kernel is memory-efficient for
-        the call's `dispatch.mask_kind`.
-        """
-        if (
-            self.chunk_threshold is None
-            or self.window is not None
-            or call.cache is not None
-            or call.cache_update_index is not None
-            or call.return_attention_scores
-            or self._flash_attention is True
-            or isinstance(self._score_layer, Location)
-        ):
-            return False
-        # Keras's hooks see the full weights: an override keeps that path.
-        if self._overrides_hooks():
-            return False
-        q_len, k_len = call.query.shape[1], call.key.shape[1]
-        if None in (q_len, k_len):
-            return False
-        mask = dispatch.mask_kind(
-            causal=call.use_causal_mask,
-            padding=call.query_mask is not None
-            or call.value_mask is not None
-            or call.key_mask is not None,
-            pairwise=call.attention_mask is not None
-            or self._sliding_window is not None,
-        )
-        return dispatch.takes_chunked_path(
-            self.chunk_threshold,
-            k_len,
-            call.fused,
-            self.compute_dtype,
-            mask,
-            call.query,
-        )
-
-    def _chunked_path(self, call):
-        """Context from `chunked_attention` (or JAX's Triton kernel).
-
-        The padding masks stay 1-D and the attention mask as given: no
-        `(B, Tq, Tv)` mask is built. A row with nothing to attend to gets a
-        zero context, so its output is the projection's bias, as on the
-        explicit path. Grouped heads go through `_by_group`.
-        """
-        query_mask, keys, attention_mask = self._blockwise_masks(call)
-        score_fn, rate, seed = self._blockwise_options(call.training)
-
-        def attend(query, attention_mask, seed):
-            if (
-                self.chunk_size == dispatch.AUTO
-                and score_fn is None
-                and rate == 0.0
-                and attention_mask is None
-                and self._sliding_window is None
-                and self.key_dim == self.value_dim
-            ):
-                # The masks as given: `triton_padding` compares the objects.
-                padding = dispatch.triton_padding(
-                    call.query_mask, (call.value_mask, call.key_mask)
-                )
-                if dispatch.triton_flash_applies_here(
-                    query, call.key, self.key_dim, call.use_causal_mask, padding
-                ):
-                    return dispatch.triton_flash_attention(
-                        query,
-                        call.key,
-                        call.value,
-                        call.use_causal_mask,
-                        1.0 / math.sqrt(self.key_dim),
-                        call.query_mask,
-                        shared_mask=padding == "shared",
-                    )
-            rows = query.shape[0] and query.shape[0] * query.shape[2]
-            size = dispatch.chunk_size(self.chunk_size, rows, query)
-            return chunked_attention(
-                query,
-                call.key,
-                call.value,
-                key_mask=keys,
-                query_mask=query_mask,
-                attention_mask=attention_mask,
-                use_causal_mask=call.use_causal_mask,
-                causal_offset=0,
-                sliding_window=self._sliding_window,
-                score_fn=score_fn,
-                dropout_rate=rate,
-                seed=seed,
-                query_chunk_size=size,
-                key_chunk_size=size,
-            )
-
-        return self._by_group(attend, call.query, attention_mask, seed), None, None
-
-    def _windowed_path(self, call):
-        """Context from `windowed_attention`.
-
-        As `_chunked_path`: 1-D padding masks, the attention mask as given
-        (only its band is read), zeros for a row with nothing to attend to.
-        """
-        query_mask, keys, attention_mask = self._blockwise_masks(call)
-        score_fn, rate, seed = self._blockwise_options(call.training)
-
-        def attend(query, attention_mask, seed):
-            return windowed_attention(
-                query,
-                call.key,
-                call.value,
-                self.window,
-                causal=call.use_causal_mask,
-                key_mask=keys,
-                query_mask=query_mask,
-                attention_mask=attention_mask,
-                score_fn=score_fn,
-                dropout_rate=rate,
-                seed=seed,
-            )
-
-        return self._by_group(attend, call.query, attention_mask, seed), None, None
-
-    def _by_group(self, attend, query, attention_mask, seed):
-        """`attend(query, attention_mask, seed)` per group of query heads.
-
-        Query head `h` reads key/value head `h // group` (Keras's
-        `ops.repeat` order), `group = num_heads // key/value heads`. The
-        keys and values are never repeated: the query `(B, Tq, num_heads,
-        key_dim)` is read as `(B, Tq, kv_heads, group, key_dim)` and
-        `attend` runs once per position in the group on the `kv_heads`
-        key/value heads as they lie (once, on everything, for
-        `MultiHeadAttention`). A per-head attention mask is split the same
-        way; each call's dropout gets its own seed.
-
-        Returns the context `(B, Tq, num_heads, value_dim)`.
-        """
-        kv_heads = self._key_value_heads()
-        group = self.num_heads // kv_heads
-        if group == 1:
-            return attend(query, attention_mask, seed)
-        batch, q_len = ops.shape(query)[0], query.shape[1]
-        query = ops.reshape(query, (batch, q_len, kv_heads, group, self.key_dim))
-        per_head = attention_mask is not None and len(attention_mask.shape) == 4
-        if per_head and attention_mask.shape[1] != 1:
-            mask_shape = ops.shape(attention_mask)
-            attention_mask = ops.reshape(
-                attention_mask,
-                (mask_shape[0], kv_heads, group, mask_shape[2], mask_shape[3]),
-            )
-        else:
-            per_head = False
-        contexts = []
-        for member in range(group):
-            contexts.append(
-                attend(
-                    query[:, :, :, member],
-                    attention_mask[:, :, member] if per_head else attention_mask,
-                    None if seed is None else seed + member,
-                )
-            )
-        context = ops.stack(contexts, axis=3)
-        return ops.reshape(context, (batch, q_len, self.num_heads, self.value_dim))
-
     def _repeated_key_value(self, call):
         """Keys and values with one head per query head, as Keras's hook takes them.
 
@@ -673,20 +460,6 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             ops.repeat(call.value, group, axis=axis),
         )
 
-    def _heads_first_path(self, call):
-        """The explicit path on a split cache's heads-first keys and values."""
-        key, value = self._repeated_key_value(call)
-        mask, _, _ = self._attention_mask(
-            call,
-            # The masks read the number of keys only.
-            key[:, 0, :, :1],
-            fused=False,
-        )
-        context, weights = self._heads_first_attention(
-            call.query, key, value, mask, call.training
-        )
-        return context, weights, None
-
     def _hook_path(self, call):
         """Keras's documented hook, `_compute_attention`: fused or explicit.
 
@@ -694,6 +467,12 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         mask, and no repair of fully masked rows.
         """
         key, value = self._repeated_key_value(call)
+        if call.score_mod is not None:
+            mask, _, _ = self._attention_mask(call, key, fused=False)
+            context, weights = self._explicit_attention(
+                call.query, key, value, mask, call.training, call.score_mod
+            )
+            return context, weights, None
         mask, causal_only, row_valid = self._attention_mask(
             call, key, fused=call.fused and not self._overrides_compute_attention()
         )
@@ -722,42 +501,6 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         return self._compute_attention(
             query, key, value, mask, training, return_scores, **causal
         )
-
-    def _blockwise_masks(self, call):
-        """`(query_mask, key_mask, attention_mask)` of the blockwise paths.
-
-        The padding masks stay 1-D (bool, `value_mask` and `key_mask`
-        merged) and the attention mask as given, checked: no `(B, Tq, Tv)`
-        mask is built.
-        """
-        keys = head_masks.key_padding_mask(call.value_mask, call.key_mask, call.key)
-        attention_mask = call.attention_mask
-        if attention_mask is not None:
-            attention_mask = self._check_attention_mask(
-                attention_mask, call.query, call.key
-            )
-        query_mask = call.query_mask
-        if query_mask is not None:
-            query_mask = ops.cast(query_mask, "bool")
-        return query_mask, keys, attention_mask
-
-    def _blockwise_options(self, training):
-        """`(score_fn, dropout_rate, seed)` of the chunked and windowed paths.
-
-        The score is the fused kernel's dot product (`score_fn=None`)
-        unless float16 needs the score layer's float32 product
-        (`scores.precision`) or the score is another function. The dropout
-        seed is drawn from the layer's seed generator at each call.
-        """
-        float16 = keras.backend.standardize_dtype(self.compute_dtype) == "float16"
-        score_fn = None if self._fused_score and not float16 else self._score_layer
-        rate = self.dropout if training and self.dropout > 0.0 else 0.0
-        seed = None
-        if rate:
-            seed = keras.random.randint(
-                (), 0, 2**31 - 1, seed=self._dropout_layer.seed_generator
-            )
-        return score_fn, rate, seed
 
     def _attention_mask(self, call, key, fused):
         """`head_masks.merge_head_masks` of the call's masks, with this layer's bands."""
@@ -865,11 +608,15 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         )
         return output, None
 
-    def _explicit_attention(self, query, key, value, attention_mask, training):
+    def _explicit_attention(
+        self, query, key, value, attention_mask, training, score_mod=None
+    ):
         """`_compute_attention`'s explicit path: scores, `_masked_softmax`, sum.
 
         One query with at most `kv_cache.MAX_BLOCK_HEADS` heads (a decoding
         step) reads the keys and values `(B, Tv, heads, dim)` in place.
+
+        `score_mod`: the call's `score_mods.Bound` hook, or None.
 
         Returns `(context (B, Tq, num_heads, value_dim), weights (B,
         num_heads, Tq, Tv))`.
@@ -881,6 +628,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         if raw is None:
             heads_k = ops.transpose(key, (0, 2, 1, 3))
             raw = self._head_scores(query, heads_k)
+        raw, attention_mask = score_mods.modify_scores(raw, attention_mask, score_mod)
         weights = self._masked_softmax(raw, attention_mask)
         dropped = self._weights_dropout(weights, training)
         if one_query:
@@ -905,35 +653,6 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         heads_k = ops.reshape(key, (rows, k_len, self.key_dim))
         raw = self._score_layer(heads_q, heads_k)
         return ops.reshape(raw, (batch, self.num_heads, q_len, k_len))
-
-    def _heads_first_attention(self, query, key, value, attention_mask, training):
-        """`_compute_attention`'s explicit path on heads-first keys and values.
-
-        Args:
-            query: projected query `(B, Tq, num_heads, key_dim)`.
-            key: `(B, num_heads, Tv, key_dim)`, as a split cache holds it.
-            value: `(B, num_heads, Tv, value_dim)`.
-            attention_mask: optional boolean mask, as `_compute_attention`
-                takes it.
-            training: bool. Dropout only in training mode.
-
-        Returns:
-            `(context (B, Tq, num_heads, value_dim), weights (B, num_heads,
-            Tq, Tv))`: batched matmuls over `B * num_heads` rows that read
-            the keys and values where they lie.
-        """
-        batch = ops.shape(query)[0]
-        q_len, k_len = ops.shape(query)[1], ops.shape(key)[2]
-        rows = batch * self.num_heads
-        weights = self._masked_softmax(self._head_scores(query, key), attention_mask)
-        dropped = self._weights_dropout(weights, training)
-        heads_v = ops.reshape(value, (rows, k_len, self.value_dim))
-        context = ops.matmul(
-            ops.reshape(ops.cast(dropped, heads_v.dtype), (rows, q_len, k_len)),
-            heads_v,
-        )
-        context = ops.reshape(context, (batch, self.num_heads, q_len, self.value_dim))
-        return ops.transpose(context, (0, 2, 1, 3)), weights
 
     def _weights_dropout(self, weights, training):
         """The dropout on the attention weights, called only where it acts.
@@ -1000,6 +719,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         use_causal_mask=False,
         cache=None,
         cache_update_index=None,
+        segment_ids=None,
     ):
         key_shape = None if key is None else key.shape
         output_shape = self.compute_output_shape(query.shape, value.shape, key_shape)
@@ -1024,70 +744,25 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             chunk_size=self.chunk_size,
             window=self.window,
         )
+        if self.score_mod is not None:
+            config["score_mod"] = self.score_mod
+        if self.rotary is not None:
+            config["rotary"] = self.rotary
         return config
 
 
-@dataclasses.dataclass
-class _Call:
-    """One call of `MultiHeadAttention`, as its route and paths read it.
-
-    `call` fills it with the call's arguments, `_project` replaces query,
-    key and value by their projected heads (the cache's, with one), and
-    `_read_visible_cache` cuts a decoding step to what it can see.
-    `heads_first`: key and value are `(B, num_heads, Tv, dim)` (a split
-    cache); `fused`: `_takes_fused_path` of the call.
-    """
-
-    query: object
-    value: object
-    key: object
-    query_mask: object
-    value_mask: object
-    key_mask: object
-    attention_mask: object
-    return_attention_scores: bool
-    training: object
-    use_causal_mask: bool
-    cache: object
-    cache_update_index: object
-    heads_first: bool = False
-    fused: bool = False
-
-
-def _check_batch(query_shape, value_shape, key_shape):
-    sizes = {query_shape[0], value_shape[0], key_shape[0]} - {None}
-    if len(sizes) > 1:
-        raise ValueError(
-            "query, value and key must have the same batch size. Received: "
-            f"query.shape={tuple(query_shape)}, value.shape="
-            f"{tuple(value_shape)}, key.shape={tuple(key_shape)}"
-        )
-
-
-def _check_window(window, sliding_window, flash_attention):
-    """Checks `window` against the other band arguments; returns it."""
-    window = check_window(window)
-    if window is None:
+def check_rotary(rotary, key_dim=None):
+    """Checks `rotary` (a positive max wavelength or None) against `key_dim`."""
+    if rotary is None:
         return None
-    if sliding_window is not None:
+    if isinstance(rotary, bool) or not isinstance(rotary, (int, float)) or rotary <= 0:
         raise ValueError(
-            "`window` (blockwise, |i - j| <= window) and Keras's `sliding_window` "
-            "(a mask, |i - j| < sliding_window) restrict the same band; set one. "
-            f"Received: window={window}, sliding_window={sliding_window}"
+            "`rotary` is the rotary positions' maximum wavelength, a positive "
+            f"number, or None. Received: rotary={rotary!r}"
         )
-    if flash_attention is True:
+    if key_dim is not None and key_dim % 2:
         raise ValueError(
-            "`window` computes its own blocks and cannot use a flash kernel. "
-            f"Received: window={window}, flash_attention=True"
+            "Rotary positions rotate pairs of features: `key_dim` must be even. "
+            f"Received: key_dim={key_dim}, rotary={rotary!r}"
         )
-    return window
-
-
-def _check_window_lengths(window, query_shape, key_shape):
-    q_len, k_len = query_shape[1], key_shape[1]
-    if q_len is not None and k_len is not None and q_len != k_len:
-        raise ValueError(
-            "`window` is restricted self-attention: the query and the key need "
-            f"the same length. Received: window={window}, query length {q_len}, "
-            f"key length {k_len}"
-        )
+    return rotary

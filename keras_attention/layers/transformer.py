@@ -28,205 +28,22 @@ gives tensors in the compute dtype, as keras-hub's blocks do.
 
 import keras
 from keras import ops, tree
-from keras.src.backend import get_keras_mask, set_keras_mask
+from keras.src.backend import set_keras_mask
 
-from keras_attention import scores
-from keras_attention.arguments import int_argument
-from keras_attention.layers import dispatch
-from keras_attention.layers.grouped_query_attention import GroupedQueryAttention
-from keras_attention.layers.multi_head_attention import (
-    MultiHeadAttention,
-    cache_length,
+from keras_attention.layers.kv_cache import cache_length
+from keras_attention.layers.transformer_block import (
+    PACKAGE,
+    TransformerBlock,
+    and_masks,
+    causal_mask,
+    heads_first,
+    take_keras_mask,
+    unpack,
 )
-from keras_attention.layers.windowed import check_window
-
-PACKAGE = "keras_attention"
-
-
-class _TransformerBlock(keras.layers.Layer):
-    """Arguments, validation, config and sublayer factories of both blocks."""
-
-    def __init__(
-        self,
-        intermediate_dim,
-        num_heads,
-        dropout=0.0,
-        activation="relu",
-        layer_norm_epsilon=1e-5,
-        kernel_initializer="glorot_uniform",
-        bias_initializer="zeros",
-        normalize_first=False,
-        score="scaled_dot",
-        chunk_threshold="auto",
-        chunk_size="auto",
-        window=None,
-        num_key_value_heads=None,
-        **kwargs,
-    ):
-        super().__init__(**kwargs)
-        chunk_threshold, chunk_size = dispatch.check(chunk_threshold, chunk_size)
-        window = check_window(window)
-        intermediate_dim = int_argument("intermediate_dim", intermediate_dim)
-        num_heads = int_argument("num_heads", num_heads)
-        if num_key_value_heads is None:
-            num_key_value_heads = num_heads
-        num_key_value_heads = int_argument("num_key_value_heads", num_key_value_heads)
-        if num_heads % num_key_value_heads != 0:
-            raise ValueError(
-                "`num_heads` must be divisible by `num_key_value_heads`. "
-                f"Received: num_heads={num_heads}, "
-                f"num_key_value_heads={num_key_value_heads}"
-            )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(
-                f"`dropout` must be in [0, 1). Received: dropout={dropout}"
-            )
-        if isinstance(score, scores.Score):
-            score = scores.serialize(score)
-        scores.get(score)  # Fails early, with the registry's message.
-        self.intermediate_dim = int(intermediate_dim)
-        self.num_heads = int(num_heads)
-        self.num_key_value_heads = int(num_key_value_heads)
-        self.dropout = dropout
-        self.activation = keras.activations.get(activation)
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.normalize_first = normalize_first
-        self.score = score
-        self.chunk_threshold = chunk_threshold
-        self.chunk_size = chunk_size
-        self.window = window
-        self.supports_masking = True
-
-    def _head_dim(self, hidden_dim):
-        if hidden_dim is None or hidden_dim % self.num_heads != 0:
-            raise ValueError(
-                f"The hidden size ({hidden_dim}) must be divisible by the "
-                f"number of heads (num_heads={self.num_heads}) in "
-                f"{type(self).__name__}."
-            )
-        return hidden_dim // self.num_heads
-
-    def _initializers(self):
-        # A fresh initializer per sublayer, so seeded ones do not repeat.
-        return {
-            "kernel_initializer": _clone(self.kernel_initializer),
-            "bias_initializer": _clone(self.bias_initializer),
-        }
-
-    def _attention(self, name, head_dim, query_shape, value_shape, window=None):
-        """`MultiHeadAttention`, or `GroupedQueryAttention` with fewer key/value heads."""
-        if self.num_key_value_heads == self.num_heads:
-            heads = {
-                "num_heads": self.num_heads,
-                "key_dim": head_dim,
-                "value_dim": head_dim,
-            }
-            attention_cls = MultiHeadAttention
-        else:
-            heads = {
-                "head_dim": head_dim,
-                "num_query_heads": self.num_heads,
-                "num_key_value_heads": self.num_key_value_heads,
-            }
-            attention_cls = GroupedQueryAttention
-        layer = attention_cls(
-            **heads,
-            dropout=self.dropout,
-            score=self.score,
-            chunk_threshold=self.chunk_threshold,
-            chunk_size=self.chunk_size,
-            window=window,
-            dtype=self.dtype_policy,
-            name=name,
-            **self._initializers(),
-        )
-        layer.build(query_shape, value_shape)
-        return layer
-
-    def _norm(self, name, shape):
-        layer = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
-        )
-        layer.build(shape)
-        return layer
-
-    def _dropout(self, name):
-        return keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name=name)
-
-    def _dense(self, name, units, input_shape, activation=None):
-        layer = keras.layers.Dense(
-            units,
-            activation=activation,
-            dtype=self.dtype_policy,
-            name=name,
-            **self._initializers(),
-        )
-        layer.build(input_shape)
-        return layer
-
-    def _residual(self, x, norm, dropout, sublayer, training):
-        """One residual sublayer with the chosen norm order.
-
-        `sublayer` maps `x` to a tuple `(y, *extras)`; returns the new `x`,
-        `LN(x + Dropout(y))` (post-norm) or `x + Dropout(y(LN(x)))`
-        (pre-norm), and the extras (attention weights, cache).
-        """
-        residual = x
-        if self.normalize_first:
-            x = _unmasked(norm(x))
-        x, *extras = sublayer(x)
-        if training and self.dropout > 0:
-            # `Dropout` is the identity otherwise: one layer call less.
-            x = dropout(x, training=training)
-        x = x + residual
-        if not self.normalize_first:
-            x = norm(x)
-        return x, extras
-
-    def _feedforward(self, x, training):
-        """`x + Dropout(W2 act(W1 x + b1) + b2)` with the chosen norm order."""
-        x, _ = self._residual(
-            x,
-            self._feedforward_layer_norm,
-            self._feedforward_dropout,
-            lambda x: (
-                self._feedforward_output_dense(self._feedforward_intermediate_dense(x)),
-            ),
-            training,
-        )
-        return x
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "intermediate_dim": self.intermediate_dim,
-                "num_heads": self.num_heads,
-                "dropout": self.dropout,
-                "activation": keras.activations.serialize(self.activation),
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "normalize_first": self.normalize_first,
-                "score": self.score,
-                "chunk_threshold": self.chunk_threshold,
-                "chunk_size": self.chunk_size,
-                "window": self.window,
-            }
-        )
-        if self.num_key_value_heads != self.num_heads:
-            # Only when grouped: a default block's config stays keras-hub's
-            # plus ours, as saved presets hold it.
-            config["num_key_value_heads"] = self.num_key_value_heads
-        return config
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
-class TransformerEncoderBlock(_TransformerBlock):
+class TransformerEncoderBlock(TransformerBlock):
     """Transformer encoder block: self-attention and feed-forward network.
 
     `x = LN(x + Dropout(MHA(x, x)))` then `x = LN(x + Dropout(FFN(x)))`
@@ -272,6 +89,12 @@ class TransformerEncoderBlock(_TransformerBlock):
             (grouped-query attention, `GroupedQueryAttention`, when fewer
             than `num_heads`; must divide it). Defaults to `None`:
             `num_heads`, a `MultiHeadAttention` sublayer.
+        score_mod: optional `keras_attention.layers.ScoreMod` of the
+            self-attention (ALiBi, relative bias, soft-cap). Defaults to
+            `None`.
+        rotary: number or None. Rotary positions of this maximum
+            wavelength on the self-attention's queries and keys
+            (`MultiHeadAttention(rotary=...)`). Defaults to `None`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -306,7 +129,12 @@ class TransformerEncoderBlock(_TransformerBlock):
         head_dim = self._head_dim(hidden_dim)
         intermediate_shape = tuple(inputs_shape[:-1]) + (self.intermediate_dim,)
         self._self_attention_layer = self._attention(
-            "self_attention_layer", head_dim, inputs_shape, inputs_shape, self.window
+            "self_attention_layer",
+            head_dim,
+            inputs_shape,
+            inputs_shape,
+            self.window,
+            positional=True,
         )
         self._self_attention_layer_norm = self._norm(
             "self_attention_layer_norm", inputs_shape
@@ -335,14 +163,14 @@ class TransformerEncoderBlock(_TransformerBlock):
         training=None,
         return_attention_scores=False,
     ):
-        implicit_mask = _take_keras_mask(inputs)
+        implicit_mask = take_keras_mask(inputs)
         if padding_mask is None:
             padding_mask = implicit_mask
         x, (weights, _) = self._residual(
             inputs,
             self._self_attention_layer_norm,
             self._self_attention_dropout,
-            lambda x: _unpack(
+            lambda x: unpack(
                 self._self_attention_layer(
                     query=x,
                     value=x,
@@ -381,7 +209,7 @@ class TransformerEncoderBlock(_TransformerBlock):
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
-class TransformerDecoderBlock(_TransformerBlock):
+class TransformerDecoderBlock(TransformerBlock):
     """Transformer decoder block: causal self-attention, cross-attention, FFN.
 
     Called as `block(decoder_sequence)` it has no cross-attention (decoder
@@ -447,6 +275,12 @@ class TransformerDecoderBlock(_TransformerBlock):
             when fewer than `num_heads`; must divide it); the caches then
             hold `num_key_value_heads` heads where `num_heads` is written
             above. Defaults to `None`: `num_heads`.
+        score_mod: optional `keras_attention.layers.ScoreMod` of the
+            self-attention (ALiBi, relative bias, soft-cap). Defaults to
+            `None`.
+        rotary: number or None. Rotary positions of this maximum
+            wavelength on the self-attention's queries and keys
+            (`MultiHeadAttention(rotary=...)`). Defaults to `None`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -539,6 +373,7 @@ class TransformerDecoderBlock(_TransformerBlock):
             decoder_sequence_shape,
             decoder_sequence_shape,
             self.window,
+            positional=True,
         )
         self._self_attention_layer_norm = self._norm(
             "self_attention_layer_norm", decoder_sequence_shape
@@ -594,11 +429,11 @@ class TransformerDecoderBlock(_TransformerBlock):
             cross_attention_cache,
             cross_attention_cache_update_index,
         )
-        decoder_mask = _take_keras_mask(decoder_sequence)
+        decoder_mask = take_keras_mask(decoder_sequence)
         if decoder_padding_mask is None:
             decoder_padding_mask = decoder_mask
         if has_cross:
-            encoder_mask = _take_keras_mask(encoder_sequence)
+            encoder_mask = take_keras_mask(encoder_sequence)
             if encoder_padding_mask is None:
                 encoder_padding_mask = encoder_mask
         if (
@@ -610,9 +445,9 @@ class TransformerDecoderBlock(_TransformerBlock):
             # 0 ... T - 1 of it, as in keras-hub. The offset is explicit here
             # so it does not depend on how the attention layer aligns a
             # causal mask between T queries and max_length keys.
-            decoder_attention_mask = _and_masks(
+            decoder_attention_mask = and_masks(
                 decoder_attention_mask,
-                _causal_mask(
+                causal_mask(
                     ops.shape(decoder_sequence)[1], cache_length(self_attention_cache)
                 ),
             )
@@ -622,7 +457,7 @@ class TransformerDecoderBlock(_TransformerBlock):
             decoder_sequence,
             self._self_attention_layer_norm,
             self._self_attention_dropout,
-            lambda x: _unpack(
+            lambda x: unpack(
                 self._self_attention_layer(
                     query=x,
                     value=x,
@@ -644,7 +479,7 @@ class TransformerDecoderBlock(_TransformerBlock):
                 x,
                 self._cross_attention_layer_norm,
                 self._cross_attention_dropout,
-                lambda x: _unpack(
+                lambda x: unpack(
                     self._cross_attention_layer(
                         query=x,
                         value=encoder_sequence,
@@ -766,13 +601,13 @@ class TransformerDecoderBlock(_TransformerBlock):
         # Writing at index 0 with an (ignored) one-step query fills the cache
         # with the projections of the whole encoder sequence.
         query = ops.zeros((batch, 1, self.num_heads * head_dim), self.compute_dtype)
-        mask = _take_keras_mask(encoder_sequence)
+        mask = take_keras_mask(encoder_sequence)
         _, cache = attention(
             query=query, value=encoder_sequence, cache=cache, cache_update_index=0
         )
         set_keras_mask(encoder_sequence, mask)
         if split:
-            return tuple(_heads_first(cache[:, i]) for i in (0, 1))
+            return tuple(heads_first(cache[:, i]) for i in (0, 1))
         return cache
 
     def _check_call(self, encoder_sequence, self_cache, cross_cache, cross_index):
@@ -806,71 +641,3 @@ class TransformerDecoderBlock(_TransformerBlock):
                 f"cross_attention_cache_update_index={cross_index}, "
                 "cross_attention_cache=None"
             )
-
-
-def _heads_first(x):
-    """`(B, S, heads, dim)` -> `(B, heads, S, dim)`, laid out in that order.
-
-    PyTorch's transpose is a strided view: a decoding step reshaping it to
-    `(B * heads, S, dim)` would copy the whole of it at every step; the
-    reshape here copies it once (on TensorFlow and JAX the transpose is
-    already a new array).
-    """
-    batch, length = ops.shape(x)[0], ops.shape(x)[1]
-    heads, dim = x.shape[2], x.shape[3]
-    x = ops.reshape(ops.transpose(x, (0, 2, 1, 3)), (batch * heads, length, dim))
-    return ops.reshape(x, (batch, heads, length, dim))
-
-
-def _take_keras_mask(x):
-    """Returns the Keras mask of `x` and detaches it until the call ends.
-
-    A mask left on a tensor would be turned by `Layer.__call__` into a
-    `query_mask` of the attention sublayer (hiding padded query rows) on top
-    of the masks this block passes explicitly, and `MultiHeadAttention`
-    would clear it; the blocks put it back on their inputs before returning,
-    so a tensor shared by a stack of blocks keeps its mask.
-    `keras.src.backend.get_keras_mask` is the accessor that works on every
-    backend (JAX arrays keep the mask outside the tensor); keras-hub reads
-    implicit masks the same way.
-    """
-    mask = get_keras_mask(x)
-    set_keras_mask(x, None)
-    return mask
-
-
-def _causal_mask(query_length, key_length):
-    """`(1, Tq, Tk)` bool: query `i` sees keys `0 ... i` (aligned at the start)."""
-    rows = ops.arange(query_length)
-    cols = ops.arange(key_length)
-    return ops.expand_dims(rows[:, None] >= cols[None, :], 0)
-
-
-def _and_masks(mask, other):
-    if mask is None:
-        return other
-    return ops.logical_and(ops.cast(mask, "bool"), other)
-
-
-def _unmasked(x):
-    """Drops the Keras mask a sublayer attached to the intermediate `x`."""
-    set_keras_mask(x, None)
-    return x
-
-
-def _unpack(outputs, with_weights, with_cache):
-    """Splits `MultiHeadAttention`'s outputs into `(x, weights, cache)`."""
-    if not with_weights and not with_cache:
-        return outputs, None, None
-    if with_weights and with_cache:
-        return outputs
-    if with_weights:
-        return outputs[0], outputs[1], None
-    return outputs[0], None, outputs[1]
-
-
-def _clone(initializer):
-    """A copy of an initializer object (strings and dicts pass through)."""
-    if isinstance(initializer, keras.initializers.Initializer):
-        return initializer.__class__.from_config(initializer.get_config())
-    return initializer

@@ -22,6 +22,7 @@ def windowed_attention(
     scale=None,
     dropout_rate=0.0,
     seed=None,
+    score_mod=None,
 ):
     """Self-attention where each position sees only the keys within `radius`.
 
@@ -60,6 +61,11 @@ def windowed_attention(
         dropout_rate: float in `[0, 1)`. Dropout on the weights; pass `0.0`
             outside training. Defaults to `0.0`.
         seed: int or int scalar tensor; required with dropout.
+        score_mod: optional callable `(scores, query_positions,
+            key_positions) -> (scores, mask or None)`, as in
+            `chunked_attention`, on the windows' float32 scores `(B, heads,
+            n, w, span)` with the positions `(n, w, 1)` and `(n, 1, span)`.
+            Defaults to `None`.
 
     Returns:
         The context, of the query's layout and the value's last dimension
@@ -134,6 +140,10 @@ def windowed_attention(
     band = ops.logical_and(band, ops.greater_equal(distance, 0 if causal else -radius))
     band = ops.logical_and(band, ops.logical_and(cols >= 0, cols < length))
     mask = band[None, None]
+    if score_mod is not None:
+        raw, extra = score_mod(raw, rows, cols)
+        if extra is not None:
+            mask = ops.logical_and(mask, extra)
     if key_mask is not None:
         keys = ops.pad(ops.cast(key_mask, "bool"), ((0, 0), (0, pad)))
         keys = _with_neighbours(ops.reshape(keys, (-1, num_blocks, width)), 1, causal)

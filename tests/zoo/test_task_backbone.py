@@ -207,6 +207,7 @@ def test_shipped_configs_load_unchanged(path):
         "policy_learning_rate_scale",
         "random_first_glimpse",
         "glimpse_filters",
+        "num_key_value_heads",
     }
 
 

@@ -50,6 +50,9 @@ class TransformerStacks:
         layer_norm_epsilon: float. Defaults to `1e-5`.
         score: str, dict or `keras_attention.scores.Score`. Alignment
             function of every head. Defaults to `"scaled_dot"`.
+        num_key_value_heads: int or None. Key/value heads of every
+            attention (grouped-query attention; must divide `num_heads`).
+            Defaults to `None`: `num_heads`.
         dtype: optional dtype or `keras.DTypePolicy` of every layer. Defaults
             to `None` (the global policy).
 
@@ -76,6 +79,7 @@ class TransformerStacks:
         layer_norm_epsilon=1e-5,
         score="scaled_dot",
         dtype=None,
+        num_key_value_heads=None,
     ):
         positive_int("hidden_dim", hidden_dim)
         positive_int("intermediate_dim", intermediate_dim)
@@ -85,6 +89,14 @@ class TransformerStacks:
                 "`hidden_dim` must be divisible by `num_heads`. Received: "
                 f"hidden_dim={hidden_dim}, num_heads={num_heads}"
             )
+        if num_key_value_heads is not None:
+            positive_int("num_key_value_heads", num_key_value_heads)
+            if num_heads % num_key_value_heads:
+                raise ValueError(
+                    "`num_heads` must be divisible by `num_key_value_heads`. "
+                    f"Received: num_heads={num_heads}, "
+                    f"num_key_value_heads={num_key_value_heads}"
+                )
         dropout_rate("dropout", dropout)
         self.hidden_dim = hidden_dim
         self.intermediate_dim = intermediate_dim
@@ -94,6 +106,7 @@ class TransformerStacks:
         self.layer_norm_epsilon = layer_norm_epsilon
         self.score = score
         self.dtype = dtype
+        self.num_key_value_heads = num_key_value_heads
 
     def token_embedding(
         self, vocabulary_size, name="token_embedding", tie_weights=True
@@ -157,6 +170,7 @@ class TransformerStacks:
             layer_norm_epsilon=self.layer_norm_epsilon,
             score=self.score,
             dtype=self.dtype,
+            num_key_value_heads=self.num_key_value_heads,
         )
 
     def encoder_blocks(self, num_layers):
@@ -231,8 +245,10 @@ class TransformerStacks:
         True
         """
         hidden_dim, head_dim = self.hidden_dim, self.hidden_dim // self.num_heads
+        kv_dim = head_dim * (self.num_key_value_heads or self.num_heads)
         # Query, key, value and output projections (with biases) and a score.
-        attention = 4 * budget.dense(hidden_dim, hidden_dim)
+        attention = 2 * budget.dense(hidden_dim, hidden_dim)
+        attention += 2 * budget.dense(hidden_dim, kv_dim)
         attention += budget.score_parameters(self.score, head_dim, head_dim)
         feedforward = budget.dense(hidden_dim, self.intermediate_dim)
         feedforward += budget.dense(self.intermediate_dim, hidden_dim)

@@ -55,6 +55,9 @@ class TransformerBackbone(Backbone):
         layer_norm_epsilon: float. Defaults to `1e-6`.
         dtype: optional dtype or `keras.DTypePolicy` of every layer (e.g.
             `"mixed_bfloat16"`). Defaults to the global policy.
+        num_key_value_heads: int or None. Key/value heads of every
+            attention (grouped-query attention; must divide `num_heads`).
+            Defaults to `None`: `num_heads`.
         **kwargs: `keras.Model` arguments (e.g. `name`).
 
     Call arguments:
@@ -95,6 +98,7 @@ class TransformerBackbone(Backbone):
         max_wavelength=10000,
         layer_norm_epsilon=1e-6,
         dtype=None,
+        num_key_value_heads=None,
         **kwargs,
     ):
         _check_arguments(vocabulary_size, num_layers, target_vocabulary_size)
@@ -109,6 +113,7 @@ class TransformerBackbone(Backbone):
             layer_norm_epsilon=layer_norm_epsilon,
             score=score,
             dtype=dtype,
+            num_key_value_heads=num_key_value_heads,
         )
         shared = target_vocabulary_size is None
 
@@ -167,6 +172,7 @@ class TransformerBackbone(Backbone):
         self.target_vocabulary_size = target_vocabulary_size
         self.max_wavelength = max_wavelength
         self.layer_norm_epsilon = layer_norm_epsilon
+        self.num_key_value_heads = num_key_value_heads
 
     @classmethod
     def parameter_count(
@@ -181,6 +187,7 @@ class TransformerBackbone(Backbone):
         score,
         tie_embeddings,
         target_vocabulary_size,
+        num_key_value_heads=None,
         **arguments,
     ):
         """The parameters `TransformerBackbone(...)` would create, unbuilt.
@@ -207,6 +214,7 @@ class TransformerBackbone(Backbone):
             dropout,
             normalize_first,
             score=score,
+            num_key_value_heads=num_key_value_heads,
         )
         # The target embedding (and its output projection when untied);
         # a separate source vocabulary has a tied embedding of its own.

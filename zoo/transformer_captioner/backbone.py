@@ -47,6 +47,9 @@ class TransformerCaptionerBackbone(Backbone):
             and the attention weights. Defaults to `0.1`.
         layer_norm_epsilon: float. Defaults to `1e-5`.
         dtype: optional dtype policy. Defaults to `None` (the global one).
+        num_key_value_heads: int or None. Key/value heads of every
+            attention (grouped-query attention; must divide `num_heads`).
+            Defaults to `None`: `num_heads`.
         **kwargs: `keras.Model` arguments (e.g. `name`).
 
     Returns:
@@ -84,6 +87,7 @@ class TransformerCaptionerBackbone(Backbone):
         dropout=0.1,
         layer_norm_epsilon=1e-5,
         dtype=None,
+        num_key_value_heads=None,
         **kwargs,
     ):
         _check_arguments(vocabulary_size, image_shape, encoder_layers, decoder_layers)
@@ -96,6 +100,7 @@ class TransformerCaptionerBackbone(Backbone):
             normalize_first=True,
             layer_norm_epsilon=layer_norm_epsilon,
             dtype=dtype,
+            num_key_value_heads=num_key_value_heads,
         )
 
         # === Layers ===
@@ -146,6 +151,7 @@ class TransformerCaptionerBackbone(Backbone):
         self.num_heads = num_heads
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
+        self.num_key_value_heads = num_key_value_heads
 
     @classmethod
     def parameter_count(
@@ -158,6 +164,7 @@ class TransformerCaptionerBackbone(Backbone):
         intermediate_dim,
         num_heads,
         dropout,
+        num_key_value_heads=None,
         **arguments,
     ):
         """The parameters `TransformerCaptionerBackbone(...)` would create, unbuilt.
@@ -175,7 +182,12 @@ class TransformerCaptionerBackbone(Backbone):
         """
         _check_arguments(vocabulary_size, image_shape, encoder_layers, decoder_layers)
         stacks = TransformerStacks(
-            hidden_dim, intermediate_dim, num_heads, dropout, normalize_first=True
+            hidden_dim,
+            intermediate_dim,
+            num_heads,
+            dropout,
+            normalize_first=True,
+            num_key_value_heads=num_key_value_heads,
         )
         rows, columns, features, count = small_cnn_size(tuple(image_shape))
         count += budget.dense(features, hidden_dim) + rows * columns * hidden_dim

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from keras_attention.layers import attention as attention_module
-from keras_attention.layers import multi_head_attention as mha_module
+from keras_attention.layers import multi_head_paths as mha_paths
 from keras_attention.layers.attention import Attention
 from keras_attention.layers.chunked import chunked_attention
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
@@ -35,7 +35,7 @@ THRESHOLD, CHUNK = 8, 7
 @pytest.fixture
 def calls(monkeypatch):
     """Counts the calls of `chunked_attention` from both layer modules."""
-    return cases.spy(monkeypatch, chunked_attention, mha_module, attention_module)
+    return cases.spy(monkeypatch, chunked_attention, mha_paths, attention_module)
 
 
 def _data(q_len=TQ, v_len=TV, seed=0):

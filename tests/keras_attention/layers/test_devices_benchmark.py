@@ -129,3 +129,22 @@ def test_cpu_memory_comes_from_a_second_process():
     for name in ("keras", "ours"):
         assert rows[0][name]["ms"] > 0
         assert rows[0][name]["mib"] is not None and rows[0][name]["mib"] >= 0
+
+
+def test_the_grouped_query_rows():
+    """The GQA rows beside Keras's `GroupQueryAttention`: equal outputs
+    without a hook; a hook's row runs (its difference is the hook's)."""
+    backend = keras.config.backend()
+    if backend not in ("jax", "torch"):
+        pytest.skip("the JAX and PyTorch passes run these rows")
+    rows = _worker_rows(
+        backend,
+        "--dtypes=float32",
+        "--layers=gqa,gqa-softcap",
+        "--lengths=16",
+        "--mask-lengths=",
+        "--repeats=1",
+    )
+    assert [(r["layer"], r["T"]) for r in rows] == [("gqa", 16), ("gqa-softcap", 16)]
+    assert rows[0]["max_abs_diff"] < 1e-4
+    assert rows[1]["ours"]["ms"] > 0

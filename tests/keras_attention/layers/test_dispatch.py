@@ -18,6 +18,7 @@ from keras_attention.layers import ImageSelfAttention, dispatch
 from keras_attention.layers import attention as attention_module
 from keras_attention.layers import image_attention as image_module
 from keras_attention.layers import multi_head_attention as mha_module
+from keras_attention.layers import multi_head_paths as mha_paths
 from keras_attention.layers.attention import Attention
 from keras_attention.layers.chunked import chunked_attention
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
@@ -48,7 +49,7 @@ def paths(monkeypatch):
         calls["fused"] += 1
         return fused_op(*args, **kwargs)
 
-    for module in (mha_module, attention_module, image_module):
+    for module in (mha_paths, attention_module, image_module):
         monkeypatch.setattr(module, "chunked_attention", chunked)
     monkeypatch.setattr(mha_module.ops, "dot_product_attention", fused)
     monkeypatch.setattr(dispatch, "CPU_CHUNK_THRESHOLD", SMALL)
@@ -70,7 +71,7 @@ def paths(monkeypatch):
 def test_the_layers_use_the_dispatch_module_the_tests_stub():
     """One `dispatch` module: pytest collecting its examples first must not
     execute it again as a second module (see the root `conftest.py`)."""
-    for module in (mha_module, attention_module, image_module):
+    for module in (mha_module, mha_paths, attention_module, image_module):
         assert module.dispatch is dispatch, module.__name__
 
 

@@ -16,7 +16,7 @@ import pytest
 from keras import ops
 
 from keras_attention.layers import GroupedQueryAttention, MultiHeadAttention
-from keras_attention.layers import multi_head_attention as mha_module
+from keras_attention.layers import multi_head_paths as mha_paths
 
 _spec = importlib.util.spec_from_file_location(
     "gradients", pathlib.Path(__file__).parents[1] / "gradients.py"
@@ -112,7 +112,7 @@ def test_outputs_equal_keras_on_every_path(kv_heads, path, mask, monkeypatch):
         got, got_scores = ours(query, value, return_attention_scores=True, **kwargs)
         np.testing.assert_allclose(np_(got_scores), np_(expected_scores), atol=2e-5)
     else:
-        module = mha_module if path != "fused" else keras.ops
+        module = mha_paths if path != "fused" else keras.ops
         name = {
             "fused": "dot_product_attention",
             "chunked": "chunked_attention",
@@ -158,6 +158,33 @@ def test_cached_decoding_equals_keras_causal_attention(kv_heads, split):
         assert shapes == [(BATCH, kv_heads, LENGTH, HEAD_DIM)] * 2
     else:
         assert shapes == [(BATCH, 2, LENGTH, kv_heads, HEAD_DIM)]
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["stacked", "heads_first"])
+def test_a_decoding_step_groups_the_queries_not_the_cache(split, monkeypatch):
+    """The cache of 2 key/value heads is never repeated to 4 query heads, and
+    the steps (a prefix of 2, then one query each) equal Keras's layer."""
+    reference, ours = twins(2)
+    x = rand(BATCH, LENGTH, DIM, seed=4)
+    expected = np_(reference(x, x, use_causal_mask=True))
+    if split:
+        cache = (np.zeros((BATCH, 2, LENGTH, HEAD_DIM), "float32"),) * 2
+    else:
+        cache = np.zeros((BATCH, 2, LENGTH, 2, HEAD_DIM), "float32")
+    repeats = count_calls(monkeypatch, keras.ops, "repeat")
+    steps = []
+    for start, stop in [(0, 2)] + [(i, i + 1) for i in range(2, LENGTH)]:
+        out, cache = ours(
+            x[:, start:stop],
+            x[:, start:stop],
+            cache=cache,
+            cache_update_index=start,
+            use_causal_mask=True,
+        )
+        steps.append(np_(out))
+    monkeypatch.undo()
+    assert not repeats
+    np.testing.assert_allclose(np.concatenate(steps, axis=1), expected, atol=2e-5)
 
 
 def test_cache_of_query_heads_is_refused():

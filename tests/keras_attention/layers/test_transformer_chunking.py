@@ -14,7 +14,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention.layers import multi_head_attention as mha_module
+from keras_attention.layers import multi_head_paths as mha_paths
 from keras_attention.layers.chunked import chunked_attention
 from keras_attention.layers.transformer import (
     TransformerDecoderBlock,
@@ -46,8 +46,8 @@ def calls(monkeypatch):
         count["windowed"] += 1
         return windowed_attention(*args, **kwargs)
 
-    monkeypatch.setattr(mha_module, "chunked_attention", chunked_spy)
-    monkeypatch.setattr(mha_module, "windowed_attention", windowed_spy)
+    monkeypatch.setattr(mha_paths, "chunked_attention", chunked_spy)
+    monkeypatch.setattr(mha_paths, "windowed_attention", windowed_spy)
     return count
 
 

@@ -15,7 +15,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention.layers import multi_head_attention as mha_module
+from keras_attention.layers import multi_head_paths as mha_paths
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.windowed import windowed_attention
 
@@ -32,7 +32,7 @@ T, KEY_DIM, RADIUS = 23, 4, 4
 @pytest.fixture
 def calls(monkeypatch):
     """Counts the calls of `windowed_attention` from the layer's module."""
-    return cases.spy(monkeypatch, windowed_attention, mha_module)
+    return cases.spy(monkeypatch, windowed_attention, mha_paths)
 
 
 def _data(length=T, seed=0, scale=1.0):
