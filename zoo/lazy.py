@@ -1,0 +1,61 @@
+"""Packages whose public names are imported on first use (PEP 562).
+
+`import zoo` (and a family's or a kind's package) binds its public names
+without importing the modules behind them, so `python -m zoo presets`
+reads the registry without Keras; `zoo.Seq2Seq` (or `from zoo.seq2seq
+import Seq2Seq`) imports the model code when first asked for.
+
+Example:
+>>> import types
+>>> package = types.ModuleType("package")
+>>> package.__getattr__, package.__dir__ = exports("package", {"path": "os"})
+>>> import sys; sys.modules["package"] = package
+>>> package.path.join("a", "b")
+'a/b'
+>>> "path" in dir(package)
+True
+>>> import zoo
+>>> zoo.seq2seq.PRESETS == zoo.registry.get("seq2seq").presets
+True
+"""
+
+import importlib
+import importlib.util
+import sys
+
+
+def exports(package, names):
+    """`(__getattr__, __dir__)` for `package`, whose `names` load lazily.
+
+    Args:
+        package: str. The package's `__name__`.
+        names: dict `{public name: module}`. The module holds the name, or
+            is the name's own submodule (`{"data": "zoo.data"}`). Any other
+            submodule loads too when asked for (`zoo.seq2seq`), as it did
+            when the package imported everything.
+
+    Returns:
+        The two module-level functions of PEP 562; a name, once loaded, is
+        set on the package, so it is looked up once.
+    """
+
+    def __getattr__(name):
+        if name in names:
+            module = importlib.import_module(names[name])
+        elif not name.startswith("_") and _has_submodule(package, name):
+            return importlib.import_module(f"{package}.{name}")  # sets it
+        else:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = module if names[name] == f"{package}.{name}" else getattr(module, name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__():
+        return sorted(set(vars(sys.modules[package])) | set(names))
+
+    return __getattr__, __dir__
+
+
+def _has_submodule(package, name):
+    """Whether `package` has a submodule `name` (found, not imported)."""
+    return importlib.util.find_spec(f"{package}.{name}") is not None
