@@ -153,7 +153,8 @@ def hardware():
         `type` (`"CPU"`, `"GPU"`, `"TPU"`) and, where TensorFlow knows it, the
         `model` (e.g. the GPU's name). Without TensorFlow (a run from
         token-id arrays), the devices Keras's backend lists
-        (`keras.distribution.list_devices`), by `name` and `type`.
+        (`keras.distribution.list_devices`; none on PyTorch), by `name` and
+        `type`.
 
     Example:
     >>> info = hardware()
@@ -165,10 +166,7 @@ def hardware():
     try:
         import tensorflow as tf
     except ImportError:
-        devices = [
-            {"name": name, "type": name.split(":")[0].upper()}
-            for name in keras.distribution.list_devices()
-        ]
+        devices = _keras_devices()
     else:
         devices = _tensorflow_devices(tf)
     return {
@@ -178,6 +176,16 @@ def hardware():
         "cpu_count": os.cpu_count(),
         "devices": devices,
     }
+
+
+def _keras_devices():
+    """The devices Keras's backend lists, by `name` and `type` (none on PyTorch,
+    which has no `keras.distribution`)."""
+    try:
+        names = keras.distribution.list_devices()
+    except (AttributeError, NotImplementedError):
+        return []
+    return [{"name": name, "type": name.split(":")[0].upper()} for name in names]
 
 
 def _tensorflow_devices(tf):
