@@ -111,7 +111,14 @@ class Family:
         return self.task_path.partition(":")[2]
 
     def note(self, metadata):
-        """The line on what a preset (its `metadata`) is good for, or `None`."""
+        """The line on what a preset (its `metadata`) is good for, or `None`.
+
+        Example:
+        >>> get("ram").note({"data": {"variant": "cluttered", "canvas_size": 100}})
+        'trained on 100x100 canvases: good for image sides 50 to 125'
+        >>> get("seq2seq").note({}) is None
+        True
+        """
         return None if self.preset_note is None else self.preset_note(metadata)
 
     @property
