@@ -29,8 +29,9 @@ def exports(package, names):
 
     Args:
         package: str. The package's `__name__`.
-        names: dict `{public name: module}`. The module holds the name, or
-            is the name's own submodule (`{"data": "zoo.data"}`). Any other
+        names: dict `{public name: module}`. The module holds the name
+            (which wins, as in `from module import name`), or is the name's
+            own submodule (`{"data": "zoo.data"}`). Any other
             submodule loads too when asked for (`zoo.seq2seq`), as it did
             when the package imported everything.
 
@@ -46,7 +47,7 @@ def exports(package, names):
             return importlib.import_module(f"{package}.{name}")  # sets it
         else:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = module if names[name] == f"{package}.{name}" else getattr(module, name)
+        value = getattr(module, name, module)  # as `from module import name`
         setattr(sys.modules[package], name, value)
         return value
 
