@@ -10,7 +10,7 @@ are handled here once, for the backbones and (through `set_dtype_policy`,
 import keras
 
 from keras_attention.arguments import int_argument
-from zoo.base import backends
+from zoo.base import backends, lora
 from zoo.base.constructor_arguments import ArgumentsOf, check_model_arguments
 
 
@@ -238,6 +238,55 @@ class Backbone(keras.Model):
             "implements `parameter_count` (see zoo.base.parameter_budget), which "
             "`Task.from_config` asks before building, so that its presets load."
         )
+
+    def default_lora_layer_names(self):
+        """The names of the layers `enable_lora` adapts by default.
+
+        Each family names its own (its backbone overrides this), as
+        keras-hub's backbones do; see `docs/fine_tuning.md`.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} names no default LoRA targets: pass "
+            "`target_layer_names` to `enable_lora`."
+        )
+
+    def enable_lora(self, rank, target_layer_names=None):
+        """Freezes the backbone and adds LoRA adapters to the named layers.
+
+        keras-hub's `Backbone.enable_lora`: Keras's `enable_lora(rank)` on
+        every layer named in `target_layer_names`; only the adapters
+        (`lora_kernel_a`, `lora_kernel_b`) train. Call it before `compile`
+        and `fit`. See `zoo.base.lora`.
+
+        Args:
+            rank: int >= 1. The adapters' rank.
+            target_layer_names: optional list of layer names. Defaults to
+                `default_lora_layer_names()`.
+
+        Raises:
+            ValueError: a name matching no layer, or a layer Keras's LoRA
+                does not reach (a recurrent cell, a score layer).
+        """
+        if target_layer_names is None:
+            target_layer_names = self.default_lora_layer_names()
+        lora.enable_lora(self, rank, target_layer_names)
+
+    def merge_lora(self):
+        """Adds the adapters to their kernels and removes them (for export).
+
+        Returns:
+            The number of layers merged.
+        """
+        return lora.merge_lora(self)
+
+    def save_lora_weights(self, filepath):
+        """Writes the adapters alone to `filepath` (ending in `.lora.h5`)."""
+        lora.save_lora_weights(self, filepath)
+
+    def load_lora_weights(self, filepath):
+        """Reads adapters from `save_lora_weights`, enabling LoRA if needed."""
+        names = None if lora.lora_layers(self) else self.default_lora_layer_names()
+        lora.load_lora_weights(self, filepath, names)
 
     def get_config(self):
         config = base_config(self)

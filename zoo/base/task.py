@@ -375,6 +375,40 @@ class Task(PipelineModel):
         # The searches compiled on the float weights (`zoo.base.generation`).
         self.__dict__.pop("_zoo_search_functions", None)
 
+    def enable_lora(self, rank, target_layer_names=None):
+        """LoRA fine-tuning: only the backbone's adapters train.
+
+        `self.backbone.enable_lora` (keras-hub's API: the named layers get
+        adapters, the rest of the backbone is frozen), with the task's own
+        layers outside the backbone (an output projection) frozen too.
+        Call it before `compile` and `fit`. The searches compiled before
+        are dropped (they ran without the adapters). See
+        `docs/fine_tuning.md` and `zoo.base.lora`.
+
+        Args:
+            rank: int >= 1. The adapters' rank.
+            target_layer_names: optional list of layer names. Defaults to
+                the backbone's `default_lora_layer_names()`.
+        """
+        self.backbone.enable_lora(rank, target_layer_names)
+        backbone_layers = {id(layer) for layer in self.backbone._flatten_layers()}
+        for layer in self._flatten_layers(include_self=False):
+            if id(layer) not in backbone_layers:
+                layer.trainable = False
+        self.__dict__.pop("_zoo_search_functions", None)
+
+    def merge_lora(self):
+        """Adds the adapters to their kernels and removes them; all trains again.
+
+        The model then equals what its preset reloads to, and exports
+        without adapters. Returns the number of layers merged.
+        """
+        merged = self.backbone.merge_lora()
+        for layer in self._flatten_layers(include_self=False):
+            layer.trainable = True
+        self.__dict__.pop("_zoo_search_functions", None)
+        return merged
+
     def save_to_preset(self, directory, metadata=None):
         """Saves config, weights, preprocessor (with assets) and metadata.
 

@@ -107,6 +107,7 @@ def pretrain_encoder(model, args, run):
         epochs=100,
         callbacks=[TimeBudget(args.pretrain_minutes)],
         budgets=False,
+        shuffle=False,  # `ds` is shuffled above; Keras warns it ignores True
     )
     accuracy = fit.history["accuracy"][-1]
     print(

@@ -2,6 +2,7 @@
 
 import keras
 
+from zoo.base import lora
 from zoo.base import parameter_budget as budget
 from zoo.base.backbone import Backbone, positive_int
 from zoo.base.constructor_arguments import ArgumentsOf
@@ -136,6 +137,16 @@ class RecurrentAttentionBackbone(Backbone):
         count += budget.dense(units, 2)  # The location policy's mean.
         count += budget.dense(units, 1)  # The baseline.
         return count + budget.dense(units, num_classes)
+
+    def default_lora_layer_names(self):
+        """LoRA's targets: the glimpse network's dense (or convolution) layers.
+
+        The core network is a recurrent cell with raw kernels, which Keras's
+        LoRA does not reach.
+        """
+        return lora.adaptable_names(
+            self, lambda layer: "/glimpse_network/" in f"/{layer.path}"
+        )
 
     def call(self, images, training=False):
         # The functional graph's input is float32: it would cast an integer

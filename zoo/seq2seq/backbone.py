@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_attention.layers import AttentionDecoder, AttentionDecoderCell
+from zoo.base import lora
 from zoo.base import parameter_budget as budget
 from zoo.base.backbone import Backbone, dropout_rate, positive_int
 
@@ -317,6 +318,20 @@ class Seq2SeqBackbone(Backbone):
             count += budget.dense(units, units, use_bias=False) + units
         deep_output = budget.dense(output_dim + embedding_dim, 2 * embedding_dim)
         return count + deep_output
+
+    def default_lora_layer_names(self):
+        """LoRA's targets: the bridges, Luong's attentional layer and the deep output.
+
+        The recurrent cells and the `Additive` score own raw kernels, which
+        Keras's LoRA does not reach.
+        """
+        return lora.adaptable_names(
+            self,
+            lambda layer: (
+                layer.name.startswith("bridge_")
+                or layer.name in ("attentional_hidden", "pieces")
+            ),
+        )
 
     def encode_source(self, encoder_token_ids):
         """Runs the encoder: `(memory, memory_mask, decoder initial states)`.

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from zoo.base import lora
 from zoo.base import parameter_budget as budget
 from zoo.base.backbone import MAX_IMAGE_SHAPE, Backbone, positive_int
 from zoo.show_attend_tell import encoder as encoders
@@ -257,6 +258,17 @@ class ShowAttendTellBackbone(Backbone):
         if gating:
             count += budget.dense(units, 1)
         return count
+
+    def default_lora_layer_names(self):
+        """LoRA's targets: the annotation projection and the decoder's dense layers.
+
+        The LSTM cell and the `Additive` score own raw kernels, which Keras's
+        LoRA does not reach.
+        """
+        return lora.adaptable_names(
+            self,
+            lambda layer: layer.name in ("annotations", "init_h", "init_c", "beta"),
+        )
 
     def annotate(self, images):
         """The annotation vectors `(B, L, annotation_dim)` of prepared images.

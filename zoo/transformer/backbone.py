@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from zoo.base import transformer_stacks
+from zoo.base import lora, transformer_stacks
 from zoo.base.backbone import Backbone, positive_int
 from zoo.base.transformer_stacks import TransformerStacks
 
@@ -215,6 +215,14 @@ class TransformerBackbone(Backbone):
         if target_vocabulary_size is not None:
             count += vocabulary_size * hidden_dim
         return count + stacks.parameters(num_layers, num_layers)
+
+    def default_lora_layer_names(self):
+        """LoRA's targets: every attention's query and value projections (keras-hub's).
+
+        Add `"key"` and `"attention_output"` (`zoo.base.lora.ATTENTION_PROJECTIONS`)
+        through `enable_lora`'s `target_layer_names`.
+        """
+        return list(lora.QUERY_AND_VALUE)
 
     def embed(self, token_ids, embedding, start_index=0):
         """Embeds ids: `embedding(ids) * sqrt(d_model) + positions`, dropout.

@@ -6,8 +6,8 @@ import keras
 from keras import ops
 
 from keras_attention.layers import PositionEmbedding
+from zoo.base import lora, transformer_stacks
 from zoo.base import parameter_budget as budget
-from zoo.base import transformer_stacks
 from zoo.base.backbone import MAX_IMAGE_SHAPE, MAX_SIZES, Backbone, positive_int
 from zoo.base.transformer_stacks import TransformerStacks
 from zoo.captioning.cnn import small_cnn, small_cnn_size
@@ -181,6 +181,14 @@ class TransformerCaptionerBackbone(Backbone):
         count += budget.dense(features, hidden_dim) + rows * columns * hidden_dim
         count += vocabulary_size * hidden_dim  # tied with the output projection
         return count + stacks.parameters(encoder_layers, decoder_layers)
+
+    def default_lora_layer_names(self):
+        """LoRA's targets: every attention's query and value projections (keras-hub's).
+
+        Add `"key"` and `"attention_output"` (`zoo.base.lora.ATTENTION_PROJECTIONS`)
+        through `enable_lora`'s `target_layer_names`.
+        """
+        return list(lora.QUERY_AND_VALUE)
 
     def _cnn(self, images):
         x = images

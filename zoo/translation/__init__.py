@@ -4,6 +4,7 @@
 - `TranslationTask` (`task.py`): `translate()` and alignments on top of
   `zoo.base.generation.GenerativeTask`; `Seq2Seq` and `Transformer` subclass it.
 - `corpus_scores` (`metrics.py`): sacreBLEU BLEU and chrF.
+- `ensemble` (`ensemble.py`): decoding with several translators at once.
 - `teacher_forcing` (`teacher_forcing.py`): decoder inputs, labels, weights.
 - `data.py`: the training scripts' data splits, batches and evaluation.
 """
@@ -20,6 +21,8 @@ __getattr__, __dir__ = lazy.exports(
         "load_splits": "zoo.translation.data",
         "translation_metadata": "zoo.translation.data",
         "translation_split": "zoo.translation.data",
+        "Ensemble": "zoo.translation.ensemble",
+        "ensemble": "zoo.translation.ensemble",
         "corpus_scores": "zoo.translation.metrics",
         "TranslationPreprocessor": "zoo.translation.preprocessor",
         "glue_punctuation": "zoo.translation.preprocessor",
@@ -28,10 +31,12 @@ __getattr__, __dir__ = lazy.exports(
 )
 
 __all__ = [
+    "Ensemble",
     "TranslationPreprocessor",
     "TranslationTask",
     "add_data_arguments",
     "corpus_scores",
+    "ensemble",
     "evaluate_translations",
     "fixed_batches",
     "glue_punctuation",
