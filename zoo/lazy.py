@@ -6,14 +6,13 @@ reads the registry without Keras; `zoo.Seq2Seq` (or `from zoo.seq2seq
 import Seq2Seq`) imports the model code when first asked for.
 
 Example:
->>> import types
->>> package = types.ModuleType("package")
+>>> package = sys.modules["package"] = types.ModuleType("package")
 >>> package.__getattr__, package.__dir__ = exports("package", {"path": "os"})
->>> import sys; sys.modules["package"] = package
 >>> package.path.join("a", "b")
 'a/b'
 >>> "path" in dir(package)
 True
+>>> del sys.modules["package"]
 >>> import zoo
 >>> zoo.seq2seq.PRESETS == zoo.registry.get("seq2seq").presets
 True
@@ -22,6 +21,7 @@ True
 import importlib
 import importlib.util
 import sys
+import types
 
 
 def exports(package, names):
@@ -37,8 +37,13 @@ def exports(package, names):
 
     Returns:
         The two module-level functions of PEP 562; a name, once loaded, is
-        set on the package, so it is looked up once.
+        set on the package, so it is looked up once. A submodule imported
+        directly does not hide a name it exports under its own name
+        (`zoo.translation.ensemble`, the function), as with the eager
+        `from module import name` (`_Package`).
     """
+    sys.modules[package].__class__ = _Package
+    sys.modules[package]._lazy_names = names
 
     def __getattr__(name):
         if name in names:
@@ -60,3 +65,19 @@ def exports(package, names):
 def _has_submodule(package, name):
     """Whether `package` has a submodule `name` (found, not imported)."""
     return importlib.util.find_spec(f"{package}.{name}") is not None
+
+
+class _Package(types.ModuleType):
+    """A lazy package: the import system's binding of a submodule on the
+    package (`import zoo.translation.ensemble`) keeps the submodule's own
+    attribute of that name when the package exports it from there."""
+
+    def __setattr__(self, name, value):
+        exported = self.__dict__.get("_lazy_names", {})
+        if (
+            isinstance(value, types.ModuleType)
+            and exported.get(name) == value.__name__
+            and hasattr(value, name)
+        ):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
