@@ -24,7 +24,7 @@ kinds -> base (`tests/zoo/test_layout.py`):
   (`zoo.translation`), `zoo.CaptioningTask` (`zoo.captioning`),
   `zoo.ClassificationTask` (`zoo.classification`); each names its `kind`,
   its CLI verbs, its export and its metrics.
-- `zoo.registry`: the families, each registered by its own package.
+- `zoo.registry`: the families, each registered by its `family.py`.
 - `zoo.data`: the real-data loaders.
 
 `zoo.from_preset(name_or_dir)` loads any zoo preset, picking the class from
@@ -35,38 +35,49 @@ from zoo import quiet
 
 quiet.hold_tensorflow_logs()  # whatever imports TensorFlow first: its start-up logs held back
 
-from zoo import data, registry
-from zoo.base.generation import GenerativeTask
-from zoo.base.task import Task, list_presets
-from zoo.captioning.task import CaptioningTask
-from zoo.classification import ClassificationTask
-from zoo.ram import (
-    ImagePreprocessor,
-    RecurrentAttentionBackbone,
-    RecurrentAttentionModel,
+from zoo import lazy
+
+# The public names load on first use: `import zoo` imports no model code
+# (and no Keras), so `python -m zoo presets` answers at once.
+__getattr__, __dir__ = lazy.exports(
+    __name__,
+    {
+        "data": "zoo.data",
+        "registry": "zoo.registry",
+        "GenerativeTask": "zoo.base.generation",
+        "Task": "zoo.base.task",
+        "list_presets": "zoo.registry",
+        "CaptioningTask": "zoo.captioning.task",
+        "ClassificationTask": "zoo.classification",
+        "ImagePreprocessor": "zoo.ram",
+        "RecurrentAttentionBackbone": "zoo.ram",
+        "RecurrentAttentionModel": "zoo.ram",
+        "Seq2Seq": "zoo.seq2seq",
+        "Seq2SeqBackbone": "zoo.seq2seq",
+        "CaptionPreprocessor": "zoo.show_attend_tell",
+        "ShowAttendTell": "zoo.show_attend_tell",
+        "ShowAttendTellBackbone": "zoo.show_attend_tell",
+        "Transformer": "zoo.transformer",
+        "TransformerBackbone": "zoo.transformer",
+        "TransformerCaptioner": "zoo.transformer_captioner",
+        "TransformerCaptionerBackbone": "zoo.transformer_captioner",
+        "TranslationPreprocessor": "zoo.translation",
+        "TranslationTask": "zoo.translation",
+        "__version__": "zoo.version",
+    },
 )
-from zoo.seq2seq import Seq2Seq, Seq2SeqBackbone
-from zoo.show_attend_tell import (
-    CaptionPreprocessor,
-    ShowAttendTell,
-    ShowAttendTellBackbone,
-)
-from zoo.transformer import Transformer, TransformerBackbone
-from zoo.transformer_captioner import (
-    TransformerCaptioner,
-    TransformerCaptionerBackbone,
-)
-from zoo.translation import TranslationPreprocessor, TranslationTask
-from zoo.version import __version__
 
 
 def from_preset(preset, load_weights=True, **overrides):
     """Loads a zoo preset (name or directory) whatever its model class.
 
     Example:
-    >>> "seq2seq_bahdanau_bible_en_es" in list_presets()
+    >>> import zoo
+    >>> "seq2seq_bahdanau_bible_en_es" in zoo.list_presets()
     True
     """
+    from zoo.base.task import Task
+
     return Task.from_preset(preset, load_weights=load_weights, **overrides)
 
 

@@ -1,7 +1,10 @@
 """The family registry: every zoo family, registered by its own package.
 
-A family's `__init__.py` calls `register(__name__, TaskClass, PRESETS,
-summary)`; the CLI (`train MODEL`, `presets`), `examples/demo.py` and the
+A family's `family.py` (keras-free: names, presets, the task as a
+`"module:Class"` reference) calls `register(__package__, "module:Class",
+PRESETS, summary, kind=..., metrics_summary=...)`; the registry finds those
+modules by discovery (`zoo/<name>/family.py`) the first time it is asked,
+so listing the families imports no model code (and no Keras). The CLI (`train MODEL`, `presets`), `examples/demo.py` and the
 cross-family tests read the registry instead of lists of their own. A
 family is named after its folder (`zoo/<name>/`), which holds its presets
 (`presets/<preset>/`), its model card (`README.md`) and its training script
@@ -13,7 +16,9 @@ presets, in its folder) and `resolve_preset` (a preset name or a directory,
 as `Task.from_preset` takes it).
 
 This module imports nothing of the zoo, so a family of any layer may
-register.
+register.  It reads a preset's `metadata.json` itself (`read_metadata`,
+bounded as `keras_attention.presets.read_metadata` bounds it), so the
+listing needs no Keras.
 
 Example:
 >>> import zoo
@@ -27,12 +32,24 @@ True
 """
 
 import dataclasses
+import importlib
+import json
 import os
+import pkgutil
 import re
+import stat
 import sys
 import warnings
 
-from keras_attention import presets as preset_files
+#: The file of a preset folder that holds its metadata, as
+#: `keras_attention.presets.METADATA_FILE` (a test checks they agree).
+METADATA_FILE = "metadata.json"
+
+#: The largest `metadata.json` read, as `keras_attention.presets.MAX_JSON_BYTES`.
+MAX_METADATA_BYTES = 4 * 1024 * 1024
+
+#: What a preset of no kind (or an unknown class) reports as its metrics.
+NO_METRICS = "(no metrics recorded)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,11 +59,18 @@ class Family:
     Attributes:
         name: str. The family's folder, and `train NAME`'s name.
         module: str. The family's package (e.g. `"zoo.seq2seq"`).
-        task: the task class (a subclass of a kind).
+        task_path: str. The task class as `"module:Class"`; `task` imports
+            it.
+        kind: str. Its task's kind (`"translation"`, ...).
         presets: dict `{preset name: one-line description}` of the presets
             it ships, in `zoo/<name>/presets/`.
         summary: str. One line for `train --help`.
         folder: str. The family's folder.
+        metrics_summary: callable `(metrics) -> str`: the line of quality
+            its presets record (its kind's; `Task.metrics_summary` is the
+            same function).
+        preset_note: callable `(metadata) -> str or None`, or `None`: a
+            line on what a preset is good for (`Task.preset_note`).
 
     Example:
     >>> import zoo
@@ -57,21 +81,45 @@ class Family:
 
     name: str
     module: str
-    task: type
+    task_path: str
+    kind: str
     presets: dict
     summary: str
     folder: str
+    metrics_summary: object
+    preset_note: object = None
 
     @property
-    def kind(self):
-        """The kind of the family's task (`"translation"`, ...).
+    def task(self):
+        """The task class (a subclass of a kind), imported on first use.
 
         Example:
-        >>> import zoo
-        >>> get("show_attend_tell").kind
-        'captioning'
+        >>> get("seq2seq").task.kind
+        'translation'
         """
-        return self.task.kind
+        module, _, name = self.task_path.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    @property
+    def task_name(self):
+        """The task class's name, without importing it.
+
+        Example:
+        >>> get("show_attend_tell").task_name
+        'ShowAttendTell'
+        """
+        return self.task_path.partition(":")[2]
+
+    def note(self, metadata):
+        """The line on what a preset (its `metadata`) is good for, or `None`.
+
+        Example:
+        >>> get("ram").note({"data": {"variant": "cluttered", "canvas_size": 100}})
+        'trained on 100x100 canvases: good for image sides 50 to 125'
+        >>> get("seq2seq").note({}) is None
+        True
+        """
+        return None if self.preset_note is None else self.preset_note(metadata)
 
     @property
     def card(self):
@@ -110,15 +158,23 @@ class Family:
 _FAMILIES = {}
 
 
-def register(module, task, presets, summary):
-    """Registers the family whose package is `module` (its `__name__`).
+def register(
+    module, task, presets, summary, kind=None, metrics_summary=None, preset_note=None
+):
+    """Registers the family whose package is `module` (its `__package__`).
 
     Args:
-        module: str. The family package's `__name__`; its last part is the
+        module: str. The family package's name; its last part is the
             family's name.
-        task: the family's task class.
+        task: the family's task class, or `"module:Class"` (imported when
+            first used: then `kind` and `metrics_summary` are required).
         presets: dict `{name: description}` of its shipped presets.
         summary: str. One line for `train --help`.
+        kind: str. The task's kind. Defaults to `task.kind` for a class.
+        metrics_summary: callable `(metrics) -> str`. Defaults to the
+            class's `metrics_summary`.
+        preset_note: callable `(metadata) -> str or None`, or `None`.
+            Defaults to the class's `preset_note`.
 
     Returns:
         The `Family`.
@@ -128,15 +184,23 @@ def register(module, task, presets, summary):
             already another family's.
     """
     name = module.rsplit(".", 1)[-1]
+    if not isinstance(task, str):
+        kind = task.kind if kind is None else kind
+        metrics_summary = metrics_summary or task.metrics_summary
+        preset_note = preset_note or task.preset_note
+        task = f"{task.__module__}:{task.__qualname__}"
     family = Family(
         name=name,
         module=module,
-        task=task,
+        task_path=task,
+        kind=kind,
         presets=dict(presets),
         summary=summary,
         folder=os.path.dirname(os.path.abspath(sys.modules[module].__file__)),
+        metrics_summary=metrics_summary,
+        preset_note=preset_note,
     )
-    if name in _FAMILIES and _FAMILIES[name].task is not task:
+    if name in _FAMILIES and _FAMILIES[name].task_path != task:
         raise ValueError(f"A family named {name!r} is already registered.")
     taken = {p: f.name for f in _FAMILIES.values() if f.name != name for p in f.presets}
     clashes = sorted(set(family.presets) & set(taken))
@@ -149,8 +213,28 @@ def register(module, task, presets, summary):
     return family
 
 
+_DISCOVERED = []
+
+
+def _discover():
+    """Imports every `zoo/<name>/family.py` once (each registers its family).
+
+    Only the `family` modules are imported (with their packages, whose
+    public names load lazily), never the model code.
+    """
+    if _DISCOVERED:
+        return
+    _DISCOVERED.append(True)
+    zoo = sys.modules.get("zoo") or importlib.import_module("zoo")
+    for info in pkgutil.iter_modules(zoo.__path__):
+        folder = os.path.join(info.module_finder.path, info.name)
+        if info.ispkg and os.path.isfile(os.path.join(folder, "family.py")):
+            importlib.import_module(f"zoo.{info.name}.family")
+
+
 def families(kind=None):
     """The registered families, by name; only those of `kind` if given."""
+    _discover()
     return [
         _FAMILIES[name]
         for name in sorted(_FAMILIES)
@@ -160,11 +244,13 @@ def families(kind=None):
 
 def names():
     """The registered families' names, sorted."""
+    _discover()
     return sorted(_FAMILIES)
 
 
 def get(name):
     """The family called `name`, or a `ValueError` naming the choices."""
+    _discover()
     if name not in _FAMILIES:
         raise ValueError(
             f"Unknown family {name!r}. Choose one of: {', '.join(names())}."
@@ -174,8 +260,8 @@ def get(name):
 
 def for_class_name(class_name):
     """The family whose task class is called `class_name`, or `None`."""
-    for family in _FAMILIES.values():
-        if family.task.__name__ == class_name:
+    for family in families():
+        if family.task_name == class_name:
             return family
     return None
 
@@ -206,7 +292,7 @@ def list_presets():
     for family in families():
         for name in sorted(family.presets):
             directory = family.preset_folder(name)
-            if os.path.isfile(os.path.join(directory, preset_files.METADATA_FILE)):
+            if os.path.isfile(os.path.join(directory, METADATA_FILE)):
                 found[name] = directory
     return found
 
@@ -283,3 +369,44 @@ def resolve_preset(preset):
         f"Unknown preset {preset!r}: not a path, and not one of the "
         f"shipped presets: {names}.{hint}"
     )
+
+
+def read_metadata(directory):
+    """The `metadata.json` of a preset folder, read without Keras.
+
+    As `keras_attention.presets.read_metadata` reads it, the file is
+    bounded before it is read: a regular file (no link) of at most
+    `MAX_METADATA_BYTES`, UTF-8 JSON of an object. It checks no versions
+    (loading the preset does); `python -m zoo presets` lists with it.
+
+    Raises:
+        ValueError: the file is missing, a link, too large or not a JSON
+            object.
+
+    Example:
+    >>> read_metadata(get("ram").preset_folder(
+    ...     "ram_fashion_mnist_cluttered_100_long"))["class_name"]
+    'RecurrentAttentionModel'
+    """
+    path = os.path.join(os.fspath(directory), METADATA_FILE)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as e:
+        raise ValueError(f"Cannot read preset file {path}: {e}") from e
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_METADATA_BYTES:
+            raise ValueError(
+                f"Preset file {path} is not a regular file of at most "
+                f"{MAX_METADATA_BYTES} bytes"
+            )
+        data = f.read(MAX_METADATA_BYTES + 1)
+    try:
+        if len(data) > MAX_METADATA_BYTES:
+            raise ValueError(f"grew past {MAX_METADATA_BYTES} bytes while read")
+        meta = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as e:  # UnicodeDecodeError, JSONDecodeError
+        raise ValueError(f"Corrupt preset file {path}: {e}") from e
+    if not isinstance(meta, dict):
+        raise ValueError(f"Corrupt preset file {path}: not a JSON object")
+    return meta

@@ -11,7 +11,7 @@ kinds (translation, captioning, classification)
 serving, training              may import base and below, not each other
 base                           what every model stands on
 registry, data                 the families and their presets; the data loaders
-keras_attention, version, quiet, progress  never import zoo; `zoo.version`,
+keras_attention, version, quiet, progress, lazy  never import zoo; `zoo.version`,
                                  `zoo.quiet` (TensorFlow's logs) and `zoo.progress`
                                  (progress on a terminal) import nothing of it
 ```
@@ -47,6 +47,7 @@ LAYERS = {
     "zoo.version": 0,
     "zoo.quiet": 0,
     "zoo.progress": 0,
+    "zoo.lazy": 0,
     "zoo.data": 1,
     "zoo.registry": 1,
     "zoo.base": 2,

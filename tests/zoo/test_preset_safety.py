@@ -23,6 +23,7 @@ from keras_attention.presets import PresetError
 from zoo import cli, registry
 from zoo.base import parameter_budget
 from zoo.base.task import MAX_SEQUENCE_LENGTH, Task, list_presets
+from zoo.cli import common
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -200,7 +201,7 @@ def test_local_folder_cannot_stand_in_for_a_shipped_preset(copy, tmp_path, monke
         model = zoo.from_preset(SHIPPED)
     assert type(model).__name__ == "RecurrentAttentionModel"
     with pytest.warns(UserWarning, match="not the folder"):
-        assert type(cli._load(SHIPPED)).__name__ == "RecurrentAttentionModel"
+        assert type(common.load_preset(SHIPPED)).__name__ == "RecurrentAttentionModel"
     assert type(zoo.from_preset(f"./{SHIPPED}")).__name__ == "Seq2Seq"
     with pytest.raises(
         ValueError, match="To load the folder 'mine' here, pass './mine'"

@@ -11,6 +11,7 @@ under `tf.distribute` (`zoo.base.distributed_loss`).
 import keras
 
 from keras_attention import presets
+from zoo import registry
 from zoo.base import backends, distributed_loss, parameter_budget, quantization
 from zoo.base.backbone import base_config, set_dtype_policy, with_dtype_policy
 from zoo.base.constructor_arguments import ArgumentsOf
@@ -549,7 +550,7 @@ class Task(PipelineModel):
         >>> Task.metrics_summary({"loss": 1.0})
         '(no metrics recorded)'
         """
-        return "(no metrics recorded)"
+        return registry.NO_METRICS
 
     @classmethod
     def preset_note(cls, metadata):
@@ -600,6 +601,9 @@ class Task(PipelineModel):
         True
         """
         directory = resolve_preset(preset)
+        if cls is Task:  # Any family's preset: their classes must be known.
+            for family in registry.families():
+                family.task  # noqa: B018  (imports it, registering its objects)
 
         def give_preprocessor(config, preprocessor):
             if preprocessor is not None:

@@ -11,7 +11,14 @@
 - `zoo.captioning.plotting`: per-word attention overlays.
 """
 
-from zoo.captioning.preprocessor import CaptionPreprocessor
-from zoo.captioning.task import CaptioningTask
+from zoo import lazy
+
+__getattr__, __dir__ = lazy.exports(
+    __name__,
+    {
+        "CaptionPreprocessor": "zoo.captioning.preprocessor",
+        "CaptioningTask": "zoo.captioning.task",
+    },
+)
 
 __all__ = ["CaptionPreprocessor", "CaptioningTask"]

@@ -19,7 +19,7 @@ from zoo.base.generation import (
     sampling_seed,
 )
 from zoo.base.truncation import warn_unfinished
-from zoo.captioning import evaluation
+from zoo.captioning import evaluation, summary
 from zoo.captioning.export import export_captioner
 from zoo.captioning.preprocessor import image_batch
 from zoo.data import scenes
@@ -275,14 +275,4 @@ class CaptioningTask(GenerativeTask):
         ...     "bleu4": 61.234, "attention": {"peak": 80.0, "either": 90.0}}}})
         'beam3: BLEU-4 61.23, attention peak on the named item 80.0%'
         """
-        parts = []
-        for name, values in metrics.get("test", {}).items():
-            if isinstance(values, dict) and "bleu4" in values:
-                text = f"{name}: BLEU-4 {values['bleu4']:.2f}"
-                attention = values.get("attention", {})
-                if "peak" in attention:  # The card's and the README's number.
-                    text += (
-                        f", attention peak on the named item {attention['peak']:.1f}%"
-                    )
-                parts.append(text)
-        return ", ".join(parts) or super().metrics_summary(metrics)
+        return summary.metrics_summary(metrics)

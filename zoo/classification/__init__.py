@@ -4,6 +4,13 @@
 contract and the metrics line of a classifier's presets.
 """
 
-from zoo.classification.task import ClassificationTask
+from zoo import lazy
+
+__getattr__, __dir__ = lazy.exports(
+    __name__,
+    {
+        "ClassificationTask": "zoo.classification.task",
+    },
+)
 
 __all__ = ["ClassificationTask"]

@@ -1,6 +1,7 @@
 """`ClassificationTask`: the classification kind (images in, class names out)."""
 
 from zoo.base.task import Task
+from zoo.classification import summary
 from zoo.serving.export import read_metadata
 
 
@@ -75,6 +76,4 @@ class ClassificationTask(Task):
         >>> ClassificationTask.metrics_summary({})
         '(no metrics recorded)'
         """
-        if "test_error_percent" in metrics:
-            return f"test error {metrics['test_error_percent']:.2f}%"
-        return super().metrics_summary(metrics)
+        return summary.metrics_summary(metrics)

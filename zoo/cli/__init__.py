@@ -11,7 +11,6 @@ import sys
 import warnings
 
 from zoo import quiet
-from zoo.base import backends
 from zoo.cli import common, evaluate, predict, presets, serving, train, warning_lines
 from zoo.cli.parser import PROG, build_parser
 from zoo.cli.presets import image_sizes, metrics_summary
@@ -78,6 +77,10 @@ def _verb(args):
         common.check_plot_path(getattr(args, "plot", None))
         return VERBS[args.command](args)
     # A bad value or type (a preset's config, say) is one line and exit 2.
-    except (ValueError, TypeError, FileNotFoundError, backends.BackendError) as e:
+    except (ValueError, TypeError, FileNotFoundError, RuntimeError) as e:
+        from zoo.base import backends  # Keras: only once a verb has failed
+
+        if isinstance(e, RuntimeError) and not isinstance(e, backends.BackendError):
+            raise
         print(f"error: {e}", file=sys.stderr)
         return 2

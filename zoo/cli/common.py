@@ -5,7 +5,6 @@ import sys
 import tempfile
 
 from zoo import progress, registry
-from zoo.base.task import Task
 
 #: `--dtype` choices: the Keras dtype policies a preset can run under.
 DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -38,6 +37,8 @@ def add_model_flags(command):
 
 def load_preset(preset, dtype=None):
     """The task of `preset`, under the dtype policy `dtype` when set."""
+    from zoo.base.task import Task
+
     with progress.status(f"loading {preset}"):
         return Task.from_preset(preset, **({"dtype": dtype} if dtype else {}))
 

@@ -1,25 +1,23 @@
-"""`presets`: the shipped presets, their metrics and what each is good for."""
+"""`presets`: the shipped presets, their metrics and what each is good for.
+
+It reads only the registry and each preset's `metadata.json`: no Keras, no
+model code, so it answers at once.
+"""
 
 import textwrap
 
 from zoo import registry
-from zoo.base.task import Task, list_presets
 
 
 def add_parser(sub):
     sub.add_parser("presets", help="list shipped presets")
 
 
-def _task_class(meta):
-    """The task class a preset's metadata names (`Task` for an unknown one)."""
-    family = registry.for_class_name(meta.get("class_name"))
-    return Task if family is None else family.task
-
-
 def metrics_summary(meta):
     """One line of the measured quality stored in a preset's metadata.
 
-    The task's kind says which metrics it reports (`Task.metrics_summary`).
+    The family of the task class it names says which metrics its kind
+    reports (`Family.metrics_summary`, the kind's `Task.metrics_summary`).
 
     Example:
     >>> metrics_summary({"class_name": "RecurrentAttentionModel",
@@ -28,13 +26,16 @@ def metrics_summary(meta):
     >>> metrics_summary({"class_name": "Unknown", "metrics": {"x": 1}})
     '(no metrics recorded)'
     """
-    return _task_class(meta).metrics_summary(meta.get("metrics", {}))
+    family = registry.for_class_name(meta.get("class_name"))
+    if family is None:
+        return registry.NO_METRICS
+    return family.metrics_summary(meta.get("metrics", {}))
 
 
 def image_sizes(meta):
     """For an image model's metadata: the image sizes it is good for.
 
-    The task class answers (`Task.preset_note`).
+    The family answers (`Family.note`, its task's `Task.preset_note`).
 
     Returns:
         str, or `None` for a preset that works at any size.
@@ -46,13 +47,12 @@ def image_sizes(meta):
     >>> image_sizes({"class_name": "Seq2Seq"}) is None
     True
     """
-    return _task_class(meta).preset_note(meta)
+    family = registry.for_class_name(meta.get("class_name"))
+    return None if family is None else family.note(meta)
 
 
 def presets(args):
-    from keras_attention.presets import read_metadata
-
-    found = list_presets()
+    found = registry.list_presets()
     if not found:
         print("No presets shipped yet.")
         return 0
@@ -62,7 +62,7 @@ def presets(args):
         for name, text in family.presets.items()
     }
     for name, path in found.items():
-        meta = read_metadata(path)
+        meta = registry.read_metadata(path)
         print(f"{name:40s} {meta.get('class_name', '?'):24s} {metrics_summary(meta)}")
         for line in textwrap.wrap(descriptions.get(name, ""), 76):
             print(f"    {line}")

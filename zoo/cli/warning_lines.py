@@ -1,13 +1,12 @@
 """The CLI's warnings: the project's own as one `warning: TEXT` line each."""
 
 import contextlib
+import importlib.util
 import logging
 import os
 import sys
 import warnings
 
-import keras_attention
-import zoo
 from zoo.base.truncation import TruncatedWarning, UnfinishedWarning
 
 #: What a verb advises when rows were cut (`CutWarning`): the library names
@@ -33,9 +32,10 @@ CUT_ADVICE = {
 
 #: Folders whose `UserWarning`s are the project's: the CLI prints them as
 #: one `warning:` line each, other libraries' as Python shows them.
+#: (Found without importing them: `keras_attention` imports Keras.)
 OWN_FOLDERS = tuple(
-    os.path.dirname(os.path.abspath(package.__file__)) + os.sep
-    for package in (zoo, keras_attention)
+    os.path.dirname(os.path.abspath(importlib.util.find_spec(package).origin)) + os.sep
+    for package in ("zoo", "keras_attention")
 )
 
 

@@ -12,19 +12,21 @@
   `plotting.py`: glimpse-path figures; `export.py`: the serving export.
 """
 
-from zoo.ram.backbone import RecurrentAttentionBackbone
-from zoo.ram.canvas import CanvasSizeWarning
-from zoo.ram.layers import LocationPolicy, RecurrentAttention, replica_normal
-from zoo.ram.preprocessor import ImagePreprocessor, to_model_pixels
-from zoo.ram.presets import PRESETS
-from zoo.ram.task import RecurrentAttentionModel
-from zoo.registry import register
+from zoo import lazy
 
-register(
+__getattr__, __dir__ = lazy.exports(
     __name__,
-    RecurrentAttentionModel,
-    PRESETS,
-    summary="Recurrent Attention Model glimpse classifier, Fashion-MNIST",
+    {
+        "RecurrentAttentionBackbone": "zoo.ram.backbone",
+        "CanvasSizeWarning": "zoo.ram.canvas",
+        "LocationPolicy": "zoo.ram.layers",
+        "RecurrentAttention": "zoo.ram.layers",
+        "replica_normal": "zoo.ram.layers",
+        "ImagePreprocessor": "zoo.ram.preprocessor",
+        "to_model_pixels": "zoo.ram.preprocessor",
+        "PRESETS": "zoo.ram.presets",
+        "RecurrentAttentionModel": "zoo.ram.task",
+    },
 )
 
 __all__ = [

@@ -25,7 +25,6 @@ import math
 import warnings
 
 from zoo.data import fashion_mnist
-from zoo.ram.evaluation import preset_data
 
 #: Image sides from `canvas * GOOD_RANGE[0]` to `canvas * GOOD_RANGE[1]` are
 #: in range of a preset trained on `canvas x canvas` images.
@@ -41,6 +40,60 @@ class CanvasSizeWarning(UserWarning):
     ...     warn_if_far(1000, 1000, 60)
     True
     """
+
+
+def preset_data(metadata):
+    """`(variant, seeds, canvas_size)` of the task a RAM preset learned.
+
+    Read from the preset's metadata as data (`data.variant`, `data.seeds`,
+    `data.canvas_size`, written by `zoo.ram.train`); presets written before
+    then describe the variant in prose ("translated: each 28x28 item ...")
+    and used the seeds 0 (train) and 1 (test) and the loader's default
+    canvas (`canvas_size` None).
+
+    Args:
+        metadata: dict (a preset's `metadata.json`) or None.
+
+    Returns:
+        `(variant, seeds, canvas_size)`: a `fashion_mnist.VARIANTS` name,
+        `{"train": int, "test": int}` and an int or None.
+
+    Raises:
+        ValueError: the variant is not one the loader knows.
+
+    Example:
+    >>> preset_data({"data": {"variant": "cluttered", "canvas_size": 100,
+    ...                       "seeds": {"train": 3, "test": 4}}})
+    ('cluttered', {'train': 3, 'test': 4}, 100)
+    >>> preset_data({"data": {"variant": "translated: each 28x28 item at"}})
+    ('translated', {'train': 0, 'test': 1}, None)
+    """
+    data = (metadata or {}).get("data", {})
+    variant = data.get("variant", "translated")
+    if variant not in fashion_mnist.VARIANTS:  # The prose of older presets.
+        variant = variant.split(":")[0].strip()
+    if variant not in fashion_mnist.VARIANTS:
+        raise ValueError(
+            f"The preset's data variant is none of {fashion_mnist.VARIANTS}. "
+            f"Received: variant={data.get('variant')!r}"
+        )
+    seeds = data.get("seeds", {"train": 0, "test": 1})
+    return variant, seeds, data.get("canvas_size")
+
+
+def preset_note(metadata):
+    """The image sides a preset is good for, from its training canvas.
+
+    `RecurrentAttentionModel.preset_note` and `python -m zoo presets`
+    (through the registry) call it.
+
+    Example:
+    >>> preset_note({"data": {"variant": "cluttered", "canvas_size": 100}})
+    'trained on 100x100 canvases: good for image sides 50 to 125'
+    """
+    side = training_canvas(metadata)
+    low, high = good_sides(side)
+    return f"trained on {side}x{side} canvases: good for image sides {low} to {high}"
 
 
 def training_canvas(metadata):

@@ -36,6 +36,7 @@ import numpy as np
 from zoo import progress
 from zoo.base.task import Task
 from zoo.data import fashion_mnist
+from zoo.ram.canvas import preset_data
 from zoo.training.flags import positive_int
 
 
@@ -146,45 +147,6 @@ def item_coverage(canvases, positions, locations, patch_size, item_size=None):
         )
         shares.append(np.mean(count / patch_size**2))
     return np.array(shares)
-
-
-def preset_data(metadata):
-    """`(variant, seeds, canvas_size)` of the task a RAM preset learned.
-
-    Read from the preset's metadata as data (`data.variant`, `data.seeds`,
-    `data.canvas_size`, written by `zoo.ram.train`); presets written before
-    then describe the variant in prose ("translated: each 28x28 item ...")
-    and used the seeds 0 (train) and 1 (test) and the loader's default
-    canvas (`canvas_size` None).
-
-    Args:
-        metadata: dict (a preset's `metadata.json`) or None.
-
-    Returns:
-        `(variant, seeds, canvas_size)`: a `fashion_mnist.VARIANTS` name,
-        `{"train": int, "test": int}` and an int or None.
-
-    Raises:
-        ValueError: the variant is not one the loader knows.
-
-    Example:
-    >>> preset_data({"data": {"variant": "cluttered", "canvas_size": 100,
-    ...                       "seeds": {"train": 3, "test": 4}}})
-    ('cluttered', {'train': 3, 'test': 4}, 100)
-    >>> preset_data({"data": {"variant": "translated: each 28x28 item at"}})
-    ('translated', {'train': 0, 'test': 1}, None)
-    """
-    data = (metadata or {}).get("data", {})
-    variant = data.get("variant", "translated")
-    if variant not in fashion_mnist.VARIANTS:  # The prose of older presets.
-        variant = variant.split(":")[0].strip()
-    if variant not in fashion_mnist.VARIANTS:
-        raise ValueError(
-            f"The preset's data variant is none of {fashion_mnist.VARIANTS}. "
-            f"Received: variant={data.get('variant')!r}"
-        )
-    seeds = data.get("seeds", {"train": 0, "test": 1})
-    return variant, seeds, data.get("canvas_size")
 
 
 #: Images per `predict` call (and per step of the progress bar).

@@ -403,11 +403,7 @@ class RecurrentAttentionModel(ClassificationTask):
         ...     {"data": {"variant": "cluttered", "canvas_size": 100}})
         'trained on 100x100 canvases: good for image sides 50 to 125'
         """
-        side = canvas.training_canvas(metadata)
-        low, high = canvas.good_sides(side)
-        return (
-            f"trained on {side}x{side} canvases: good for image sides {low} to {high}"
-        )
+        return canvas.preset_note(metadata)
 
     def write_export(self, filepath):
         """Writes the glimpse classifier's SavedModel (`export_classifier`).

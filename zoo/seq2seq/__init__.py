@@ -7,17 +7,17 @@
 `TranslationPreprocessor` lives in `zoo.translation` (re-exported here).
 """
 
-from zoo.registry import register
-from zoo.seq2seq.backbone import Maxout, Seq2SeqBackbone
-from zoo.seq2seq.presets import PRESETS
-from zoo.seq2seq.task import Seq2Seq
-from zoo.translation import TranslationPreprocessor
+from zoo import lazy
 
-register(
+__getattr__, __dir__ = lazy.exports(
     __name__,
-    Seq2Seq,
-    PRESETS,
-    summary="RNN encoder-decoder with attention (Bahdanau, Luong), EN->ES",
+    {
+        "Maxout": "zoo.seq2seq.backbone",
+        "Seq2SeqBackbone": "zoo.seq2seq.backbone",
+        "PRESETS": "zoo.seq2seq.presets",
+        "Seq2Seq": "zoo.seq2seq.task",
+        "TranslationPreprocessor": "zoo.translation",
+    },
 )
 
 __all__ = ["PRESETS", "Maxout", "Seq2Seq", "Seq2SeqBackbone", "TranslationPreprocessor"]

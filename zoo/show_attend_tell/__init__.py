@@ -7,17 +7,16 @@ images and captions <-> tensors) is the kind's, re-exported here. `PRESETS`
 names the shipped presets.
 """
 
-from zoo.captioning.preprocessor import CaptionPreprocessor
-from zoo.registry import register
-from zoo.show_attend_tell.backbone import ShowAttendTellBackbone
-from zoo.show_attend_tell.presets import PRESETS
-from zoo.show_attend_tell.task import ShowAttendTell
+from zoo import lazy
 
-register(
+__getattr__, __dir__ = lazy.exports(
     __name__,
-    ShowAttendTell,
-    PRESETS,
-    summary="Show, Attend and Tell captioner, Fashion-MNIST scenes",
+    {
+        "CaptionPreprocessor": "zoo.captioning.preprocessor",
+        "ShowAttendTellBackbone": "zoo.show_attend_tell.backbone",
+        "PRESETS": "zoo.show_attend_tell.presets",
+        "ShowAttendTell": "zoo.show_attend_tell.task",
+    },
 )
 
 __all__ = ["PRESETS", "CaptionPreprocessor", "ShowAttendTell", "ShowAttendTellBackbone"]

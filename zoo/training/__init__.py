@@ -11,6 +11,14 @@
 Each family's `train.py` keeps only what is its own.
 """
 
-from zoo.training.harness import TrainingRun, compile_classifier
+from zoo import lazy
+
+__getattr__, __dir__ = lazy.exports(
+    __name__,
+    {
+        "TrainingRun": "zoo.training.harness",
+        "compile_classifier": "zoo.training.harness",
+    },
+)
 
 __all__ = ["TrainingRun", "compile_classifier"]

@@ -18,8 +18,6 @@ import os
 import sys
 import tempfile
 
-from keras_attention.arguments import int_argument
-
 # The command a training script runs under (`python -m zoo train seq2seq`),
 # set by the CLI for the script's usage line; `None`: argparse's default.
 _program = contextvars.ContextVar("program", default=None)
@@ -38,6 +36,8 @@ def positive_int(text):
     ...
     argparse.ArgumentTypeError: expected an int >= 1, got '0'
     """
+    from keras_attention.arguments import int_argument  # Keras: on first use
+
     try:
         return int_argument("value", int(text))
     except ValueError:

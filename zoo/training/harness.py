@@ -28,6 +28,7 @@ names as `metrics.history_file`: a preset holds provenance, not a run log.
 """
 
 import dataclasses
+import importlib
 import json
 import os
 import platform
@@ -150,7 +151,10 @@ def hardware():
         `cpu_count` (the machine's), and `devices`: one dict per device
         TensorFlow sees (`tf.config.list_physical_devices`): its `name`,
         `type` (`"CPU"`, `"GPU"`, `"TPU"`) and, where TensorFlow knows it, the
-        `model` (e.g. the GPU's name).
+        `model` (e.g. the GPU's name). Without TensorFlow (a run from
+        token-id arrays), the devices Keras's backend lists
+        (`keras.distribution.list_devices`; none on PyTorch), by `name` and
+        `type`.
 
     Example:
     >>> info = hardware()
@@ -159,8 +163,33 @@ def hardware():
     >>> "CPU" in [device["type"] for device in info["devices"]]
     True
     """
-    import tensorflow as tf
+    try:
+        import tensorflow as tf
+    except ImportError:
+        devices = _keras_devices()
+    else:
+        devices = _tensorflow_devices(tf)
+    return {
+        "machine": platform.machine(),
+        "cpu": _cpu_model(),
+        "cores": _usable_cores(),
+        "cpu_count": os.cpu_count(),
+        "devices": devices,
+    }
 
+
+def _keras_devices():
+    """The devices Keras's backend lists, by `name` and `type` (none on PyTorch,
+    which has no `keras.distribution`)."""
+    try:
+        names = keras.distribution.list_devices()
+    except (AttributeError, NotImplementedError):
+        return []
+    return [{"name": name, "type": name.split(":")[0].upper()} for name in names]
+
+
+def _tensorflow_devices(tf):
+    """One dict per device TensorFlow sees: `name`, `type`, and `model`."""
     devices = []
     for device in tf.config.list_physical_devices():
         entry = {"name": device.name, "type": device.device_type}
@@ -172,36 +201,32 @@ def hardware():
             if details.get("device_name"):
                 entry["model"] = details["device_name"]
         devices.append(entry)
-    return {
-        "machine": platform.machine(),
-        "cpu": _cpu_model(),
-        "cores": _usable_cores(),
-        "cpu_count": os.cpu_count(),
-        "devices": devices,
-    }
+    return devices
 
 
 def versions():
     """The versions of Python and the libraries a run trained with.
 
+    TensorFlow and keras-hub are named when they import: a run from token-id
+    arrays (`train transformer --data FILE.npz`) trains without them.
+
     Example:
     >>> sorted(versions())
     ['keras', 'keras_attention', 'keras_hub', 'numpy', 'python', 'tensorflow']
     """
-    import keras_hub
     import numpy as np
-    import tensorflow as tf
 
     import keras_attention
 
-    return {
-        "python": platform.python_version(),
-        "keras": keras.__version__,
-        "keras_hub": keras_hub.__version__,
-        "tensorflow": tf.__version__,
-        "numpy": np.__version__,
-        "keras_attention": keras_attention.__version__,
-    }
+    found = {"python": platform.python_version(), "keras": keras.__version__}
+    for name in ("keras_hub", "tensorflow"):
+        try:
+            found[name] = importlib.import_module(name).__version__
+        except ImportError:
+            continue
+    found["numpy"] = np.__version__
+    found["keras_attention"] = keras_attention.__version__
+    return found
 
 
 def compile_classifier(model, learning_rate, clipnorm=None, weighted=False):

@@ -9,21 +9,18 @@
   `configs.py` (the named sizes of `Transformer.from_name`).
 """
 
-# Imported for their registration: presets store the compiled loss and the
-# learning-rate schedule, which must be known when a preset is loaded.
-from keras_attention.training import schedules  # noqa: F401
-from zoo.registry import register
-from zoo.transformer.backbone import TransformerBackbone
-from zoo.transformer.losses import MaskedLabelSmoothingCrossEntropy, TargetTokens
-from zoo.transformer.presets import PRESETS
-from zoo.transformer.task import Transformer
-from zoo.translation import TranslationPreprocessor
+from zoo import lazy
 
-register(
+__getattr__, __dir__ = lazy.exports(
     __name__,
-    Transformer,
-    PRESETS,
-    summary="Transformer encoder-decoder (Vaswani et al.), EN->ES",
+    {
+        "TransformerBackbone": "zoo.transformer.backbone",
+        "MaskedLabelSmoothingCrossEntropy": "zoo.transformer.losses",
+        "TargetTokens": "zoo.transformer.losses",
+        "PRESETS": "zoo.transformer.presets",
+        "Transformer": "zoo.transformer.task",
+        "TranslationPreprocessor": "zoo.translation",
+    },
 )
 
 __all__ = [

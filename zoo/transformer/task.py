@@ -6,9 +6,12 @@ import numpy as np
 from keras import ops
 from keras.src.backend import set_keras_mask
 
+# Imported for their registration: presets store the compiled loss and the
+# learning-rate schedule, which must be known when a preset is loaded.
+from keras_attention.training import schedules  # noqa: F401
 from zoo.base.cached_decoder import decoder_caches, decoder_step
 from zoo.base.constructor_arguments import ArgumentsOf
-from zoo.transformer import configs
+from zoo.transformer import configs, losses  # noqa: F401
 from zoo.transformer.backbone import PAD_ID, TransformerBackbone
 from zoo.translation import TranslationTask
 

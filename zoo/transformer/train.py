@@ -17,6 +17,13 @@ On the embedded sample (no Debian data needed, seconds):
     python -m zoo.transformer.train --data sample --config tiny --epochs 2 \\
         --out /tmp/transformer
 
+From token-id arrays (`python -m zoo.translation.arrays --out FILE`, written
+where TensorFlow is), with Keras, JAX or PyTorch and NumPy alone (no
+TensorFlow; `--data` ends in `.npz`; the test split is scored back where
+TensorFlow is, by `evaluate` of the preset):
+
+    python -m zoo train transformer --data bible_arrays.npz --out /tmp/t
+
 The shared options (budgets, seed, strategy, `--results`, the run directory
 that resumes a killed run, with the `--average-last` checkpoints) are those
 of every training script (`zoo.training.flags`, `zoo.training.harness`).
@@ -39,10 +46,12 @@ from zoo.training.flags import (
     positive_int,
     training_parser,
 )
+from zoo.training.harness import TrainingRun
 from zoo.transformer import Transformer, configs
 from zoo.transformer.averaging import Checkpoints, average_checkpoints
 from zoo.transformer.losses import MaskedLabelSmoothingCrossEntropy, TargetTokens
 from zoo.translation import TranslationPreprocessor, fixed_batches
+from zoo.translation.arrays import ArrayBatches, read_arrays
 from zoo.translation.recipe import (
     add_translation_arguments,
     finish_translation_run,
@@ -347,8 +356,53 @@ def average(model, checkpoints, validation, count):
     return averaged
 
 
+def train_from_arrays(args, argv):
+    """Trains from the token-id arrays of `--data FILE.npz`, without TensorFlow.
+
+    The vocabulary and the lengths are the arrays' (those of the
+    preprocessor that wrote them); batches are `--batch-tokens //
+    --max-length` pairs (`ArrayBatches`), each cut to its longest row. The
+    preset is written without test scores: `evaluate` scores it where
+    TensorFlow is.
+
+    Returns:
+        `(model, metadata)`, as `main`.
+    """
+    arrays = read_arrays(args.data)
+    run = TrainingRun("zoo.transformer.train", args, argv)
+    splits = [
+        f"{len(arrays.get(f'{split}_labels', ()))} {split}"
+        for split in ("train", "validation", "test")
+    ]
+    print(f"data: {', '.join(splits)} pairs (token ids, {args.data})")
+    vocab = [str(token) for token in arrays["vocabulary"]]
+    length = arrays["train_encoder_token_ids"].shape[1]
+    with run.strategy.scope():
+        preprocessor = TranslationPreprocessor(vocab, vocab, length, length)
+        model = build_model(args, len(vocab), preprocessor)
+    size = pairs_per_batch(args)
+    train_ds = ArrayBatches(arrays, size, seed=args.seed)
+    val_ds = None
+    if "validation_labels" in arrays:
+        val_ds = ArrayBatches(arrays, size, split="validation", shuffle=False)
+    throughput = Throughput()
+    fit = run.fit(model, train_ds, validation_data=val_ds, callbacks=[throughput])
+    print(throughput.summary())
+    metrics = fit.metrics()
+    data = {
+        "source": args.data,
+        **{
+            f"{split}_pairs": len(arrays.get(f"{split}_labels", ()))
+            for split in ("train", "validation", "test")
+        },
+    }
+    return model, run.save_and_finish(model, "translation en->es", data, metrics)
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if args.data.endswith(".npz"):
+        return train_from_arrays(args, argv)
     run, splits = open_translation_run("zoo.transformer.train", args, argv)
     train, validation, _ = splits
     vocab = shared_vocabulary(train, args)

@@ -7,16 +7,15 @@ greedy and beam search); `PRESETS` names the shipped presets. Captions are
 prepared by `zoo.captioning.CaptionPreprocessor`.
 """
 
-from zoo.registry import register
-from zoo.transformer_captioner.backbone import TransformerCaptionerBackbone
-from zoo.transformer_captioner.presets import PRESETS
-from zoo.transformer_captioner.task import TransformerCaptioner
+from zoo import lazy
 
-register(
+__getattr__, __dir__ = lazy.exports(
     __name__,
-    TransformerCaptioner,
-    PRESETS,
-    summary="Transformer captioner: self-attention over CNN features, Fashion-MNIST scenes",
+    {
+        "TransformerCaptionerBackbone": "zoo.transformer_captioner.backbone",
+        "PRESETS": "zoo.transformer_captioner.presets",
+        "TransformerCaptioner": "zoo.transformer_captioner.task",
+    },
 )
 
 __all__ = ["PRESETS", "TransformerCaptioner", "TransformerCaptionerBackbone"]

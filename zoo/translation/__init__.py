@@ -9,19 +9,26 @@
 - `data.py`: the training scripts' data splits, batches and evaluation.
 """
 
-from zoo.base.teacher_forcing import teacher_forcing
-from zoo.translation.data import (
-    add_data_arguments,
-    evaluate_translations,
-    fixed_batches,
-    load_splits,
-    translation_metadata,
-    translation_split,
+from zoo import lazy
+
+__getattr__, __dir__ = lazy.exports(
+    __name__,
+    {
+        "teacher_forcing": "zoo.base.teacher_forcing",
+        "add_data_arguments": "zoo.translation.data",
+        "evaluate_translations": "zoo.translation.data",
+        "fixed_batches": "zoo.translation.data",
+        "load_splits": "zoo.translation.data",
+        "translation_metadata": "zoo.translation.data",
+        "translation_split": "zoo.translation.data",
+        "Ensemble": "zoo.translation.ensemble",
+        "ensemble": "zoo.translation.ensemble",
+        "corpus_scores": "zoo.translation.metrics",
+        "TranslationPreprocessor": "zoo.translation.preprocessor",
+        "glue_punctuation": "zoo.translation.preprocessor",
+        "TranslationTask": "zoo.translation.task",
+    },
 )
-from zoo.translation.ensemble import Ensemble, ensemble
-from zoo.translation.metrics import corpus_scores
-from zoo.translation.preprocessor import TranslationPreprocessor, glue_punctuation
-from zoo.translation.task import TranslationTask
 
 __all__ = [
     "Ensemble",

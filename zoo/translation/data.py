@@ -37,7 +37,8 @@ def add_data_arguments(parser):
     parser.add_argument(
         "--data",
         default="bible",
-        help="'bible' (Debian SWORD modules), 'sample', or a TSV path",
+        help="'bible' (Debian SWORD modules), 'sample', or a TSV path "
+        "(train transformer: also a .npz of token ids, zoo.translation.arrays)",
     )
     parser.add_argument("--sword-path", default=bible.DEFAULT_SWORD_PATH)
     parser.add_argument("--validation-tsv", help="with a TSV --data: validation pairs")

@@ -18,6 +18,9 @@ from zoo.base.generation import (
 from zoo.base.truncation import warn_unfinished
 from zoo.data import bible
 from zoo.serving.export import read_metadata
+
+# Imported for its registration: a translator's preset stores its preprocessor.
+from zoo.translation import preprocessor, summary  # noqa: F401
 from zoo.translation.data import evaluate_translations
 from zoo.translation.export import export_translator
 
@@ -113,13 +116,7 @@ class TranslationTask(GenerativeTask):
         ...     {"test": {"beam4": {"bleu": 20.5, "chrf": 44.25}}})
         'beam4: BLEU 20.50 chrF 44.25'
         """
-        test = metrics.get("test", {})
-        parts = [
-            f"{name}: BLEU {values['bleu']:.2f} chrF {values['chrf']:.2f}"
-            for name, values in test.items()
-            if isinstance(values, dict) and "bleu" in values
-        ]
-        return ", ".join(parts) or super().metrics_summary(metrics)
+        return summary.metrics_summary(metrics)
 
     def translate(
         self,

@@ -226,10 +226,12 @@ def shipped(tmp_path, monkeypatch):
         name: registry.Family(
             name=name,
             module=f"zoo.{name}",
-            task=Task,
+            task_path="zoo.base.task:Task",
+            kind=None,
             presets={preset: "" for preset in presets},
             summary="",
             folder=str(root / name),
+            metrics_summary=Task.metrics_summary,
         )
         for name, presets in (
             ("tiny", ("tiny_small", "not_a_preset")),
@@ -237,6 +239,7 @@ def shipped(tmp_path, monkeypatch):
         )
     }
     monkeypatch.setattr(registry, "_FAMILIES", families)
+    monkeypatch.setattr(registry, "_DISCOVERED", [True])  # no zoo/*/family.py
     return root
 
 

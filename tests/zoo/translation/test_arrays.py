@@ -1,6 +1,8 @@
 """zoo.translation.arrays: training from token-id arrays equals the tf.data path."""
 
+import json
 import os
+import subprocess
 import sys
 
 import keras
@@ -11,6 +13,10 @@ from zoo.translation.arrays import ArrayBatches, read_arrays, write_arrays
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import tiny_models  # noqa: E402
+
+ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+)
 
 
 class StepLosses(keras.callbacks.Callback):
@@ -69,3 +75,44 @@ def test_arrays_hold_the_preprocessor_ids_and_batches_cover_every_pair(tmp_path)
     batches.on_epoch_end()
     assert sorted(first_order) == sorted(batches.order) == list(range(16))
     assert list(first_order) != list(batches.order)  # reshuffled
+
+
+#: `train transformer --data FILE.npz` in a process where TensorFlow cannot
+#: be imported (as on the lent GPU machine); prints what it imported of it.
+TRAIN_WITHOUT_TENSORFLOW = """
+import atexit, sys
+for name in ("tensorflow", "tensorflow_text", "tf_keras"):
+    sys.modules[name] = None
+atexit.register(lambda: print("imported:", sorted(
+    m for m in sys.modules if m.split(".")[0] == "tensorflow" and sys.modules[m])))
+from zoo.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_train_transformer_from_arrays_without_tensorflow(tmp_path):
+    pairs = list(tiny_models.bible_pairs())
+    path = tmp_path / "pairs.npz"
+    preprocessor = tiny_models.transformer(0).preprocessor
+    write_arrays(path, preprocessor, {"train": pairs, "validation": pairs[:4]})
+    out = tmp_path / "preset"
+    argv = ["train", "transformer", "--data", str(path), "--config", "tiny"]
+    argv += ["--max-steps", "2", "--batch-tokens", "256", "--out", str(out)]
+    env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": ROOT}
+    done = subprocess.run(
+        [sys.executable, "-c", TRAIN_WITHOUT_TENSORFLOW, *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "imported: []" in done.stdout, done.stdout[-2000:]
+    assert "data: 16 train, 4 validation, 0 test pairs" in done.stdout
+    with open(out / "metadata.json") as f:
+        meta = json.load(f)
+    assert meta["data"]["train_pairs"] == 16
+    assert meta["metrics"]["steps"] == 2, meta["metrics"]
+    assert "tensorflow" not in meta["versions"]
+    vocabulary = preprocessor.target_tokenizer.get_vocabulary()
+    assert len(read_arrays(path)["vocabulary"]) == len(vocabulary)
