@@ -17,8 +17,12 @@ import sys
 import tempfile
 
 HIDDEN = ("tensorflow", "tensorflow_text", "tf_keras")
-for _name in HIDDEN:
-    sys.modules[_name] = None
+# Only as the test's subprocess: `make test`'s `--doctest-modules tests`
+# imports this file too, and hiding TensorFlow there failed every later
+# test of that process.
+if __name__ == "__main__":
+    for _name in HIDDEN:
+        sys.modules[_name] = None
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
