@@ -244,6 +244,13 @@ class Backbone(keras.Model):
 
         Each family names its own (its backbone overrides this), as
         keras-hub's backbones do; see `docs/fine_tuning.md`.
+
+        Example:
+        >>> x = keras.Input((2,))
+        >>> Backbone(x, x).default_lora_layer_names()
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: Backbone names no default LoRA targets: pass ...
         """
         raise NotImplementedError(
             f"{type(self).__name__} names no default LoRA targets: pass "
@@ -266,6 +273,17 @@ class Backbone(keras.Model):
         Raises:
             ValueError: a name matching no layer, or a layer Keras's LoRA
                 does not reach (a recurrent cell, a score layer).
+
+        Example:
+        >>> x = keras.Input((4,))
+        >>> backbone = Backbone(x, keras.layers.Dense(2, name="out")(x))
+        >>> backbone.enable_lora(2, ["out"])
+        >>> [v.path for v in backbone.trainable_weights]
+        ['out/lora_kernel_a', 'out/lora_kernel_b']
+        >>> backbone.enable_lora(2, ["outs"])
+        Traceback (most recent call last):
+        ...
+        ValueError: No layer of backbone owning weights is named ['outs']. ...
         """
         if target_layer_names is None:
             target_layer_names = self.default_lora_layer_names()
@@ -276,15 +294,54 @@ class Backbone(keras.Model):
 
         Returns:
             The number of layers merged.
+
+        Example:
+        >>> x = keras.Input((4,))
+        >>> backbone = Backbone(x, keras.layers.Dense(2, name="out")(x))
+        >>> backbone.enable_lora(2, ["out"])
+        >>> backbone.merge_lora(), [v.path for v in backbone.trainable_weights]
+        (1, ['out/kernel', 'out/bias'])
         """
         return lora.merge_lora(self)
 
     def save_lora_weights(self, filepath):
-        """Writes the adapters alone to `filepath` (ending in `.lora.h5`)."""
+        """Writes the adapters alone to `filepath` (ending in `.lora.h5`).
+
+        Example:
+        >>> import os, tempfile, h5py
+        >>> x = keras.Input((4,))
+        >>> backbone = Backbone(x, keras.layers.Dense(2, name="out")(x))
+        >>> backbone.enable_lora(2, ["out"])
+        >>> path = os.path.join(tempfile.mkdtemp(), "out.lora.h5")
+        >>> backbone.save_lora_weights(path)
+        >>> with h5py.File(path) as store:
+        ...     sorted(store["lora"]), sorted(store["lora/0"])
+        (['0', 'rank'], ['lora_kernel_a', 'lora_kernel_b'])
+        """
         lora.save_lora_weights(self, filepath)
 
     def load_lora_weights(self, filepath):
-        """Reads adapters from `save_lora_weights`, enabling LoRA if needed."""
+        """Reads adapters from `save_lora_weights`, enabling LoRA if needed.
+
+        A backbone without adapters gets them on its
+        `default_lora_layer_names()`, with the file's rank.
+
+        Example:
+        >>> import os, tempfile
+        >>> from zoo.transformer import TransformerBackbone
+        >>> sizes = dict(num_layers=1, hidden_dim=8, intermediate_dim=16, num_heads=2)
+        >>> tuned = TransformerBackbone(20, **sizes)
+        >>> tuned.enable_lora(2)
+        >>> adapter = tuned.trainable_weights[1]  # the first `lora_kernel_b`
+        >>> _ = adapter.assign(keras.ops.ones(adapter.shape))
+        >>> path = os.path.join(tempfile.mkdtemp(), "tuned.lora.h5")
+        >>> tuned.save_lora_weights(path)
+        >>> backbone = TransformerBackbone(20, **sizes)
+        >>> backbone.load_lora_weights(path)
+        >>> loaded = backbone.trainable_weights[1]
+        >>> len(backbone.trainable_weights), bool(keras.ops.all(loaded == 1))
+        (12, True)
+        """
         names = None if lora.lora_layers(self) else self.default_lora_layer_names()
         lora.load_lora_weights(self, filepath, names)
 

@@ -389,6 +389,16 @@ class Task(PipelineModel):
             rank: int >= 1. The adapters' rank.
             target_layer_names: optional list of layer names. Defaults to
                 the backbone's `default_lora_layer_names()`.
+
+        Example:
+        >>> from zoo.transformer import Transformer
+        >>> model = Transformer(vocabulary_size=20, num_layers=1, hidden_dim=8,
+        ...                     intermediate_dim=16, num_heads=2)
+        >>> model.enable_lora(2)
+        >>> sorted({v.path.split("/")[-1] for v in model.trainable_weights})
+        ['lora_kernel_a', 'lora_kernel_b']
+        >>> model.get_layer("token_embedding").trainable  # outside the backbone
+        False
         """
         self.backbone.enable_lora(rank, target_layer_names)
         backbone_layers = {id(layer) for layer in self.backbone._flatten_layers()}
@@ -402,6 +412,17 @@ class Task(PipelineModel):
 
         The model then equals what its preset reloads to, and exports
         without adapters. Returns the number of layers merged.
+
+        Example:
+        >>> from zoo.transformer import Transformer
+        >>> model = Transformer(vocabulary_size=20, num_layers=1, hidden_dim=8,
+        ...                     intermediate_dim=16, num_heads=2)
+        >>> weights = len(model.trainable_weights)
+        >>> model.enable_lora(2)
+        >>> len(model.trainable_weights)  # the adapters of 6 layers
+        12
+        >>> model.merge_lora(), len(model.trainable_weights) == weights
+        (6, True)
         """
         merged = self.backbone.merge_lora()
         for layer in self._flatten_layers(include_self=False):

@@ -112,12 +112,21 @@ class NotRealLogs(logging.Filter):
     """Drops the `NOT_REAL` records of a library's logger (TensorFlow's).
 
     Example:
+    >>> logger = logging.getLogger("zoo.example")
+    >>> logger.addFilter(NotRealLogs())
     >>> record = logging.makeLogRecord({"msg": "5 calls triggered tf.function retracing"})
-    >>> NotRealLogs().filter(record), NotRealLogs().filter(logging.makeLogRecord({}))
-    (False, True)
+    >>> logger.filter(record)  # `logger` would not emit it
+    False
     """
 
     def filter(self, record):
+        """`False` (drop) for a record whose message holds a `NOT_REAL` piece.
+
+        Example:
+        >>> record = logging.makeLogRecord({"msg": "5 calls triggered tf.function retracing"})
+        >>> NotRealLogs().filter(record), NotRealLogs().filter(logging.makeLogRecord({}))
+        (False, True)
+        """
         return not any(piece in record.getMessage() for piece in NOT_REAL)
 
 

@@ -143,6 +143,14 @@ class RecurrentAttentionBackbone(Backbone):
 
         The core network is a recurrent cell with raw kernels, which Keras's
         LoRA does not reach.
+
+        Example:
+        >>> backbone = RecurrentAttentionBackbone(
+        ...     num_classes=3, num_glimpses=2, patch_size=4, glimpse_units=4,
+        ...     location_units=4, glimpse_output_units=8, units=8)
+        >>> sorted(backbone.default_lora_layer_names())
+        ['glimpse_dense', 'glimpse_output_dense',
+         'location_dense', 'location_output_dense']
         """
         return lora.adaptable_names(
             self, lambda layer: "/glimpse_network/" in f"/{layer.path}"

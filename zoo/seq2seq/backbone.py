@@ -324,6 +324,11 @@ class Seq2SeqBackbone(Backbone):
 
         The recurrent cells and the `Additive` score own raw kernels, which
         Keras's LoRA does not reach.
+
+        Example:
+        >>> backbone = Seq2SeqBackbone(10, 12, embedding_dim=4, units=3)
+        >>> backbone.default_lora_layer_names()
+        ['bridge_0', 'bridge_1', 'pieces']
         """
         return lora.adaptable_names(
             self,

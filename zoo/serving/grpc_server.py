@@ -127,6 +127,19 @@ class GrpcServer:
 
     Raises:
         OSError: the port cannot be bound (in use, say).
+
+    Example (the module's shows a client of each service):
+    >>> from zoo.serving.requests import Signatures, _demo_exported
+    >>> from zoo.serving.server import ModelServer
+    >>> http = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported()))
+    >>> server = GrpcServer(http, "127.0.0.1", 0)
+    >>> server.port > 0
+    True
+    >>> GrpcServer(http, "127.0.0.1", server.port)
+    Traceback (most recent call last):
+    ...
+    OSError: gRPC cannot listen on 127.0.0.1:...
+    >>> http.server_close()
     """
 
     def __init__(self, model_server, host="127.0.0.1", port=8500):
@@ -149,7 +162,20 @@ class GrpcServer:
             raise OSError(f"gRPC cannot listen on {host}:{port}: {error}") from None
 
     def start(self):
-        """Starts answering (in gRPC's threads)."""
+        """Starts answering (in gRPC's threads).
+
+        Example:
+        >>> from zoo.serving.requests import Signatures, _demo_exported
+        >>> from zoo.serving.server import ModelServer
+        >>> http = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported()))
+        >>> server = GrpcServer(http, "127.0.0.1", 0)
+        >>> server.start()
+        >>> with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        ...     grpc.channel_ready_future(channel).result(timeout=30)  # connects
+        >>> server.stop(0).wait(30)
+        True
+        >>> http.server_close()
+        """
         self._server.start()
 
     def stop(self, grace):
@@ -157,6 +183,21 @@ class GrpcServer:
 
         Returns:
             A `threading.Event`, set once every call has ended.
+
+        Example:
+        >>> from zoo.serving.requests import Signatures, _demo_exported
+        >>> from zoo.serving.server import ModelServer
+        >>> http = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported()))
+        >>> server = GrpcServer(http, "127.0.0.1", 0)
+        >>> server.start()
+        >>> server.stop(5).wait(30)
+        True
+        >>> with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        ...     grpc.channel_ready_future(channel).result(timeout=0.5)
+        Traceback (most recent call last):
+        ...
+        grpc.FutureTimeoutError
+        >>> http.server_close()
         """
         return self._server.stop(grace)
 

@@ -231,6 +231,12 @@ class ModelServer(HTTPServer):
         """A `Parsed` request's outputs, from the batcher (HTTP's and gRPC's).
 
         `timeout` (seconds) defaults to `limits.request_timeout`.
+
+        Example:
+        >>> server = ModelServer(("127.0.0.1", 0), Signatures(_demo_exported()))
+        >>> server.run(server.signatures.parse({"text": ["ab", "c"]}))
+        {'length': array([2, 1], dtype=int32)}
+        >>> server.server_close()
         """
         waiting = self.metrics.waiting
         waiting.inc()

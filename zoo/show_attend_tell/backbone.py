@@ -264,6 +264,11 @@ class ShowAttendTellBackbone(Backbone):
 
         The LSTM cell and the `Additive` score own raw kernels, which Keras's
         LoRA does not reach.
+
+        Example:
+        >>> backbone = ShowAttendTellBackbone(10, annotation_dim=8, units=6)
+        >>> sorted(backbone.default_lora_layer_names())
+        ['annotations', 'beta', 'init_c', 'init_h']
         """
         return lora.adaptable_names(
             self,

@@ -199,6 +199,15 @@ class TransformerCaptionerBackbone(Backbone):
 
         Add `"key"` and `"attention_output"` (`zoo.base.lora.ATTENTION_PROJECTIONS`)
         through `enable_lora`'s `target_layer_names`.
+
+        Example:
+        >>> backbone = TransformerCaptionerBackbone(
+        ...     10, hidden_dim=8, intermediate_dim=16, num_heads=2)
+        >>> backbone.default_lora_layer_names()
+        ['query', 'value']
+        >>> backbone.enable_lora(2)  # 6 attentions, 2 projections, 2 adapters
+        >>> len(backbone.trainable_weights)
+        24
         """
         return list(lora.QUERY_AND_VALUE)
 

@@ -69,6 +69,19 @@ class Ensemble:
     Raises:
         ValueError: no member, or target vocabularies that differ (naming
             the two members and their vocabularies).
+
+    Example:
+    >>> import zoo
+    >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+    >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+    >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+    >>> Ensemble([model, model]).preprocessor is pre
+    True
+    >>> other = zoo.TranslationPreprocessor(vocab, vocab[:5] + ["lumière"])
+    >>> Ensemble([model, zoo.Seq2Seq(6, 6, units=4, preprocessor=other)])
+    Traceback (most recent call last):
+    ...
+    ValueError: The models of an ensemble must share their target vocabulary: ... they differ at id 5 ('luz' vs 'lumière').
     """
 
     def __init__(self, members):
@@ -97,7 +110,21 @@ class Ensemble:
         self.preprocessor = self.members[0].generation_preprocessor("an ensemble")
 
     def encode(self, sources, max_length):
-        """The members' caches: member `i` encodes `sources[i]` (its own ids)."""
+        """The members' caches: member `i` encodes `sources[i]` (its own ids).
+
+        Example:
+        >>> import numpy as np, zoo
+        >>> from keras import tree
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+        >>> source = np.array([[4, 4, 3]])
+        >>> cache = Ensemble([model, model]).encode([source, source], max_length=3)
+        >>> shapes = tree.map_structure(lambda t: tuple(t.shape), cache)
+        >>> len(cache), shapes[0] == tree.map_structure(
+        ...     lambda t: tuple(t.shape), model.encode(source, max_length=3))
+        (2, True)
+        """
         return tuple(
             member.encode(source, max_length)
             for member, source in zip(self.members, sources)
@@ -110,6 +137,23 @@ class Ensemble:
             `(log_probs, attention, cache)`: float32 `(batch, vocabulary)`
             mean log-probabilities, the first member's attention (over its
             own source subwords) and the tuple of updated caches.
+
+        Example (two copies of one model: the mean is its log-probabilities):
+        >>> import numpy as np, zoo
+        >>> from keras_attention.decoding.search import token_log_probs
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+        >>> pair = Ensemble([model, model])
+        >>> source = np.array([[4, 4, 3]])
+        >>> prompt = np.array([[2, 0, 0, 0]], "int32")  # [START], 3 steps
+        >>> cache = pair.encode([source, source], max_length=3)
+        >>> log_probs, attention, cache = pair.next(prompt, cache, 1)
+        >>> logits, _, _ = model.next(prompt, model.encode(source, 3), 1)
+        >>> tuple(log_probs.shape), tuple(attention.shape), len(cache)
+        ((1, 6), (1, 3), 2)
+        >>> bool(np.allclose(log_probs, token_log_probs(logits), atol=1e-6))
+        True
         """
         log_probs, caches, attention = [], [], None
         for member, member_cache in zip(self.members, cache):
@@ -132,6 +176,16 @@ class Ensemble:
         Returns:
             int32 NumPy array `(batch, max_length + 1)`, as
             `GenerativeTask.generate`.
+
+        Example:
+        >>> import numpy as np, zoo
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+        >>> source = np.array([[4, 4, 3], [4, 3, 0]])
+        >>> tokens = Ensemble([model, model]).generate([source, source], max_length=3)
+        >>> tokens.shape, bool((tokens == model.generate(source, max_length=3)).all())
+        ((2, 4), True)
         """
         pre = self.preprocessor
         batch = len(sources[0])
@@ -167,6 +221,19 @@ class Ensemble:
 
         Returns:
             A list of strings, or a string for a single input.
+
+        Example:
+        >>> import zoo
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+        >>> pair = Ensemble([model, model])
+        >>> texts = ["light", "light light luz"]  # batched by length
+        >>> pair.translate(texts, beam_width=1, max_length=3) == model.translate(
+        ...     texts, beam_width=1, max_length=3)
+        True
+        >>> type(pair.translate("light", max_length=3)).__name__
+        'str'
         """
         texts, single = as_texts(texts)
         beam_width, max_length, batch_size = decoding_options(
