@@ -197,10 +197,10 @@ def gqa_model(config, length):
     return model
 
 
-def gqa_times(length, warmup, rounds):
+def gqa_times(length, warmup, rounds, configs=GQA_CONFIGS):
     """Median seconds of a compiled forward pass, per configuration."""
     x = np.random.default_rng(0).normal(size=(1, length, D_MODEL)).astype("float32")
-    models = {config: gqa_model(config, length) for config in GQA_CONFIGS}
+    models = {config: gqa_model(config, length) for config in configs}
     for model in models.values():
         for _ in range(warmup):
             model.predict_on_batch(x)
@@ -231,6 +231,12 @@ def gqa_memory_child(config, length):
     print(json.dumps({"growth_mib": (status_kib("VmHWM") - before) / 1024}))
 
 
+def _first_to_kill():
+    """In a memory child: the kernel's OOM killer picks it, not the parent."""
+    with open("/proc/self/oom_score_adj", "w") as f:
+        f.write("1000")
+
+
 def gqa_memory(config, length):
     """`gqa_memory_child` in a subprocess; None where it ran out of memory."""
     result = subprocess.run(
@@ -238,6 +244,7 @@ def gqa_memory(config, length):
         + ["--lengths", str(length)],
         capture_output=True,
         text=True,
+        preexec_fn=_first_to_kill,
     )
     if result.returncode != 0:
         return None
@@ -258,8 +265,12 @@ def gqa_main(lengths, warmup, rounds):
         "|-------:|---------------|--------:|--------:|------------------:|--------:|"
     )
     for length in lengths:
-        seconds = gqa_times(length, warmup, rounds)
+        # Memory first, each in its own process: a configuration that runs
+        # out of memory there (Keras's at 16,384: ~34 GiB of scores) is not
+        # built in this process to be timed, which would end the whole run.
         growth = {config: gqa_memory(config, length) for config in GQA_CONFIGS}
+        fits = [config for config in GQA_CONFIGS if growth[config] is not None]
+        seconds = gqa_times(length, warmup, rounds, fits)
         for config in GQA_CONFIGS:
             memory_ratio = (
                 f"{growth[config] / growth['keras']:7.2f}"
@@ -267,10 +278,14 @@ def gqa_main(lengths, warmup, rounds):
                 else "      -"
             )
             grown = "OOM" if growth[config] is None else f"{growth[config]:.0f}"
+            took = seconds.get(config)
+            ratio = took / seconds["keras"] if took and "keras" in seconds else None
             print(
-                f"| {length:6d} | {config:13s} | {seconds[config]:7.3f} | "
-                f"{seconds[config] / seconds['keras']:7.2f} | {grown:>17s} | "
-                f"{memory_ratio} |",
+                f"| {length:6d} | {config:13s} | "
+                + ("    OOM" if took is None else f"{took:7.3f}")
+                + " | "
+                + ("      -" if ratio is None else f"{ratio:7.2f}")
+                + f" | {grown:>17s} | {memory_ratio} |",
                 flush=True,
             )
 
