@@ -13,8 +13,16 @@ on two processes
 import importlib
 import os
 
-import keras
-import pytest
+# gRPC's fork handlers (its event engine's poller) aborted about one in five
+# children forked with a `preexec_fn` (tests/bounded.py's bounded runs) in a
+# process that had served gRPC (tests/zoo/serving/test_serve_grpc.py in the
+# same worker): SIGABRT, "epoll_wait error: Bad file descriptor". Read when
+# grpc is first imported; children inherit them.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+import keras  # noqa: E402
+import pytest  # noqa: E402
 
 # XLA compiles each distinct operation that a JAX test runs eagerly, and each
 # `jit` function, to machine code: much of the JAX run's time. With LLVM at
