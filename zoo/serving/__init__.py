@@ -4,7 +4,8 @@
   run an export with TensorFlow alone), `export_preset`.
 - `zoo.serving.image_export`: the image signatures (`serve`, `serve_bytes`)
   that image exports share.
-- `zoo.serving.server`, `zoo.serving.requests`, `zoo.serving.batcher`,
+- `zoo.serving.server` (the process), `zoo.serving.handler` (the HTTP
+  routes), `zoo.serving.requests`, `zoo.serving.batcher`,
   `zoo.serving.v2_protocol`, `page.html`: `python -m zoo serve`.
 
 This package knows formats, not families: a task writes its own export
