@@ -22,7 +22,7 @@ from zoo.serving import tf_serving, v2_binary
 from zoo.serving import v2_protocol as serving_v2
 from zoo.serving.connections import check_head
 from zoo.serving.metrics import CONTENT_TYPE as METRICS_TYPE
-from zoo.serving.requests import RequestError, check_depth
+from zoo.serving.requests import RequestError
 from zoo.version import __version__
 
 #: What `curl -d` sends without `-H 'Content-Type: ...'`.
@@ -73,6 +73,9 @@ class Handler(BaseHTTPRequestHandler):
     """
 
     server_version = "zoo-serve/2"
+    # The head and the body are two writes: without TCP_NODELAY the body
+    # can wait for the client's delayed ACK of the head.
+    disable_nagle_algorithm = True
     sys_version = ""  # The Server header does not tell the Python version.
 
     def log_message(self, format, *args):  # noqa: A002 - the base signature
@@ -365,9 +368,7 @@ class Handler(BaseHTTPRequestHandler):
                 "(max_request_bytes).",
                 status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
             )
-        body, binary = v2_binary.split(self._read(int(length)), header_length)
-        check_depth(body)
-        return body, binary
+        return v2_binary.split(self._read(int(length)), header_length)
 
     def _read(self, length):
         """`length` bytes of body, within the request's `read_timeout`."""

@@ -15,6 +15,7 @@ import binascii
 import collections
 import dataclasses
 import json
+import re
 import struct
 from http import HTTPStatus
 
@@ -665,16 +666,47 @@ def _numbers(field, value, spec):
     return array.astype(numpy_dtype)
 
 
+#: A JSON string, escapes included (brackets inside it do not nest).
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+#: Every byte but those that open and close a JSON array or object.
+_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+#: Bytes `check_depth` scans at once.
+_SCAN_BYTES = 2**20
+
+
 def check_depth(value, limit=MAX_JSON_DEPTH):
     """Refuses JSON nested deeper than `limit` (before NumPy recurses in it).
 
+    Args:
+        value: a decoded JSON value, or the bytes of a valid JSON text
+            (scanned in NumPy, without walking the decoded lists: a
+            one-image request holds thousands of them).
+        limit: int. Levels of arrays and objects allowed. Defaults to
+            `MAX_JSON_DEPTH`.
+
     Example:
     >>> check_depth({"text": [["a"]]})
+    >>> check_depth(b'{"text": [["a]]]]"]]}', limit=3)
     >>> check_depth([[[1]]], limit=2)
     Traceback (most recent call last):
     ...
     zoo.serving.requests.RequestError: The JSON is nested deeper than 2 levels.
+    >>> check_depth(b'[[[1]]]', limit=2)
+    Traceback (most recent call last):
+    ...
+    zoo.serving.requests.RequestError: The JSON is nested deeper than 2 levels.
     """
+    if isinstance(value, bytes):
+        brackets = _JSON_STRING.sub(b"", value).translate(None, _NOT_BRACKETS)
+        codes, depth = np.frombuffer(brackets, np.uint8), 0
+        for start in range(0, codes.size, _SCAN_BYTES):  # Bounded memory.
+            chunk = codes[start : start + _SCAN_BYTES]
+            steps = np.where((chunk == ord("[")) | (chunk == ord("{")), 1, -1)
+            levels = depth + np.cumsum(steps)
+            if levels.max() > limit:
+                raise RequestError(f"The JSON is nested deeper than {limit} levels.")
+            depth = int(levels[-1])
+        return
     level, depth = [value], 0
     while level:
         depth += 1

@@ -23,7 +23,7 @@ import struct
 
 import numpy as np
 
-from zoo.serving.requests import BYTES_SUFFIX, RequestError
+from zoo.serving.requests import BYTES_SUFFIX, RequestError, check_depth
 from zoo.serving.v2_protocol import DATATYPES, check_shape
 
 #: The header naming the length of the JSON part of a body.
@@ -64,11 +64,16 @@ def split(data, header_length):
     except (ValueError, RecursionError) as error:
         reason = "nested too deeply" if isinstance(error, RecursionError) else error
         raise RequestError(f"The body is not JSON: {reason}"[:300]) from None
+    check_depth(data[:length])
     return request, data[length:]
 
 
 def inline(request, binary, max_values):
-    """Puts each binary input's values in its `data`, as JSON would carry them.
+    """Puts each binary input's values in its `data`: an array, or JSON's strings.
+
+    A number tensor's `data` is a flat NumPy array over its bytes (no list
+    of Python numbers is built); a `BYTES` one's a list of strings, as JSON
+    would carry them.
 
     Args:
         request: dict. The JSON request (changed in place).
@@ -85,7 +90,7 @@ def inline(request, binary, max_values):
     ...     "parameters": {"binary_data_size": 8}}]}
     >>> inline(request, struct.pack("<ii", 3, -1), 100)
     >>> request["inputs"][0]["data"]
-    [3, -1]
+    array([ 3, -1], dtype=int32)
     >>> request["inputs"][0]["parameters"]["binary_data_size"] = 12
     >>> inline(request, struct.pack("<iii", 3, -1, 0), 100)
     Traceback (most recent call last):
@@ -127,7 +132,7 @@ def inline(request, binary, max_values):
 
 
 def _values(name, shape, datatype, chunk, count):
-    """The `count` values of one tensor's bytes, as a flat JSON list."""
+    """The `count` values of one tensor's bytes: a flat array, or a list of strings."""
     if datatype in FIXED:
         dtype = FIXED[datatype]
         if len(chunk) != count * dtype.itemsize:
@@ -136,7 +141,7 @@ def _values(name, shape, datatype, chunk, count):
                 f"shape {shape} of {datatype} ({count * dtype.itemsize} bytes).",
                 field=name,
             )
-        return np.frombuffer(chunk, dtype).tolist()
+        return np.frombuffer(chunk, dtype)
     if datatype != "BYTES":
         raise RequestError(
             f"`{name}`'s datatype must be one of {['BYTES', *FIXED]}. "

@@ -141,12 +141,19 @@ def check_shape(name, shape, max_values):
 def _values(tensor, max_values):
     """A v2 input tensor as the nested JSON values `Signatures` reads."""
     name, shape, data = tensor["name"], tensor.get("shape"), tensor.get("data")
-    if not isinstance(data, list):
+    if not isinstance(data, (list, np.ndarray)):
         raise RequestError(
             f"`{name}` needs a `shape` (a list of sizes) and its `data` (a list).",
             field=name,
         )
     size = check_shape(name, shape, max_values)
+    if isinstance(data, np.ndarray) and data.dtype != object:  # Binary numbers.
+        if data.size != size:
+            raise RequestError(
+                f"`{name}` holds {data.size} values; its shape {shape} needs {size}.",
+                field=name,
+            )
+        return data.item() if not shape else data.reshape(shape)
     try:
         flat = np.asarray(data, dtype=object).reshape(-1)
     except ValueError:
