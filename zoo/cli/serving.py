@@ -19,7 +19,7 @@ SERVE_LIMITS = [
     ("--read-timeout", positive_float, "seconds to send a request, else 408"),
     ("--workers", positive_int, "threads handling connections"),
     ("--max-queued", positive_int, "connections waiting, else 503"),
-    ("--max-client-connections", positive_int, "open connections per client IP"),
+    ("--max-client-connections", positive_int, "connections, gRPC calls per client IP"),
 ]
 
 

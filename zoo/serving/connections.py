@@ -7,7 +7,7 @@ repeated `Host` (or none, from an HTTP/1.1 client), an absolute-form target (`PO
 a web page from posting to a server on the reader's laptop: DNS
 rebinding). `ClientSlots` counts each client's open connections, so that
 one client holding idle sockets cannot fill the queue every other client
-waits in, and `read_seconds` gives a client reading more than its share of
+waits in (and, keyed by `peer_host`, its gRPC calls), and `read_seconds` gives a client reading more than its share of
 the workers a shorter time to send each request, so that its idle sockets
 cannot hold every worker for the whole `read_timeout`.
 
@@ -16,7 +16,7 @@ Reference: https://www.rfc-editor.org/rfc/rfc9112 (sections 3.2 and 6.3).
 
 import threading
 from http import HTTPStatus
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from zoo.serving.requests import RequestError
 
@@ -181,3 +181,18 @@ class ClientSlots:
             held = self._open.pop(client) - 1
             if held:
                 self._open[client] = held
+
+
+def peer_host(peer):
+    """The host of a gRPC peer (`context.peer()`): the client a cap counts.
+
+    Example:
+    >>> peer_host("ipv4:127.0.0.1:50123"), peer_host("ipv6:%5B::1%5D:50123")
+    ('127.0.0.1', '::1')
+    >>> peer_host("unix:/tmp/zoo.sock")
+    'unix:/tmp/zoo.sock'
+    """
+    kind, _, address = unquote(peer).partition(":")
+    if kind not in ("ipv4", "ipv6"):
+        return peer
+    return address.rpartition(":")[0].strip("[]")

@@ -21,9 +21,13 @@ gRPC itself (`RESOURCE_EXHAUSTED`); each tensor's declared shape is checked
 against its bytes before anything is built (as `zoo.serving.v2_binary`
 checks binary tensors), then rows, beams and pixels as on HTTP; a request
 waits for the model at most the shorter of `request_timeout` and the
-client's deadline (`DEADLINE_EXCEEDED`). `limits.workers` threads answer at
-most `workers + max_queued` calls at once (one more is
-`RESOURCE_EXHAUSTED`). A refusal is the gRPC status of the HTTP one
+client's deadline (`DEADLINE_EXCEEDED`). The server holds at most
+`workers + max_queued` calls at once (one more is `RESOURCE_EXHAUSTED`), of
+which `workers` read and run their requests while the others wait; one
+client (the host of `context.peer()`: HTTP/2 carries many calls on one
+connection) may hold `max_client_connections` of them, and its next call
+is `RESOURCE_EXHAUSTED` before its message is read, so that one client
+cannot take every place. A refusal is the gRPC status of the HTTP one
 (`INVALID_ARGUMENT` for a 400, `NOT_FOUND` for a 404, ...) with the same
 message; the server answers the next call.
 
@@ -61,6 +65,7 @@ True
 import base64
 import concurrent.futures
 import sys
+import threading
 import time
 from http import HTTPStatus
 
@@ -70,6 +75,7 @@ import numpy as np
 from keras_attention.arguments import int_argument
 from zoo.serving import tf_serving, v2_binary
 from zoo.serving import v2_protocol as serving_v2
+from zoo.serving.connections import ClientSlots, peer_host
 from zoo.serving.requests import BYTES_SUFFIX, RequestError
 from zoo.serving.v2_messages import MESSAGES, METHODS, SERVICE
 from zoo.version import __version__
@@ -83,6 +89,7 @@ CODES = {
     HTTPStatus.NOT_FOUND: grpc.StatusCode.NOT_FOUND,
     HTTPStatus.REQUEST_TIMEOUT: grpc.StatusCode.DEADLINE_EXCEEDED,
     HTTPStatus.REQUEST_ENTITY_TOO_LARGE: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    HTTPStatus.TOO_MANY_REQUESTS: grpc.StatusCode.RESOURCE_EXHAUSTED,
     HTTPStatus.SERVICE_UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
     HTTPStatus.GATEWAY_TIMEOUT: grpc.StatusCode.DEADLINE_EXCEEDED,
 }
@@ -145,11 +152,16 @@ class GrpcServer:
     def __init__(self, model_server, host="127.0.0.1", port=8500):
         self.model = model_server
         limits = model_server.limits
+        places = limits.workers + limits.max_queued
+        # Every call held has a thread, so that its client is counted as it
+        # comes; `workers` of them read and run requests at once.
+        self._clients = ClientSlots(limits.max_client_connections)
+        self._running = threading.BoundedSemaphore(limits.workers)
         self._server = grpc.server(
             concurrent.futures.ThreadPoolExecutor(
-                limits.workers, thread_name_prefix="zoo-grpc"
+                places, thread_name_prefix="zoo-grpc"
             ),
-            maximum_concurrent_rpcs=limits.workers + limits.max_queued,
+            maximum_concurrent_rpcs=places,
             options=[
                 ("grpc.max_receive_message_length", limits.max_request_bytes),
                 ("grpc.so_reuseport", 0),  # A port in use is an error.
@@ -209,7 +221,9 @@ class GrpcServer:
         )
 
         def unary(method, request, protocol):
-            return grpc.unary_unary_rpc_method_handler(
+            # Wire-compatible with a unary call, a stream-unary handler sees
+            # the call before its message is read: the caps come first.
+            return grpc.stream_unary_rpc_method_handler(
                 self._answering(method, protocol),
                 request_deserializer=request.FromString,
                 response_serializer=lambda message: message.SerializeToString(),
@@ -239,13 +253,21 @@ class GrpcServer:
         )
 
     def _answering(self, method, protocol):
-        """`method` answering `RequestError`s with their gRPC status, counted."""
+        """`method` on the call's message, within the caps, its refusals counted."""
         protocol = {"tf": "tf_serving_grpc", "v2": "kserve_v2_grpc"}[protocol]
 
-        def answer(request, context):
+        def answer(messages, context):
             started, status, error_text = time.monotonic(), HTTPStatus.OK, None
+            client, counted, working = peer_host(context.peer()), False, False
             try:
+                counted = self._count(client)
+                working = self._wait_for_worker(context)
+                request = next(messages, None)
+                if request is None:
+                    raise RequestError("The call carries no request message.")
                 return method(request, context)
+            except grpc.RpcError:  # gRPC ended the call (a message too large...).
+                status = HTTPStatus.BAD_REQUEST
             except RequestError as error:
                 status, error_text = error.status, str(error)
                 code = CODES.get(error.status, grpc.StatusCode.INTERNAL)
@@ -258,10 +280,42 @@ class GrpcServer:
                     f"The server failed: {type(error).__name__}",
                 )
             finally:
+                if working:
+                    self._running.release()
+                if counted:
+                    self._clients.give_back(client)
                 elapsed = time.monotonic() - started
                 self.model.metrics.answered(protocol, status, elapsed, error_text)
 
         return answer
+
+    def _count(self, client):
+        """Counts a call of `client` (`True`), or refuses one over its share."""
+        if self._clients.take(client):
+            return True
+        limit = self.model.limits.max_client_connections
+        raise RequestError(
+            f"This client has {limit} calls under way (max_client_connections): "
+            "wait for one to end, or retry later.",
+            status=HTTPStatus.TOO_MANY_REQUESTS,
+        )
+
+    def _wait_for_worker(self, context):
+        """Takes one of the `workers` (`True`) within the timeout and the deadline."""
+        timeout = self.model.limits.request_timeout
+        left = context.time_remaining()
+        wait = timeout if left is None else min(timeout, max(left, 0.0))
+        if self._running.acquire(timeout=wait):
+            return True
+        if left is not None and left < timeout:
+            raise RequestError(
+                f"No worker was free within the call's deadline ({left:.3g} s).",
+                status=HTTPStatus.GATEWAY_TIMEOUT,
+            )
+        raise RequestError(
+            f"Every worker was busy for {timeout:g} s (request_timeout): retry later.",
+            status=HTTPStatus.SERVICE_UNAVAILABLE,
+        )
 
     def _run(self, parsed, context):
         """The outputs, waiting at most `request_timeout` or the client's deadline."""

@@ -58,8 +58,9 @@ class Limits:
         batch_delay: float. Seconds a request waits for others to batch
             with. Defaults to `0.005`.
         max_client_connections: int. Connections one client (IP address)
-            may hold open, queued or read; one more gets a 503, so that one
-            client cannot fill the queue. Defaults to `64`.
+            may hold open, queued or read, and gRPC calls it may have under
+            way; one more gets a 503 (gRPC: `RESOURCE_EXHAUSTED`), so that
+            one client cannot fill the queue. Defaults to `64`.
 
     Example:
     >>> Limits(max_rows=8).max_rows

@@ -381,3 +381,66 @@ def test_a_busy_port_is_an_error_unless_it_is_the_default(monkeypatch, capsys):
     with pytest.raises(ValueError, match="grpc_port"):
         grpc_server.start(server, "127.0.0.1", 70000)
     server.server_close()
+
+
+def test_one_client_holding_its_calls_does_not_starve_another():
+    # HTTP/2 carries many calls on one connection: `max_client_connections`
+    # caps a client's calls under way (by its host, 127.0.0.1 or ::1 here),
+    # refused before their messages are read, so that one client cannot
+    # take every place (`workers + max_queued`) from the others.
+    import threading
+
+    from zoo.serving.requests import Limits, Signatures, _demo_exported
+    from zoo.serving.server import ModelServer
+
+    limits = Limits(workers=1, max_queued=3, max_client_connections=2)
+    server = ModelServer(
+        ("127.0.0.1", 0), Signatures(_demo_exported(), limits), model_name="lengths"
+    )
+    run, gate = server.batcher.run, threading.Event()
+    server.batcher.run = lambda name, inputs: (gate.wait(TIMEOUT), run(name, inputs))[1]
+    rpc = GrpcServer(server, "localhost", 0)  # Both loopbacks: two client hosts.
+    rpc.start()
+    first, second = (
+        grpc.insecure_channel(f"{host}:{rpc.port}") for host in ("127.0.0.1", "[::1]")
+    )
+    stub, other = map(
+        prediction_service_pb2_grpc.PredictionServiceStub, (first, second)
+    )
+    request = _predict("lengths", text=np.array([b"abc"], object))
+    try:
+        held = [stub.Predict.future(request, timeout=TIMEOUT) for _ in range(2)]
+        time.sleep(0.5)  # One with the model, one waiting for the worker.
+        started = time.monotonic()
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.Predict(request, timeout=TIMEOUT)
+        assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "2 calls under way (max_client_connections)" in caught.value.details()
+        assert time.monotonic() - started < 5  # Refused at once, not queued.
+        answer = other.Predict.future(request, timeout=TIMEOUT)  # A place is free.
+        time.sleep(0.3)
+        gate.set()
+        for call in (*held, answer):
+            assert tf.make_ndarray(call.result().outputs["length"]).tolist() == [3]
+        # Every place is given back, whatever ended the call: a refusal, a
+        # bad request, a missed deadline, a cancelled call.
+        gate.clear()
+        cancelled = stub.Predict.future(request, timeout=TIMEOUT)
+        time.sleep(0.3)
+        cancelled.cancel()
+        with pytest.raises(grpc.RpcError):
+            stub.Predict(request, timeout=0.3)
+        gate.set()
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.Predict(_predict("lengths", text=np.array([1], np.int32)))
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        both = [stub.Predict.future(request, timeout=TIMEOUT) for _ in range(2)]
+        assert [len(call.result().outputs) for call in both] == [1, 1]
+        metrics = server.metrics.text().decode()
+        assert 'zoo_serve_refusals_total{limit="max_client_connections"} 1.0' in metrics
+    finally:
+        gate.set()
+        first.close()
+        second.close()
+        rpc.stop(TIMEOUT).wait()
+        server.server_close()
