@@ -157,6 +157,9 @@ class GrpcServer:
         # comes; `workers` of them read and run requests at once.
         self._clients = ClientSlots(limits.max_client_connections)
         self._running = threading.BoundedSemaphore(limits.workers)
+        # Calls whose message is still coming, and when it must have come.
+        self._receiving, self._lock = {}, threading.Lock()
+        self._closed = threading.Event()
         self._server = grpc.server(
             concurrent.futures.ThreadPoolExecutor(
                 places, thread_name_prefix="zoo-grpc"
@@ -189,6 +192,7 @@ class GrpcServer:
         >>> http.server_close()
         """
         self._server.start()
+        threading.Thread(target=self._watch, daemon=True, name="zoo-grpc-watch").start()
 
     def stop(self, grace):
         """Stops taking calls; those under way have `grace` seconds to finish.
@@ -211,6 +215,7 @@ class GrpcServer:
         grpc.FutureTimeoutError
         >>> http.server_close()
         """
+        self._closed.set()
         return self._server.stop(grace)
 
     def _handlers(self):
@@ -262,10 +267,7 @@ class GrpcServer:
             try:
                 counted = self._count(client)
                 working = self._wait_for_worker(context)
-                request = next(messages, None)
-                if request is None:
-                    raise RequestError("The call carries no request message.")
-                return method(request, context)
+                return method(self._receive(messages, context), context)
             except grpc.RpcError:  # gRPC ended the call (a message too large...).
                 status = HTTPStatus.BAD_REQUEST
             except RequestError as error:
@@ -288,6 +290,37 @@ class GrpcServer:
                 self.model.metrics.answered(protocol, status, elapsed, error_text)
 
         return answer
+
+    def _receive(self, messages, context):
+        """The call's message; the call is cancelled if it takes `read_timeout`."""
+        timeout = self.model.limits.read_timeout
+        with self._lock:
+            self._receiving[context] = time.monotonic() + timeout
+        try:
+            request = next(messages, None)
+        except grpc.RpcError:
+            if self._receiving.get(context, float("inf")) > time.monotonic():
+                raise  # Ended by gRPC or the client, not for its time.
+            raise RequestError(
+                f"The request message did not arrive within {timeout:g} s "
+                "(read_timeout).",
+                status=HTTPStatus.REQUEST_TIMEOUT,
+            ) from None
+        finally:
+            with self._lock:
+                self._receiving.pop(context, None)
+        if request is None:
+            raise RequestError("The call carries no request message.")
+        return request
+
+    def _watch(self):
+        """Cancels the calls whose message has not come in `read_timeout`."""
+        while not self._closed.wait(0.2):
+            now = time.monotonic()
+            with self._lock:
+                late = [c for c, end in self._receiving.items() if end < now]
+            for context in late:
+                context.cancel()
 
     def _count(self, client):
         """Counts a call of `client` (`True`), or refuses one over its share."""

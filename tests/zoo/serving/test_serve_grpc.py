@@ -393,11 +393,11 @@ def test_one_client_holding_its_calls_does_not_starve_another():
     from zoo.serving.requests import Limits, Signatures, _demo_exported
     from zoo.serving.server import ModelServer
 
-    limits = Limits(workers=1, max_queued=3, max_client_connections=2)
+    limits = Limits(workers=1, max_queued=3, max_client_connections=2, read_timeout=1.0)
     server = ModelServer(
         ("127.0.0.1", 0), Signatures(_demo_exported(), limits), model_name="lengths"
     )
-    run, gate = server.batcher.run, threading.Event()
+    run, gate, never = server.batcher.run, threading.Event(), threading.Event()
     server.batcher.run = lambda name, inputs: (gate.wait(TIMEOUT), run(name, inputs))[1]
     rpc = GrpcServer(server, "localhost", 0)  # Both loopbacks: two client hosts.
     rpc.start()
@@ -438,7 +438,23 @@ def test_one_client_holding_its_calls_does_not_starve_another():
         assert [len(call.result().outputs) for call in both] == [1, 1]
         metrics = server.metrics.text().decode()
         assert 'zoo_serve_refusals_total{limit="max_client_connections"} 1.0' in metrics
+        # A call whose message never comes holds the worker for read_timeout.
+        silent = first.stream_unary(
+            "/tensorflow.serving.PredictionService/Predict",
+            request_serializer=predict_pb2.PredictRequest.SerializeToString,
+            response_deserializer=predict_pb2.PredictResponse.FromString,
+        )
+        started = time.monotonic()
+        with pytest.raises(grpc.RpcError) as caught:
+            silent(iter(never.wait, True), timeout=TIMEOUT)  # Sends nothing.
+        assert caught.value.code() == grpc.StatusCode.CANCELLED
+        assert 1.0 <= time.monotonic() - started < 10
+        assert len(stub.Predict(request, timeout=TIMEOUT).outputs) == 1
+        assert 'zoo_serve_refusals_total{limit="read_timeout"} 1.0' in (
+            server.metrics.text().decode()
+        )
     finally:
+        never.set()
         gate.set()
         first.close()
         second.close()
