@@ -7,17 +7,22 @@ export`; a translator's or a classifier's), in one run:
    `zoo.serving.requests.Signatures`) called back to back with full batches
    of `--max-batch` rows (the server's `max_batch`, 64) for `--duration`
    seconds: rows/s, and the time of one full call.
-2. `python -m zoo serve DIR --port P --grpc-port G --max-batch B` in a
-   subprocess (its RSS read from `/proc/PID/status`).
+2. `python -m zoo serve DIR --port P --grpc-port G --max-batch B --workers
+   W` in a subprocess (its RSS read from `/proc/PID/status`). A request
+   holds a worker until it is answered, so a model call gathers at most W
+   one-row requests (`--workers`, 16 by default, as `zoo serve`'s).
 3. Unloaded: one client sending one-row requests back to back for
    `--idle-duration` seconds, per protocol: the median latency.
 4. For each protocol and each client count (`--clients`, 16 and 64): that
    many threads, each sending one-row requests back to back (a new request
    as soon as its answer came) for `--warmup` + `--duration` seconds;
    counted after the warm-up: requests/s (= rows/s), their share of the
-   in-process rows/s, p50 and p99 latency, errors, and the server's RSS
+   in-process rows/s, p50 and p99 latency, errors, the server's RSS
    after the warm-up and at the end (sampled each second; "RSS drift" is
-   the change in between).
+   the change in between), and the server's CPU time a row (user and
+   system, from `/proc/PID/stat`) beside the in-process one: unlike rows/s,
+   it hardly moves with the machine's load, and the two cores bound the
+   served rate at 2 s / that time.
 
 The protocols: `rest-json` (TF Serving's REST `:predict`, `{"instances":
 [row]}`), `rest-binary` (KServe v2's `infer` with binary tensor data, as
@@ -75,7 +80,7 @@ def one_row(signatures):
 
 
 def in_process(path, max_batch, duration):
-    """`(rows/s, seconds of one full call, (input name, one row))` in this process."""
+    """`(rows/s, seconds of one full call, CPU seconds a row, (input name, one row))`."""
     from zoo.serving.export import load
     from zoo.serving.requests import Signatures
     from zoo.serving.server import saved_model_folder
@@ -84,12 +89,13 @@ def in_process(path, max_batch, duration):
     name, row = one_row(signatures)
     batch = {name: np.concatenate([row] * max_batch)}
     signatures("serving_default", batch)  # Traced and warm.
-    calls, started = 0, time.monotonic()
+    calls, started, cpu = 0, time.monotonic(), cpu_seconds(os.getpid())
     while time.monotonic() - started < duration:
         signatures("serving_default", batch)
         calls += 1
     elapsed = time.monotonic() - started
-    return calls * max_batch / elapsed, elapsed / calls, (name, row)
+    cpu = (cpu_seconds(os.getpid()) - cpu) / (calls * max_batch)
+    return calls * max_batch / elapsed, elapsed / calls, cpu, (name, row)
 
 
 def rest_json(address, name, row, source):
@@ -162,8 +168,15 @@ def rss_mib(pid):
     return float("nan")
 
 
+def cpu_seconds(pid):
+    """The CPU time (user and system) process `pid` has used."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def load(make_client, clients, warmup, duration, pid):
-    """Runs `clients` threads; returns the counted latencies, errors and RSS."""
+    """Runs `clients` threads: the counted latencies, errors, RSS and server CPU s."""
     start = time.monotonic()
     counted_from, end = start + warmup, start + warmup + duration
     latencies, errors, lock = [], [0], threading.Lock()
@@ -191,20 +204,27 @@ def load(make_client, clients, warmup, duration, pid):
     for thread in threads:
         thread.start()
     rss = []
-    while time.monotonic() < end:
-        time.sleep(1.0)
-        rss.append((time.monotonic() - start, rss_mib(pid)))
+
+    def sample_until(moment):
+        while (left := moment - time.monotonic()) > 0:
+            time.sleep(min(1.0, left))
+            rss.append((time.monotonic() - start, rss_mib(pid)))
+
+    sample_until(counted_from)
+    cpu = cpu_seconds(pid)
+    sample_until(end)
+    cpu = cpu_seconds(pid) - cpu
     for thread in threads:
         thread.join(180)
-    return latencies, errors[0], rss
+    return latencies, errors[0], rss, cpu
 
 
-def serve(path, port, grpc_port, max_batch):
+def serve(path, port, grpc_port, max_batch, workers):
     env = dict(os.environ, PYTHONPATH=ROOT)
     process = subprocess.Popen(
         [sys.executable, "-m", "zoo", "serve", path, "--port", str(port)]
         + ["--grpc-port", str(grpc_port), "--model-name", MODEL]
-        + ["--max-batch", str(max_batch), "--workers", "16"],
+        + ["--max-batch", str(max_batch), "--workers", str(workers)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -228,13 +248,22 @@ def main():
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--idle-duration", type=float, default=5.0)
     parser.add_argument("--max-batch", type=int, default=64)
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=16,
+        help="the server's worker threads: a request holds one until answered, "
+        "so a model call gathers at most this many one-row requests",
+    )
     args = parser.parse_args()
     print(machine.describe())
     print("command: python benchmarks/serving_load.py " + " ".join(sys.argv[1:]))
     table = []
     for path in args.exports:
         export = os.path.basename(os.path.normpath(path))
-        speed, call_s, (name, row) = in_process(path, args.max_batch, args.duration)
+        speed, call_s, cpu_row, (name, row) = in_process(
+            path, args.max_batch, args.duration
+        )
         print(
             f"\n{export}: in-process {speed:.1f} rows/s in full batches of "
             f"{args.max_batch} ({call_s * 1000:.0f} ms a call); "
@@ -242,7 +271,7 @@ def main():
             flush=True,
         )
         port, grpc_port = free_port(), free_port()
-        process = serve(path, port, grpc_port, args.max_batch)
+        process = serve(path, port, grpc_port, args.max_batch, args.workers)
         address, grpc_address = ("127.0.0.1", port), f"127.0.0.1:{grpc_port}"
         makers = {
             "rest-json": functools.partial(rest_json, address, name, row),
@@ -252,19 +281,21 @@ def main():
         runs = []
         try:
             for protocol in args.protocols:
-                idle, _, _ = load(
+                idle, _, _, _ = load(
                     makers[protocol], 1, args.warmup, args.idle_duration, process.pid
                 )
                 unloaded = float(np.median(idle)) if idle else float("nan")
                 for clients in args.clients:
-                    latencies, errors, rss = load(
+                    latencies, errors, rss, cpu = load(
                         makers[protocol],
                         clients,
                         args.warmup,
                         args.duration,
                         process.pid,
                     )
-                    runs.append((protocol, clients, latencies, errors, rss, unloaded))
+                    runs.append(
+                        (protocol, clients, latencies, errors, rss, unloaded, cpu)
+                    )
                     print(
                         f"{export} {protocol} {clients} clients: "
                         f"{len(latencies) / args.duration:.1f} rows/s, {errors} errors; "
@@ -275,14 +306,17 @@ def main():
             process.terminate()
             process.wait(120)
         # In-process again: the machine's load moves; the ratio uses the mean.
-        again, call_again, _ = in_process(path, args.max_batch, args.duration)
+        again, call_again, cpu_again, _ = in_process(
+            path, args.max_batch, args.duration
+        )
         print(
             f"{export}: in-process again {again:.1f} rows/s "
             f"({call_again * 1000:.0f} ms a call)",
             flush=True,
         )
         speed, call_s = (speed + again) / 2, (call_s + call_again) / 2
-        for protocol, clients, latencies, errors, rss, unloaded in runs:
+        cpu_row = (cpu_row + cpu_again) / 2
+        for protocol, clients, latencies, errors, rss, unloaded, cpu in runs:
             after = [mib for t, mib in rss if t >= args.warmup] or [np.nan]
             rate = len(latencies) / args.duration
             p50, p99 = np.percentile(latencies, [50, 99]) if latencies else [np.nan] * 2
@@ -291,14 +325,16 @@ def main():
                 f"| {export} | {protocol} | {clients} | {rate:.1f} | {speed:.1f} "
                 f"| {100 * rate / speed:.0f}% | {p50 * 1000:.0f} | {p99 * 1000:.0f} "
                 f"| {target * 1000:.0f} | {errors} | {after[0]:.0f} -> {after[-1]:.0f} "
-                f"({100 * (after[-1] - after[0]) / after[0]:+.1f}%) |"
+                f"({100 * (after[-1] - after[0]) / after[0]:+.1f}%) "
+                f"| {1000 * cpu / max(len(latencies), 1):.2f} ({1000 * cpu_row:.2f}) |"
             )
     print(
         "\n| export | protocol | clients | served rows/s | in-process rows/s "
         "| served / in-process | p50 ms | p99 ms | p99 target ms "
-        "(2x unloaded + 1 call) | errors | server RSS MiB after warm-up -> end |"
+        "(2x unloaded + 1 call) | errors | server RSS MiB after warm-up -> end "
+        "| server CPU ms a row (in-process) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(table))
     print(f"\n{machine.describe()}")
 
