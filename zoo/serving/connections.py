@@ -5,11 +5,12 @@ a network could read differently (RFC 9112): differing `Content-Length`s, a
 repeated `Host` (or none, from an HTTP/1.1 client), an absolute-form target (`POST http://host/...`) or a
 `Host` or `Origin` naming a host the server does not answer to (what stops
 a web page from posting to a server on the reader's laptop: DNS
-rebinding). `ClientSlots` counts each client's open connections, so that
-one client holding idle sockets cannot fill the queue every other client
-waits in (and, keyed by `peer_host`, its gRPC calls), and `read_seconds` gives a client reading more than its share of
-the workers a shorter time to send each request, so that its idle sockets
-cannot hold every worker for the whole `read_timeout`.
+rebinding). `ClientSlots` counts each client's open connections (and,
+keyed by `peer_host`, its gRPC calls), so that one client holding idle
+sockets cannot fill the queue every other client waits in, and
+`read_seconds` gives a client reading more than its share of the workers a
+shorter time to send each request, so that its idle sockets cannot hold
+every worker for the whole `read_timeout`.
 
 Reference: https://www.rfc-editor.org/rfc/rfc9112 (sections 3.2 and 6.3).
 """
