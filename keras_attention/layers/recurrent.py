@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_attention.arguments import int_argument
 from keras_attention.layers.attention import Attention
+from keras_attention.lora import LoRAGRUCell, LoRALSTMCell
 from keras_attention.scores.base import PACKAGE
 
 STYLES = ("bahdanau", "luong")
@@ -150,9 +151,7 @@ class AttentionDecoderCell(keras.layers.Layer):
             cell_input = input_dim + self.memory_dim
         else:
             cell_input = input_dim + (self.units if self.input_feeding else 0)
-        cell_cls = (
-            keras.layers.LSTMCell if self.cell == "lstm" else keras.layers.GRUCell
-        )
+        cell_cls = LoRALSTMCell if self.cell == "lstm" else LoRAGRUCell
         self.rnn_cell = cell_cls(self.units, dtype=self.dtype_policy, name=self.cell)
         self.rnn_cell.build((inputs_shape[0], cell_input))
         self._build_attention()

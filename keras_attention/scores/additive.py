@@ -4,11 +4,12 @@ import keras
 from keras import ops
 
 from keras_attention.arguments import int_argument
+from keras_attention.lora import LoRAKernel, LoRAKernels
 from keras_attention.scores.base import PACKAGE, Score
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
-class Additive(Score):
+class Additive(LoRAKernels, Score):
     """Additive (Bahdanau) score `v_a^T tanh(W_a s + U_a h)`.
 
     Aliases: `"additive"`, `"bahdanau"`. `Perceptron` is the same
@@ -47,6 +48,12 @@ class Additive(Score):
         Bahdanau et al., 2014, "Neural Machine Translation by Jointly
         Learning to Align and Translate", appendix A.1.2.
     """
+
+    # `enable_lora(rank)` adapts W_a and U_a as Keras's `Dense` adapts its
+    # kernel (`keras_attention.lora`); `v_a` (`scale`) is a vector.
+    query_kernel = LoRAKernel()
+    key_kernel = LoRAKernel()
+    lora_kernel_names = ("query_kernel", "key_kernel")
 
     def __init__(
         self,

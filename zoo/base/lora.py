@@ -13,10 +13,15 @@ Keras's LoRA lives in `Dense`, `EinsumDense` (the attention projections of
 `keras_attention.layers.MultiHeadAttention`), `Embedding` and the
 convolutions: the kernel is frozen and `lora_kernel_a @ lora_kernel_b`
 (scaled by `lora_alpha / lora_rank`) is added to it, also on an int8 layer
-(QLoRA: `task.quantize("int8")` first). Layers that own raw kernels
-(recurrent cells, the `Additive` score) have no LoRA and are refused by
-name. Unlike keras-hub, the target layers' biases are frozen too: only the
-adapters train.
+(QLoRA: `task.quantize("int8")` first). Layers that own raw kernels get
+the same from `keras_attention.lora.LoRAKernels`: the recurrent cells that
+our decoder cells and RAM's core build (`LoRAGRUCell`, `LoRALSTMCell`,
+`LoRASimpleRNNCell`: an adapter on `kernel` and one on
+`recurrent_kernel`) and the `Additive` score (`query_kernel`,
+`key_kernel`). Layers with neither (the cells inside Keras's own `LSTM` /
+`GRU` layers, as in Seq2Seq's encoder) are refused by name. Unlike
+keras-hub, the target layers' biases are frozen too: only the adapters
+train.
 
 Saving merges: Keras writes each adapted layer's kernel with its adapter
 added (re-quantized on an int8 layer), so `save_to_preset` then
@@ -77,6 +82,25 @@ def _lora_enabled(layer):
     return bool(getattr(layer, "lora_enabled", False))
 
 
+def adapter_names(layer):
+    """The attribute names of `layer`'s adapters: Keras's pair, or a pair per kernel.
+
+    Example:
+    >>> adapter_names(keras.layers.Dense(2))
+    ('lora_kernel_a', 'lora_kernel_b')
+    >>> from keras_attention.lora import LoRALSTMCell
+    >>> adapter_names(LoRALSTMCell(2))
+    ('lora_kernel_a', 'lora_kernel_b', 'lora_recurrent_kernel_a', \
+'lora_recurrent_kernel_b')
+    """
+    return getattr(layer, "lora_variable_names", ("lora_kernel_a", "lora_kernel_b"))
+
+
+def adapters(layer):
+    """`layer`'s adapter variables, in `adapter_names` order."""
+    return [getattr(layer, name) for name in adapter_names(layer)]
+
+
 def enable_lora(model, rank, target_layer_names):
     """Freezes `model` and adds a rank-`rank` adapter to each named layer.
 
@@ -89,7 +113,8 @@ def enable_lora(model, rank, target_layer_names):
 
     Raises:
         ValueError: a name that matches no layer, or a layer without
-            Keras's `enable_lora` (a recurrent cell, a score layer).
+            `enable_lora` (a cell of Keras's `LSTM`/`GRU` layers, a score
+            other than `Additive`).
 
     Example:
     >>> inputs = keras.Input((4,))
@@ -111,10 +136,11 @@ def enable_lora(model, rank, target_layer_names):
     unreachable = [layer.path for layer in chosen if not hasattr(layer, "enable_lora")]
     if unreachable:
         raise ValueError(
-            f"Keras's LoRA does not reach {unreachable}: only `Dense`, "
-            "`EinsumDense`, `Embedding` and convolution layers have "
-            "`enable_lora` (recurrent cells and score layers own raw "
-            f"kernels). Received: target_layer_names={names}"
+            f"LoRA does not reach {unreachable}: only Keras's `Dense`, "
+            "`EinsumDense`, `Embedding` and convolution layers and "
+            "`keras_attention.lora`'s cells and `Additive` score have "
+            "`enable_lora` (the cells inside Keras's `LSTM`/`GRU` layers "
+            f"and other score layers do not). Received: target_layer_names={names}"
         )
     model.trainable = True
     for layer in model._flatten_layers(include_self=False):
@@ -122,9 +148,9 @@ def enable_lora(model, rank, target_layer_names):
     for layer in chosen:
         layer.trainable = True
         layer.enable_lora(rank)
-        adapters = {id(layer.lora_kernel_a), id(layer.lora_kernel_b)}
+        own = {id(variable) for variable in adapters(layer)}
         for variable in layer.trainable_weights:
-            if id(variable) not in adapters:
+            if id(variable) not in own:
                 variable.trainable = False
 
 
@@ -157,8 +183,8 @@ def merge_lora(model):
             store = {}
             layer.save_own_variables(store)
             layer._tracker.unlock()
-            del layer.lora_kernel_a
-            del layer.lora_kernel_b
+            for name in adapter_names(layer):
+                delattr(layer, name)
             layer._tracker.lock()
             layer.lora_enabled = False
             layer.lora_rank = None
@@ -177,7 +203,8 @@ def save_lora_weights(model, filepath):
 
     keras-hub's file layout: `lora/rank`, then `lora/<index>/lora_kernel_a`
     and `lora_kernel_b` for each adapted layer, `<index>` its place among
-    the layers that own weights.
+    the layers that own weights (a layer with several raw kernels holds
+    each pair by its name, `lora_recurrent_kernel_a`, ...: `adapter_names`).
 
     Raises:
         ValueError: no adapter is enabled, or the name does not end in
@@ -197,7 +224,7 @@ def save_lora_weights(model, filepath):
         for index in indices:
             inner = group.create_group(str(index))
             inner.attrs["path"] = layers[index].path
-            for name in ("lora_kernel_a", "lora_kernel_b"):
+            for name in adapter_names(layers[index]):
                 inner[name] = keras.ops.convert_to_numpy(getattr(layers[index], name))
 
 
@@ -226,7 +253,7 @@ def load_lora_weights(model, filepath, default_layer_names):
                 "LoRA with the same rank and targets as when they were saved."
             )
         for index in indices:
-            for name in ("lora_kernel_a", "lora_kernel_b"):
+            for name in adapter_names(layers[index]):
                 getattr(layers[index], name).assign(store[f"lora/{index}/{name}"][()])
 
 

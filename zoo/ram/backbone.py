@@ -139,21 +139,24 @@ class RecurrentAttentionBackbone(Backbone):
         return count + budget.dense(units, num_classes)
 
     def default_lora_layer_names(self):
-        """LoRA's targets: the glimpse network's dense (or convolution) layers.
+        """LoRA's targets: the glimpse network's layers and the core network.
 
-        The core network is a recurrent cell with raw kernels, which Keras's
-        LoRA does not reach.
+        The glimpse network's dense (or convolution) layers, and the core
+        cell's kernel and recurrent kernel (`keras_attention.lora`).
 
         Example:
         >>> backbone = RecurrentAttentionBackbone(
         ...     num_classes=3, num_glimpses=2, patch_size=4, glimpse_units=4,
         ...     location_units=4, glimpse_output_units=8, units=8)
         >>> sorted(backbone.default_lora_layer_names())
-        ['glimpse_dense', 'glimpse_output_dense',
+        ['core', 'glimpse_dense', 'glimpse_output_dense',
          'location_dense', 'location_output_dense']
         """
         return lora.adaptable_names(
-            self, lambda layer: "/glimpse_network/" in f"/{layer.path}"
+            self,
+            lambda layer: (
+                "/glimpse_network/" in f"/{layer.path}" or layer.path == "agent/core"
+            ),
         )
 
     def call(self, images, training=False):

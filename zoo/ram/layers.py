@@ -14,6 +14,7 @@ from keras import ops
 
 from keras_attention.layers import GlimpseNetwork
 from keras_attention.layers.glimpse import relu
+from keras_attention.lora import LoRALSTMCell, LoRASimpleRNNCell
 from zoo.base.backbone import MAX_PATCH_SIDE, positive_int
 from zoo.ram.preprocessor import to_model_pixels
 
@@ -348,11 +349,9 @@ class RecurrentAttention(keras.layers.Layer):
         self.input_channels = images_shape[-1]
         self.glimpse_network.build(images_shape, (batch, 2))
         if self.cell == "lstm":
-            self.core = keras.layers.LSTMCell(
-                self.units, dtype=self.dtype_policy, name="core"
-            )
+            self.core = LoRALSTMCell(self.units, dtype=self.dtype_policy, name="core")
         else:
-            self.core = keras.layers.SimpleRNNCell(
+            self.core = LoRASimpleRNNCell(
                 self.units, activation=relu, dtype=self.dtype_policy, name="core"
             )
         self.core.build((batch, self.glimpse_output_units))

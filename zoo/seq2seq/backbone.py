@@ -320,21 +320,23 @@ class Seq2SeqBackbone(Backbone):
         return count + deep_output
 
     def default_lora_layer_names(self):
-        """LoRA's targets: the bridges, Luong's attentional layer and the deep output.
+        """LoRA's targets: the decoder's recurrent cell and attention, the rest.
 
-        The recurrent cells and the `Additive` score own raw kernels, which
-        Keras's LoRA does not reach.
+        The decoder cell's kernel and recurrent kernel, the `Additive`
+        score's `W_a`/`U_a` (`keras_attention.lora`), the bridges, Luong's
+        attentional layer and the deep output. The encoder's cells live
+        inside Keras's `LSTM`/`GRU` layers, which have no LoRA.
 
         Example:
         >>> backbone = Seq2SeqBackbone(10, 12, embedding_dim=4, units=3)
         >>> backbone.default_lora_layer_names()
-        ['bridge_0', 'bridge_1', 'pieces']
+        ['bridge_0', 'bridge_1', 'score', 'lstm', 'pieces']
         """
         return lora.adaptable_names(
             self,
             lambda layer: (
                 layer.name.startswith("bridge_")
-                or layer.name in ("attentional_hidden", "pieces")
+                or layer.name in ("attentional_hidden", "pieces", "score", self.cell)
             ),
         )
 

@@ -260,19 +260,23 @@ class ShowAttendTellBackbone(Backbone):
         return count
 
     def default_lora_layer_names(self):
-        """LoRA's targets: the annotation projection and the decoder's dense layers.
+        """LoRA's targets: the LSTM, the attention and the decoder's dense layers.
 
-        The LSTM cell and the `Additive` score own raw kernels, which Keras's
-        LoRA does not reach.
+        The LSTM cell's kernel and recurrent kernel and the `Additive`
+        score's `W_a`/`U_a` (`keras_attention.lora`), the annotation
+        projection, `init_h`/`init_c` and the gate `beta`.
 
         Example:
         >>> backbone = ShowAttendTellBackbone(10, annotation_dim=8, units=6)
         >>> sorted(backbone.default_lora_layer_names())
-        ['annotations', 'beta', 'init_c', 'init_h']
+        ['annotations', 'beta', 'init_c', 'init_h', 'lstm', 'score']
         """
         return lora.adaptable_names(
             self,
-            lambda layer: layer.name in ("annotations", "init_h", "init_c", "beta"),
+            lambda layer: (
+                layer.name
+                in ("annotations", "init_h", "init_c", "beta", "lstm", "score")
+            ),
         )
 
     def annotate(self, images):

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_attention.layers import Attention
+from keras_attention.lora import LoRALSTMCell
 
 #: Names of the states after the LSTM's `h` and `c`.
 EXTRA_STATES = ("annotations", "keys", "weights", "coverage", "log_prob", "entropy")
@@ -166,9 +167,7 @@ class ShowAttendTellCell(keras.layers.Layer):
         return [self.units, self.units, d, d, 1, 1, 1, 1]
 
     def build(self, inputs_shape):
-        self.lstm = keras.layers.LSTMCell(
-            self.units, dtype=self.dtype_policy, name="lstm"
-        )
+        self.lstm = LoRALSTMCell(self.units, dtype=self.dtype_policy, name="lstm")
         fed = self.annotation_dim if self.feedback == "context" else self.num_locations
         self.lstm.build((inputs_shape[0], inputs_shape[-1] + fed))
         self._build_state_layers()

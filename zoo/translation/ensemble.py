@@ -6,14 +6,17 @@ gives its next-token log-probabilities; the search (greedy or beam, the
 `keras_attention.decoding` searches every translator uses) ranks their
 mean. The members may differ in architecture and source vocabulary (each
 reads the source with its own preprocessor) but must share the target
-vocabulary, since they score the same target ids.
+vocabulary, since they score the same target ids. The search runs
+compiled as a single model's does (`zoo.base.generation`: one
+`tf.function` on TensorFlow, one `jax.jit` over every member's variables on
+JAX), once per search configuration.
 """
 
 import numpy as np
 from keras import ops
 
 from keras_attention.decoding.search import token_log_probs
-from zoo.base.generation import as_texts, decoding_options, make_search
+from zoo.base.generation import _compiled, as_texts, decoding_options, make_search
 from zoo.base.truncation import warn_unfinished
 
 
@@ -108,6 +111,19 @@ class Ensemble:
                     f"{_at(other, differ)})."
                 )
         self.preprocessor = self.members[0].generation_preprocessor("an ensemble")
+        self._search_functions = {}
+
+    @property
+    def variables(self):
+        """Every member's variables: what the compiled search reads under JAX."""
+        return [variable for member in self.members for variable in member.variables]
+
+    def padded_source(self, sources, multiple):
+        """Each member's source padded by its own `padded_source` (JAX's shapes)."""
+        return [
+            member.padded_source(source, multiple)
+            for member, source in zip(self.members, sources)
+        ]
 
     def encode(self, sources, max_length):
         """The members' caches: member `i` encodes `sources[i]` (its own ids).
@@ -193,22 +209,33 @@ class Ensemble:
             beam_width, max_length, batch, pre.target_sequence_length
         )
         search = make_search(beam_width, length_penalty=length_penalty)
-        return self._generate(search, sources, max_length)
+        return self._generate(search, sources, max_length, batch)
 
-    def _generate(self, search, sources, max_length):
+    def _generate(self, search, sources, max_length, batch_size):
         pre = self.preprocessor
         prompt = np.full((len(sources[0]), max_length + 1), pre.pad_id, "int32")
         prompt[:, 0] = pre.start_id
-        cache = self.encode(sources, max_length)
-        tokens = search(
-            self.next,
-            ops.convert_to_tensor(prompt),
-            cache=cache,
-            index=1,
-            stop_token_ids=[int(pre.end_id)],
-            pad_token_id=int(pre.pad_id),
-        )
-        return ops.convert_to_numpy(tokens)
+        run = self._search_function(search)
+        return ops.convert_to_numpy(run(sources, prompt, max(len(prompt), batch_size)))
+
+    def _search_function(self, search):
+        """`run(sources, prompt, rows) -> tokens`, compiled once per search."""
+        key = (type(search).__name__, tuple(sorted(search.get_config().items())))
+        if key not in self._search_functions:
+            pre = self.preprocessor
+
+            def run(sources, prompt):
+                return search(
+                    self.next,
+                    prompt,
+                    cache=self.encode(sources, ops.shape(prompt)[1] - 1),
+                    index=1,
+                    stop_token_ids=[int(pre.end_id)],
+                    pad_token_id=int(pre.pad_id),
+                )
+
+            self._search_functions[key] = _compiled(self, run)
+        return self._search_functions[key]
 
     def translate(
         self, texts, beam_width=4, max_length=None, length_penalty=0.6, batch_size=64
@@ -249,7 +276,7 @@ class Ensemble:
                 _padded([rows[i] for i in chunk], member)
                 for member, rows in zip(self.members, ids)
             ]
-            tokens = self._generate(search, sources, max_length)
+            tokens = self._generate(search, sources, max_length, batch_size)
             generated.append(tokens)
             for i, text in zip(chunk, self.preprocessor.detokenize(tokens[:, 1:])):
                 outputs[i] = text

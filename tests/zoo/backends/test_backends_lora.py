@@ -5,7 +5,9 @@ adapters on its default targets: only they train, the preset holds them
 merged (the loaded model gives the in-memory model's outputs), they save
 and load alone (`.lora.h5`), merge in memory, and the same holds after
 `quantize("int8")` (QLoRA, where saving re-quantizes the merged kernel as
-Keras does). The file runs under every backend (the Makefile's
+Keras does). The recurrent families' defaults include their cells'
+kernels and recurrent kernels and the `Additive` score's kernels
+(`keras_attention.lora`). The file runs under every backend (the Makefile's
 `tests/zoo/backends/test_backends*.py`): every family on TensorFlow, a
 translator and a classifier on JAX and PyTorch (`OTHER_BACKENDS_FAMILIES`).
 """
@@ -28,9 +30,16 @@ import tiny_models  # noqa: E402
 BACKEND = keras.backend.backend()
 #: TensorFlow's pass runs every family; JAX's and PyTorch's run one
 #: translator and one classifier (attention projections; RAM's glimpse
-#: Dense layers): the targets are the same Keras LoRA layers on every
-#: backend, and every family under JAX took 26 minutes of a loaded CI.
+#: Dense layers and its recurrent core, `keras_attention.lora`'s cells):
+#: every family under JAX took 26 minutes of a loaded CI.
 OTHER_BACKENDS_FAMILIES = ("ram", "transformer")
+#: A recurrent cell and an `Additive` score among each family's defaults,
+#: each adapted on both its kernels.
+RAW_KERNEL_TARGETS = {
+    "seq2seq": {"lstm": "recurrent_kernel", "score": "key_kernel"},
+    "show_attend_tell": {"lstm": "recurrent_kernel", "score": "key_kernel"},
+    "ram": {"core": "recurrent_kernel"},
+}
 ALL_CASES = families.cases("TASK_CASES")
 CASES = {
     name: case
@@ -59,7 +68,7 @@ def _with_random_adapters(model, rank=2, seed=0):
     model.enable_lora(rank)
     rng = np.random.default_rng(seed)
     for layer in lora.lora_layers(model.backbone):
-        for variable in (layer.lora_kernel_a, layer.lora_kernel_b):
+        for variable in lora.adapters(layer):
             variable.assign(rng.normal(0, 0.3, variable.shape).astype("float32"))
     return model
 
@@ -84,9 +93,12 @@ def test_each_family_names_default_targets_keras_lora_reaches(family):
     assert sorted(v.path for v in model.trainable_weights) == sorted(
         f"{layer.path}/{name}"
         for layer in adapted
-        for name in ("lora_kernel_a", "lora_kernel_b")
+        for name in lora.adapter_names(layer)
     )
     assert 0 < lora.trainable_share(model) < 1
+    by_name = {layer.name: layer for layer in adapted}
+    for name, kernel in RAW_KERNEL_TARGETS.get(family, {}).items():
+        assert f"lora_{kernel}_b" in lora.adapter_names(by_name[name])
 
 
 FIT_CASES = sorted(set(tiny_models.CASES) & set(CASES))
@@ -107,7 +119,13 @@ def test_fit_trains_only_the_adapters(name, quantized):
     assert np.isfinite(history.history["loss"][0])
     after = _float_values(model)
     changed = {path for path in before if not np.array_equal(before[path], after[path])}
-    assert changed and all("lora_kernel" in path for path in changed), changed
+    adapters = {
+        v.path
+        for layer in lora.lora_layers(model.backbone)
+        for v in lora.adapters(layer)
+    }
+    assert changed and changed <= adapters, changed
+    assert all("lora_" in path for path in adapters)
 
 
 @pytest.mark.parametrize("family", sorted(CASES))
@@ -180,8 +198,8 @@ def test_qlora_saves_and_reloads_as_the_merged_model(family, tmp_path):
 
 def test_targets_keras_lora_does_not_reach_are_refused_by_name():
     model, _ = _tiny_task("seq2seq")
-    with pytest.raises(ValueError, match="does not reach.*lstm"):
-        model.enable_lora(2, ["lstm"])
+    with pytest.raises(ValueError, match="does not reach.*lstm_cell"):
+        model.enable_lora(2, ["lstm_cell"])  # inside Keras's LSTM layer
     with pytest.raises(ValueError, match="no_such_layer"):
         model.enable_lora(2, ["no_such_layer"])
     with pytest.raises(ValueError, match="rank"):

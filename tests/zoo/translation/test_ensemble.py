@@ -7,6 +7,7 @@ import keras
 import numpy as np
 import pytest
 
+from zoo.base.generation import make_search
 from zoo.translation import ensemble
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -64,6 +65,23 @@ def test_two_models_decode_on_their_mean_log_probabilities():
     # Greedy decoding follows the mean: its first subwords are its argmax.
     tokens = pair.generate(ids, beam_width=1, max_length=4)
     np.testing.assert_array_equal(tokens[:, 1], np.mean(members, axis=0).argmax(-1))
+    # The compiled search (one per configuration) gives the eager search's ids.
+    pre = first.preprocessor
+    for beam_width in (1, 3):
+        search = make_search(beam_width, length_penalty=0.0)
+        eager = search(
+            pair.next,
+            keras.ops.convert_to_tensor(prompt),
+            cache=pair.encode(ids, 4),
+            index=1,
+            stop_token_ids=[int(pre.end_id)],
+            pad_token_id=int(pre.pad_id),
+        )
+        np.testing.assert_array_equal(
+            pair.generate(ids, beam_width=beam_width, max_length=4),
+            keras.ops.convert_to_numpy(eager),
+        )
+    assert len(pair._search_functions) == 2
     translations = pair.translate(TEXTS, beam_width=2, max_length=12)
     assert len(translations) == len(TEXTS) and all(
         isinstance(t, str) for t in translations
