@@ -27,8 +27,16 @@ from decode_floors import FAMILIES  # noqa: E402
 from decode_ops import op_times  # noqa: E402
 from machine import describe, printer  # noqa: E402
 
-#: Op types that are matrix products or convolutions.
-GEMM = ("MatMul", "BatchMatMul", "Conv2D", "Einsum", "_Fused", "_MklFused")
+#: Op types that are matrix products or convolutions (oneDNN's `_Mkl*`
+#: and `_MklNative*` names, and the fused ones, start so once cut).
+GEMM = ("MatMul", "BatchMatMul", "Conv2D", "Einsum", "FusedMatMul", "FusedConv2D")
+
+
+def is_gemm(kind):
+    """Whether an op type is a matrix product or a convolution."""
+    return (
+        kind.replace("_MklNative", "").replace("_Mkl", "").lstrip("_").startswith(GEMM)
+    )
 
 
 def batch_call(family, model):
@@ -78,7 +86,7 @@ def main(argv=None):
             tf.profiler.experimental.stop()
             totals = op_times(directory)
         total = sum(t for t, _ in totals.values())
-        gemm = sum(t for kind, (t, _) in totals.items() if kind.startswith(GEMM))
+        gemm = sum(t for kind, (t, _) in totals.items() if is_gemm(kind))
         say(
             f"\n{family}: {wall:.2f} s wall (traced); {total / 1e6:.2f} s summed "
             f"over the ops (both cores); GEMM ops {gemm / total:.0%} of it"
