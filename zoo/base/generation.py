@@ -652,6 +652,9 @@ class GenerativeTask(Task):
     def token_attention(self, inputs, tokens):
         """The attention of given tokens: `next` re-run, teacher-forced, once.
 
+        The re-run is compiled as the search is (see the class docstring),
+        its batch padded to a power of two rows on JAX: few shapes compile.
+
         Args:
             inputs: the prepared source, as for `generate`.
             tokens: int array `(batch, T + 1)` starting with the start token
@@ -671,13 +674,39 @@ class GenerativeTask(Task):
         ((1, 3, 3), True)
         """
         tokens = np.asarray(tokens, "int32")
-        prompt = ops.convert_to_tensor(tokens)
-        cache = self.encode(inputs, tokens.shape[1] - 1)
-        rows = []
-        for index in range(1, tokens.shape[1]):
-            _, attention, cache = self.next(prompt, cache, index)
-            rows.append(ops.convert_to_numpy(ops.cast(attention, "float32")))
-        return np.stack(rows, axis=1)
+        if getattr(self, "preprocessor", None) is None:  # no pad id: eagerly
+            return ops.convert_to_numpy(self._replayed_attention(inputs, tokens))
+        functions = self.__dict__.setdefault("_zoo_search_functions", {})
+        if "token_attention" not in functions:
+            functions["token_attention"] = _compiled(self, self._replayed_attention)
+        # Batch sizes rounded up to a power of two: few compilations on JAX.
+        rows = 1 << (len(tokens) - 1).bit_length()
+        weights = ops.convert_to_numpy(
+            functions["token_attention"](inputs, tokens, rows)
+        )
+        if keras.backend.backend() == "jax":  # JAX's source padding, cut
+            source = tree.flatten(inputs)[0]
+            padded = self.padded_source(inputs, SOURCE_LENGTH_MULTIPLE)
+            extra = tree.flatten(padded)[0].shape[-1] - source.shape[-1]
+            weights = weights[..., : weights.shape[-1] - extra]
+        return weights
+
+    def _replayed_attention(self, inputs, tokens):
+        """`token_attention`'s loop: `next` over `tokens`, `(batch, T, S)`."""
+        steps = ops.shape(tokens)[1] - 1
+        cache = self.encode(inputs, steps)
+        _, attention, cache = self.next(tokens, cache, 1)
+        attention = ops.cast(attention, "float32")
+        rows = ops.zeros((ops.shape(attention)[0], steps, ops.shape(attention)[1]))
+        rows = ops.slice_update(rows, (0, 0, 0), attention[:, None])
+
+        def step(index, state):
+            rows, cache = state
+            _, attention, cache = self.next(tokens, cache, index)
+            update = ops.cast(attention, "float32")[:, None]
+            return ops.slice_update(rows, (0, index - 1, 0), update), cache
+
+        return ops.fori_loop(2, steps + 1, step, (rows, cache))[0]
 
 
 def padded_rows(x, rows):
