@@ -133,9 +133,9 @@ class Attention(keras.layers.Layer):
         chunk_size: `"auto"` or int. Queries and values per chunk
             (`dispatch.chunk_size`). Defaults to `"auto"`.
         score_mod: optional `keras_attention.layers.ScoreMod` (or its
-            config): a bias, cap or mask of the scores from positions,
-            copied from its config, with one head (head 0). Defaults to
-            `None`.
+            config), or a list of them (`ScoreMods`): a bias, cap or mask
+            of the scores from positions, copied from its config, with one
+            head (head 0). Defaults to `None`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
