@@ -33,8 +33,9 @@ Two measurements, printed as tables:
    processes alternating per round, the median of the rounds; peak
    memory: RSS growth of one eager forward pass, a subprocess per row (as
    in 2). A call whose estimated peak (`gqa_peak_gib`, from the scores'
-   size) exceeds `--budget-gib` is skipped with a note; the children are
-   the OOM killer's first pick. The ratio is ours / Keras's (lower is
+   size) exceeds `--budget-gib` (an eager one: or the memory available
+   then) is skipped with a note; the children are the OOM killer's first
+   pick. The ratio is ours / Keras's (lower is
    better for ours).
 
 Usage:
@@ -59,6 +60,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from machine import (  # noqa: E402
+    available_gib,
     cpu_model,
     describe,
     load_average,
@@ -326,7 +328,8 @@ def gqa_main(lengths, warmup, steps, rounds, budget_gib, configs=GQA_CONFIGS):
         f"each configuration in its own process ({warmup} warm-up calls, "
         f"median of {steps} timed), processes alternating over {rounds} rounds, "
         "median of the rounds; memory: peak RSS growth of one eager forward "
-        f"(a process per row); calls estimated over {budget_gib:g} GiB skipped; "
+        f"(a process per row); calls estimated over {budget_gib:g} GiB (eagerly: "
+        "or over the memory available) skipped; "
         "timed only where Keras's call fits (the ratio is the claim)\n"
     )
     print(
@@ -342,10 +345,11 @@ def gqa_main(lengths, warmup, steps, rounds, budget_gib, configs=GQA_CONFIGS):
         growth, fits, notes = {}, [], []
         for config in configs:
             eager_gib = gqa_peak_gib(config, length, eager=True)
-            if eager_gib > budget_gib:
+            if eager_gib > min(budget_gib, available_gib() or budget_gib):
                 growth[config] = None
                 notes.append(
-                    f"{length} {config} eager: needs ~{eager_gib:.1f} GiB > budget"
+                    f"{length} {config} eager: needs ~{eager_gib:.1f} GiB > budget "
+                    f"({budget_gib:g} GiB, {available_gib() or 0:.1f} GiB available)"
                 )
             else:
                 growth[config] = gqa_memory(config, length)
@@ -355,7 +359,7 @@ def gqa_main(lengths, warmup, steps, rounds, budget_gib, configs=GQA_CONFIGS):
             if compiled_gib > budget_gib:
                 notes.append(
                     f"{length} {config} compiled: needs ~{compiled_gib:.1f} GiB "
-                    "> budget"
+                    f"> budget ({budget_gib:g} GiB)"
                 )
             else:
                 fits.append(config)
