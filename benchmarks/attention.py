@@ -265,6 +265,7 @@ def gqa_times(length, warmup, steps, rounds, configs=GQA_CONFIGS):
                 str(steps),
             )
             times[config].append(None if result is None else result["seconds"])
+            print(f"{length} {config} round {step}: {result}", flush=True)
     return {
         config: None if None in values else statistics.median(values)
         for config, values in times.items()
