@@ -28,10 +28,15 @@ Two measurements, printed as tables:
    head_dim 32, causal, batch 1) at lengths 1,024-4,096 (`--lengths`):
    Keras's `GroupQueryAttention` beside ours plain and with each score
    hook (ALiBi, T5 relative bias, soft-cap 50). Time: a forward pass of a
-   `jit_compile=True` model (`predict_on_batch`), median of alternating
-   rounds after warm-up calls; peak memory: RSS growth of one eager
-   forward pass, a subprocess per row (as in 2). The ratio is ours /
-   Keras's (lower is better for ours).
+   `jit_compile=True` model (`predict_on_batch`), each configuration in a
+   process of its own (one model of the length lives at a time), the
+   processes alternating per round, the median of the rounds; peak
+   memory: RSS growth of one eager forward pass, a subprocess per row (as
+   in 2). A call whose estimated peak (`gqa_peak_gib`, from the scores'
+   size) exceeds `--budget-gib` (an eager one: or the memory available
+   then) is skipped with a note; the children are the OOM killer's first
+   pick. The ratio is ours / Keras's (lower is
+   better for ours).
 
 Usage:
     python benchmarks/attention.py            # full run, a few minutes
@@ -39,6 +44,7 @@ Usage:
     python benchmarks/attention.py --warmup 10 --steps 60   # steadier medians
     KERAS_BACKEND=jax python benchmarks/attention.py
     python benchmarks/attention.py --gqa --lengths 1024 2048 4096
+    python benchmarks/attention.py --gqa --lengths 8192 16384 --budget-gib 12
 """
 
 import argparse
@@ -54,6 +60,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from machine import (  # noqa: E402
+    available_gib,
     cpu_model,
     describe,
     load_average,
@@ -66,6 +73,8 @@ try:
 except ImportError:  # a source checkout without `pip install -e .`
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from keras_attention import layers
+from keras_attention.layers import dispatch  # noqa: E402
+
 MultiHeadAttention = layers.MultiHeadAttention
 
 NUM_HEADS, KEY_DIM = 8, 32
@@ -178,6 +187,9 @@ HOOKS = {
     "ours-softcap": lambda: layers.SoftCap(50.0),
 }
 GQA_CONFIGS = ("keras", *HOOKS)
+#: Float32 copies of the `(heads, T, T)` scores a full (unchunked) call
+#: holds at its peak, for `gqa_peak_gib`.
+SCORE_COPIES = 4.2
 
 
 def make_gqa(config):
@@ -197,21 +209,67 @@ def gqa_model(config, length):
     return model
 
 
-def gqa_times(length, warmup, rounds, configs=GQA_CONFIGS):
-    """Median seconds of a compiled forward pass, per configuration."""
+def gqa_peak_gib(config, length, eager):
+    """An estimate of a call's peak memory in GiB, from its scores' size.
+
+    Keras's layer and our explicit path hold about `SCORE_COPIES` float32
+    copies of the `(heads, T, T)` scores (at 4,096 eager: 2,149 MiB
+    measured, 512 MiB per copy); our chunked path (above the threshold of
+    `dispatch`) a `(heads, T, block)` slice of them.
+    """
+    rows = length
+    if config != "keras" and length > dispatch.auto_threshold(
+        keras.backend.backend(),
+        "cpu",
+        eager and keras.backend.backend() == "tensorflow",
+    ):
+        rows = dispatch.EAGER_CPU_CHUNK_SIZE if eager else dispatch.CPU_CHUNK_SIZE
+    return SCORE_COPIES * QUERY_HEADS * length * rows * 4 / 2**30
+
+
+def gqa_time_child(config, length, warmup, steps):
+    """Runs in a subprocess: median seconds of a compiled forward pass."""
     x = np.random.default_rng(0).normal(size=(1, length, D_MODEL)).astype("float32")
-    models = {config: gqa_model(config, length) for config in configs}
-    for model in models.values():
-        for _ in range(warmup):
-            model.predict_on_batch(x)
-    times = {config: [] for config in models}
+    model = gqa_model(config, length)
+    for _ in range(warmup):
+        model.predict_on_batch(x)
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        model.predict_on_batch(x)
+        times.append(time.perf_counter() - start)
+    peak = status_kib("VmHWM") / 2**20
+    print(json.dumps({"seconds": statistics.median(times), "peak_gib": peak}))
+
+
+def gqa_times(length, warmup, steps, rounds, configs=GQA_CONFIGS):
+    """Median seconds of a compiled forward pass, per configuration.
+
+    Each configuration is timed in a process of its own (so one model of
+    this length lives at a time), `steps` calls after `warmup`; the
+    processes alternate per round (round 0: the configurations in order,
+    round 1: reversed, ...), and a configuration's time is the median of
+    its rounds. None where the process failed (out of memory).
+    """
+    times = {config: [] for config in configs}
     for step in range(rounds):
-        order = list(models) if step % 2 == 0 else list(models)[::-1]
+        order = list(configs) if step % 2 == 0 else list(configs)[::-1]
         for config in order:
-            start = time.perf_counter()
-            models[config].predict_on_batch(x)
-            times[config].append(time.perf_counter() - start)
-    return {config: statistics.median(values) for config, values in times.items()}
+            result = _child(
+                "--gqa-time-child",
+                config,
+                length,
+                "--warmup",
+                str(warmup),
+                "--steps",
+                str(steps),
+            )
+            times[config].append(None if result is None else result["seconds"])
+            print(f"{length} {config} round {step}: {result}", flush=True)
+    return {
+        config: None if None in values else statistics.median(values)
+        for config, values in times.items()
+    }
 
 
 def gqa_memory_child(config, length):
@@ -232,31 +290,48 @@ def gqa_memory_child(config, length):
 
 
 def _first_to_kill():
-    """In a memory child: the kernel's OOM killer picks it, not the parent."""
+    """In a child: the kernel's OOM killer picks it, not the parent."""
     with open("/proc/self/oom_score_adj", "w") as f:
         f.write("1000")
 
 
-def gqa_memory(config, length):
-    """`gqa_memory_child` in a subprocess; None where it ran out of memory."""
+def _child(flag, config, length, *args):
+    """This script with `flag config --lengths length *args` in a subprocess
+    that the OOM killer picks first; its last JSON line, or None where it
+    failed."""
     result = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--gqa-memory-child", config]
-        + ["--lengths", str(length)],
+        [sys.executable, os.path.abspath(__file__), flag, config]
+        + ["--lengths", str(length), *args],
         capture_output=True,
         text=True,
         preexec_fn=_first_to_kill,
     )
     if result.returncode != 0:
         return None
-    return json.loads(result.stdout.strip().splitlines()[-1])["growth_mib"]
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def gqa_main(lengths, warmup, rounds):
+def gqa_memory(config, length):
+    """`gqa_memory_child` in a subprocess; None where it ran out of memory."""
+    result = _child("--gqa-memory-child", config, length)
+    return None if result is None else result["growth_mib"]
+
+
+def _cell(value, text):
+    """`text` formatted, or a dash for a missing value."""
+    return text.format(value) if value is not None else "-"
+
+
+def gqa_main(lengths, warmup, steps, rounds, budget_gib, configs=GQA_CONFIGS):
     print(
         f"\nGrouped-query attention ({QUERY_HEADS} query / {KV_HEADS} key-value "
         f"heads x {HEAD_DIM}), causal, batch 1; time: jit_compile=True forward, "
-        f"median of {rounds} alternating rounds after {warmup} warm-up calls; "
-        "memory: peak RSS growth of one eager forward (subprocess per row)\n"
+        f"each configuration in its own process ({warmup} warm-up calls, "
+        f"median of {steps} timed), processes alternating over {rounds} rounds, "
+        "median of the rounds; memory: peak RSS growth of one eager forward "
+        f"(a process per row); calls estimated over {budget_gib:g} GiB (eagerly: "
+        "or over the memory available) skipped; "
+        "timed only where Keras's call fits (the ratio is the claim)\n"
     )
     print(
         "| length | configuration | seconds | / keras | peak growth (MiB) | / keras |"
@@ -265,29 +340,46 @@ def gqa_main(lengths, warmup, rounds):
         "|-------:|---------------|--------:|--------:|------------------:|--------:|"
     )
     for length in lengths:
-        # Memory first, each in its own process: a configuration that runs
-        # out of memory there (Keras's at 16,384: ~34 GiB of scores) is not
-        # built in this process to be timed, which would end the whole run.
-        growth = {config: gqa_memory(config, length) for config in GQA_CONFIGS}
-        fits = [config for config in GQA_CONFIGS if growth[config] is not None]
-        seconds = gqa_times(length, warmup, rounds, fits)
-        for config in GQA_CONFIGS:
-            memory_ratio = (
-                f"{growth[config] / growth['keras']:7.2f}"
-                if growth[config] and growth["keras"]
-                else "      -"
-            )
-            grown = "OOM" if growth[config] is None else f"{growth[config]:.0f}"
-            took = seconds.get(config)
-            ratio = took / seconds["keras"] if took and "keras" in seconds else None
+        # One process per measurement, after an estimate of its peak: a
+        # call that cannot fit (Keras's at 16,384: ~34 GiB of scores) is
+        # not run, and one that runs out of memory anyway ends only itself.
+        growth, fits, notes = {}, [], []
+        for config in configs:
+            eager_gib = gqa_peak_gib(config, length, eager=True)
+            if eager_gib > min(budget_gib, available_gib() or budget_gib):
+                growth[config] = None
+                notes.append(
+                    f"{length} {config} eager: needs ~{eager_gib:.1f} GiB > budget "
+                    f"({budget_gib:g} GiB, {available_gib() or 0:.1f} GiB available)"
+                )
+            else:
+                growth[config] = gqa_memory(config, length)
+                # As measured: a run cut short keeps it.
+                print(f"{length} {config} eager peak growth: {growth[config]} MiB")
+            compiled_gib = gqa_peak_gib(config, length, eager=False)
+            if compiled_gib > budget_gib:
+                notes.append(
+                    f"{length} {config} compiled: needs ~{compiled_gib:.1f} GiB "
+                    f"> budget ({budget_gib:g} GiB)"
+                )
+            else:
+                fits.append(config)
+        seconds = {}
+        if "keras" in fits:
+            seconds = gqa_times(length, warmup, steps, rounds, fits)
+        keras_seconds, keras_growth = seconds.get("keras"), growth.get("keras")
+        for config in configs:
+            took, grown = seconds.get(config), growth[config]
             print(
                 f"| {length:6d} | {config:13s} | "
-                + ("    OOM" if took is None else f"{took:7.3f}")
-                + " | "
-                + ("      -" if ratio is None else f"{ratio:7.2f}")
-                + f" | {grown:>17s} | {memory_ratio} |",
+                + f"{_cell(took, '{:.3f}'):>7s} | "
+                + f"{_cell(took and keras_seconds and took / keras_seconds, '{:.2f}'):>7s} | "
+                + f"{_cell(grown, '{:.0f}'):>17s} | "
+                + f"{_cell(grown and keras_growth and grown / keras_growth, '{:.2f}'):>7s} |",
                 flush=True,
             )
+        for note in notes:
+            print(note)
 
 
 def main():
@@ -299,7 +391,22 @@ def main():
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
     parser.add_argument("--gqa", action="store_true", help="only the GQA rows")
     parser.add_argument("--lengths", type=int, nargs="+", default=[1024, 2048, 4096])
+    parser.add_argument("--rounds", type=int, default=2, help="GQA: rounds")
+    parser.add_argument(
+        "--budget-gib",
+        type=float,
+        default=12.0,
+        help="GQA: skip a call whose estimated peak is larger (default 12)",
+    )
+    parser.add_argument(
+        "--configs",
+        nargs="+",
+        choices=GQA_CONFIGS,
+        default=list(GQA_CONFIGS),
+        help="GQA: the configurations (default all)",
+    )
     parser.add_argument("--gqa-memory-child", help=argparse.SUPPRESS)
+    parser.add_argument("--gqa-time-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
         memory_child(args.memory_child)
@@ -307,12 +414,24 @@ def main():
     if args.gqa_memory_child:
         gqa_memory_child(args.gqa_memory_child, args.lengths[0])
         return
+    if args.gqa_time_child:
+        gqa_time_child(args.gqa_time_child, args.lengths[0], args.warmup, args.steps)
+        return
     if args.gqa:
         print(
             f"keras {keras.__version__}, backend {keras.backend.backend()}, "
             f"{describe()}"
         )
-        gqa_main(args.lengths, args.warmup or 2, args.steps or 5)
+        args.warmup = 2 if args.warmup is None else args.warmup
+        args.steps = args.steps or 3
+        gqa_main(
+            args.lengths,
+            args.warmup,
+            args.steps,
+            args.rounds,
+            args.budget_gib,
+            args.configs,
+        )
         print(f"\nload average at the end: {load_average()}")
         return
 

@@ -16,6 +16,7 @@ from keras_attention.layers.score_mods import (
     ALiBi,
     RelativePositionBias,
     ScoreMod,
+    ScoreMods,
     SegmentMask,
     SoftCap,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "PositionEmbedding",
     "RelativePositionBias",
     "ScoreMod",
+    "ScoreMods",
     "SegmentMask",
     "SinusoidalPositionEncoding",
     "SoftCap",

@@ -133,9 +133,9 @@ class Attention(keras.layers.Layer):
         chunk_size: `"auto"` or int. Queries and values per chunk
             (`dispatch.chunk_size`). Defaults to `"auto"`.
         score_mod: optional `keras_attention.layers.ScoreMod` (or its
-            config): a bias, cap or mask of the scores from positions,
-            copied from its config, with one head (head 0). Defaults to
-            `None`.
+            config), or a list of them (`ScoreMods`): a bias, cap or mask
+            of the scores from positions, copied from its config, with one
+            head (head 0). Defaults to `None`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -426,6 +426,7 @@ class Attention(keras.layers.Layer):
             call.projected_key,
             call.scale,
             call.kind,
+            hooked=call.score_mod is not None,
         ):
             return self._chunked_path
         if self._takes_fused_path(call.scale, call.kind, call.query):
@@ -594,6 +595,7 @@ class Attention(keras.layers.Layer):
         projected_key=None,
         fused_scale=None,
         mask="none",
+        hooked=False,
     ):
         """Whether the call uses `chunked_attention` (static shapes, flags).
 
@@ -631,6 +633,7 @@ class Attention(keras.layers.Layer):
             self.compute_dtype,
             mask,
             query,
+            hooked=hooked,
         )
 
     def _attend(

@@ -37,7 +37,8 @@ Where the fused kernel is memory-efficient (`fused_is_memory_efficient`):
 is memory-efficient; elsewhere it chunks above `auto_threshold()` keys:
 `CPU_CHUNK_THRESHOLD` on a CPU (chunking is already the faster there),
 `EAGER_CPU_CHUNK_THRESHOLD` on a CPU while TensorFlow runs eagerly (the
-chunk loop then runs op by op), `DEVICE_CHUNK_THRESHOLD` on an accelerator
+chunk loop then runs op by op) unless the call has a score hook (below),
+`DEVICE_CHUNK_THRESHOLD` on an accelerator
 or under PyTorch (for the memory). An int chunks above it on any device
 (`0`: always), `None` never. `chunk_size="auto"` is `auto_chunk_size()`.
 
@@ -94,13 +95,30 @@ an `attention_mask` of rank 2 or 3); else fused where the score is
 known non-zero lengths, and the kernel memory-efficient for the mask; else
 explicit. `ImageSelfAttention` follows the same rules.
 
-A score hook (`score_mod=`, `keras_attention.layers.score_mods`) runs on
-the explicit, chunked, windowed and cached paths, computed per block from
-positions; no hook runs fused, on any backend, so a call with one never
-takes the fused kernel or the Triton kernel. Keras 3.15's
-`ops.dot_product_attention(attn_logits_soft_cap=)` is read only by JAX's
-TPU splash kernel (with `s / (1 + |s| / cap)`, not Gemma's `tanh`);
-TensorFlow and PyTorch ignore it, so `SoftCap` is not dispatched to it.
+A score hook (`score_mod=`, `keras_attention.layers.score_mods`, or a
+list of them) runs on the explicit, chunked, windowed and cached paths,
+computed per block from positions. On the explicit path its bias is a
+`(heads, Tq, Tv)` tensor beside the scores, so a call with a hook chunks
+above `CPU_CHUNK_THRESHOLD` on a CPU eagerly too (`auto_threshold(...,
+hooked=True)`): its peak is then a few blocks, below Keras's scores.
+Eager TensorFlow, GQA 8/2 heads x 32 with ALiBi, causal, peak RSS growth
+over Keras's `GroupQueryAttention`'s: explicit 1.29 / 1.20, chunked 0.13 /
+0.04 at 1,024 / 2,048 keys (`experiments/benchmarks/gqa_hook_eager.py`,
+2-core AMD EPYC, load 30). PyTorch and accelerators keep their thresholds
+(there the explicit path is the faster, and chunking is only for the
+memory).
+
+Fused kernels and hooks, Keras 3.15: no hook runs fused, on any backend,
+so a call with one never takes the fused kernel or the Triton kernel.
+- The causal mask (`use_causal_mask`) and a sliding window
+  (`GroupedQueryAttention(sliding_window=)`) are layer arguments, not
+  hooks: they run fused wherever the fused path applies (above).
+- Soft-cap: `ops.dot_product_attention(attn_logits_soft_cap=)` raises a
+  `ValueError` on every backend but JAX on a TPU, whose splash kernel
+  caps with `s / (1 + |s| / cap)`, not Gemma's `tanh`: no backend computes
+  `SoftCap`'s formula fused, so it is not dispatched there.
+- A bias (ALiBi, T5 buckets) could reach the fused op only as a full
+  `(heads, Tq, Tv)` `bias=` tensor, the memory the hooks avoid.
 """
 
 import numbers
@@ -244,13 +262,21 @@ def fused_is_memory_efficient(backend, device, dtype, mask):
     return False
 
 
-def auto_threshold(backend, device, eager=False):
+def auto_threshold(backend, device, eager=False, hooked=False):
     """The number of keys above which `"auto"` chunks (no fused kernel).
 
     `eager`: TensorFlow runs the call op by op (`tensorflow_eager()`).
+    `hooked`: the call has a score hook, whose full-path bias would add a
+    `(heads, Tq, Tv)` tensor to Keras's scores: a CPU then chunks eagerly
+    above `CPU_CHUNK_THRESHOLD` too.
+
+    >>> auto_threshold("tensorflow", "cpu", eager=True, hooked=True)
+    1023
     """
     if device == "cpu" and backend != "torch":
-        return EAGER_CPU_CHUNK_THRESHOLD if eager else CPU_CHUNK_THRESHOLD
+        if eager and not hooked:
+            return EAGER_CPU_CHUNK_THRESHOLD
+        return CPU_CHUNK_THRESHOLD
     # PyTorch runs the chunked loop op by op, slower than its explicit
     # path at any length: there chunking is only for the memory.
     return DEVICE_CHUNK_THRESHOLD
@@ -275,7 +301,9 @@ def auto_chunk_size(device, rows=None):
     return DEVICE_CHUNK_SIZES[-1]
 
 
-def takes_chunked_path(chunk_threshold, key_length, fused, dtype, mask, tensor=None):
+def takes_chunked_path(
+    chunk_threshold, key_length, fused, dtype, mask, tensor=None, hooked=False
+):
     """Whether a call chunks, `chunk_threshold` and the device deciding.
 
     Args:
@@ -287,6 +315,7 @@ def takes_chunked_path(chunk_threshold, key_length, fused, dtype, mask, tensor=N
         dtype: str. The compute dtype.
         mask: str. `mask_kind()`.
         tensor: optional tensor of the call, to find its device.
+        hooked: bool. The call has a score hook (`auto_threshold`).
 
     >>> takes_chunked_path(None, 10**6, False, "float32", "none")
     False
@@ -301,7 +330,7 @@ def takes_chunked_path(chunk_threshold, key_length, fused, dtype, mask, tensor=N
         name, device = backend(), platform(tensor)
         if fused and fused_is_memory_efficient(name, device, dtype, mask):
             return False
-        chunk_threshold = auto_threshold(name, device, tensorflow_eager())
+        chunk_threshold = auto_threshold(name, device, tensorflow_eager(), hooked)
     return key_length > chunk_threshold
 
 

@@ -88,7 +88,8 @@ class MultiHeadAttention(
             when causal); `Tq != Tv` raises a `ValueError`. Defaults to
             `None`.
         score_mod: optional `keras_attention.layers.ScoreMod` (or its
-            config), copied from its config and built with `num_heads`.
+            config), or a list of them (`ScoreMods`: in order, masks
+            ANDed), copied from its config and built with `num_heads`.
             Defaults to `None`.
         rotary: number or None. Rotary positions (Su et al., RoFormer) of
             this maximum wavelength on the projected queries and keys,

@@ -153,6 +153,7 @@ class BlockwisePaths:
             self.compute_dtype,
             mask,
             call.query,
+            hooked=call.score_mod is not None,
         )
 
     def _chunked_path(self, call):

@@ -24,7 +24,9 @@ step the query positions are offset by the cache index. Positions past a
 sequence's end (a padded block) may reach a hook; they are masked.
 
 The attention layers copy a hook from its config and build it with the
-number of query heads (`build((None, num_heads, None, None))`).
+number of query heads (`build((None, num_heads, None, None))`). A list or
+tuple of hooks (`score_mod=[ALiBi(), SoftCap(50.0)]`) becomes `ScoreMods`:
+the hooks applied in order, their masks combined with AND.
 """
 
 import math
@@ -289,18 +291,86 @@ class SegmentMask(ScoreMod):
         return ops.equal(segments(query_positions), segments(key_positions))
 
 
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class ScoreMods(ScoreMod):
+    """Several score hooks as one: applied in order, masks ANDed.
+
+    What a layer makes of `score_mod=[...]`. Each hook's `call` takes the
+    scores the one before it returned (`[ALiBi(), SoftCap(50.0)]` caps the
+    biased scores); a position is attended only where every hook's
+    `mask_mod` keeps it.
+
+    Args:
+        score_mods: list of `ScoreMod` (or their configs), at least one.
+        **kwargs: base layer arguments such as `name`.
+
+    Example:
+    >>> import numpy as np
+    >>> from keras_attention.layers import MultiHeadAttention
+    >>> hooks = [ALiBi(), SoftCap(50.0), SegmentMask()]
+    >>> layer = MultiHeadAttention(num_heads=2, key_dim=4, score_mod=hooks)
+    >>> x = np.ones((1, 4, 8), "float32")
+    >>> ids = np.array([[0, 0, 1, 1]])
+    >>> tuple(layer(x, x, segment_ids=ids).shape)
+    (1, 4, 8)
+    >>> [type(hook).__name__ for hook in layer._score_mod.score_mods]
+    ['ALiBi', 'SoftCap', 'SegmentMask']
+    """
+
+    def __init__(self, score_mods, **kwargs):
+        super().__init__(**kwargs)
+        hooks = [get(hook) for hook in score_mods]
+        if not hooks or None in hooks:
+            raise ValueError(
+                "`score_mods` must be a non-empty list of `ScoreMod`s. "
+                f"Received: score_mods={score_mods!r}"
+            )
+        self.score_mods = hooks
+
+    def build(self, scores_shape):
+        super().build(scores_shape)
+        for hook in self.score_mods:
+            hook.build(scores_shape)
+
+    def call(self, scores, query_positions, key_positions, head, segment_ids=None):
+        for hook in self.score_mods:
+            scores = hook(
+                scores, query_positions, key_positions, head, segment_ids=segment_ids
+            )
+        return scores
+
+    def mask_mod(self, query_positions, key_positions, head, segment_ids=None):
+        mask = None
+        for hook in self.score_mods:
+            more = hook.mask_mod(
+                query_positions, key_positions, head, segment_ids=segment_ids
+            )
+            if more is not None:
+                mask = more if mask is None else ops.logical_and(mask, more)
+        return mask
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "score_mods": [serialize(hook) for hook in self.score_mods],
+        }
+
+
 def get(identifier):
-    """A score hook from a `ScoreMod`, its serialized config, or None."""
+    """A score hook from a `ScoreMod`, its serialized config, a list or tuple
+    of them (`ScoreMods`), or None."""
     if identifier is None or isinstance(identifier, ScoreMod):
         return identifier
+    if isinstance(identifier, (list, tuple)):
+        return ScoreMods(identifier)
     if isinstance(identifier, dict):
         hook = keras.saving.deserialize_keras_object(identifier)
         if isinstance(hook, ScoreMod):
             return hook
     raise ValueError(
         "`score_mod` must be a `keras_attention.layers.ScoreMod` (e.g. "
-        "`ALiBi()`, `SoftCap(50.0)`), its serialized config or None. "
-        f"Received: score_mod={identifier!r}"
+        "`ALiBi()`, `SoftCap(50.0)`), its serialized config, a list of them "
+        f"or None. Received: score_mod={identifier!r}"
     )
 
 

@@ -90,8 +90,8 @@ class TransformerEncoderBlock(TransformerBlock):
             than `num_heads`; must divide it). Defaults to `None`:
             `num_heads`, a `MultiHeadAttention` sublayer.
         score_mod: optional `keras_attention.layers.ScoreMod` of the
-            self-attention (ALiBi, relative bias, soft-cap). Defaults to
-            `None`.
+            self-attention (ALiBi, relative bias, soft-cap, a segment
+            mask), or a list of them (`ScoreMods`). Defaults to `None`.
         rotary: number or None. Rotary positions of this maximum
             wavelength on the self-attention's queries and keys
             (`MultiHeadAttention(rotary=...)`). Defaults to `None`.
@@ -107,6 +107,9 @@ class TransformerEncoderBlock(TransformerBlock):
         training: bool. Dropout only in training mode.
         return_attention_scores: bool. Also return the attention weights
             `(batch, num_heads, T, T)`. Defaults to `False`.
+        segment_ids: optional int `(batch, T)`, the self-attention's
+            `segment_ids` (read by a `SegmentMask` hook: several documents
+            packed in one row). Defaults to `None`.
 
     Returns:
         Tensor of the shape of `inputs`, or `(outputs, attention_weights)`
@@ -162,6 +165,7 @@ class TransformerEncoderBlock(TransformerBlock):
         attention_mask=None,
         training=None,
         return_attention_scores=False,
+        segment_ids=None,
     ):
         implicit_mask = take_keras_mask(inputs)
         if padding_mask is None:
@@ -178,6 +182,7 @@ class TransformerEncoderBlock(TransformerBlock):
                     attention_mask=attention_mask,
                     return_attention_scores=return_attention_scores,
                     training=training,
+                    segment_ids=segment_ids,
                 ),
                 return_attention_scores,
                 with_cache=False,
@@ -198,6 +203,7 @@ class TransformerEncoderBlock(TransformerBlock):
         attention_mask=None,
         training=None,
         return_attention_scores=False,
+        segment_ids=None,
     ):
         """The structure `call` returns, from shapes alone (see Returns)."""
         outputs = keras.KerasTensor(inputs.shape, dtype=self.compute_dtype)
@@ -276,8 +282,8 @@ class TransformerDecoderBlock(TransformerBlock):
             hold `num_key_value_heads` heads where `num_heads` is written
             above. Defaults to `None`: `num_heads`.
         score_mod: optional `keras_attention.layers.ScoreMod` of the
-            self-attention (ALiBi, relative bias, soft-cap). Defaults to
-            `None`.
+            self-attention (ALiBi, relative bias, soft-cap, a segment
+            mask), or a list of them (`ScoreMods`). Defaults to `None`.
         rotary: number or None. Rotary positions of this maximum
             wavelength on the self-attention's queries and keys
             (`MultiHeadAttention(rotary=...)`). Defaults to `None`.
@@ -314,6 +320,10 @@ class TransformerDecoderBlock(TransformerBlock):
             `(batch, num_heads, T, S)` of the cross-attention, or of the
             self-attention when the block has no cross-attention. Defaults
             to `False`.
+        segment_ids: optional int `(batch, T)` (with a self-attention
+            cache, `(batch, max_length)`), the self-attention's
+            `segment_ids` (read by a `SegmentMask` hook). Defaults to
+            `None`.
 
     Returns:
         `outputs` of shape `(batch, T, hidden_dim)`, followed by, in order:
@@ -421,6 +431,7 @@ class TransformerDecoderBlock(TransformerBlock):
         use_causal_mask=True,
         training=None,
         return_attention_scores=False,
+        segment_ids=None,
     ):
         has_cross = self._cross_attention_layer is not None
         self._check_call(
@@ -468,6 +479,7 @@ class TransformerDecoderBlock(TransformerBlock):
                     cache_update_index=self_attention_cache_update_index,
                     return_attention_scores=return_attention_scores,
                     training=training,
+                    segment_ids=segment_ids,
                 ),
                 return_attention_scores,
                 self_attention_cache is not None,
@@ -528,6 +540,7 @@ class TransformerDecoderBlock(TransformerBlock):
         use_causal_mask=True,
         training=None,
         return_attention_scores=False,
+        segment_ids=None,
     ):
         """The structure `call` returns, from shapes alone (see Returns)."""
         if self.built:

@@ -14,7 +14,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention.layers import ImageSelfAttention, dispatch
+from keras_attention.layers import ALiBi, ImageSelfAttention, dispatch
 from keras_attention.layers import attention as attention_module
 from keras_attention.layers import image_attention as image_module
 from keras_attention.layers import multi_head_attention as mha_module
@@ -242,19 +242,21 @@ def test_auto_chunk_size_while_tensorflow_runs_eagerly(
 
 
 @pytest.mark.parametrize(
-    ("backend", "device", "eager", "path"),
+    ("backend", "device", "eager", "hooked", "path"),
     [
-        ("tensorflow", "cpu", True, "fused"),  # T keys: not above eager's
-        ("tensorflow", "cpu", False, "chunked"),  # compiled: above the CPU's
-        ("jax", "cpu", True, "chunked"),  # (no eager TensorFlow on JAX)
-        ("tensorflow", "gpu", True, "chunked"),  # the accelerator's rule
+        ("tensorflow", "cpu", True, False, "fused"),  # not above eager's
+        ("tensorflow", "cpu", True, True, "chunked"),  # a hook: the CPU's
+        ("tensorflow", "cpu", False, False, "chunked"),  # compiled: the CPU's
+        ("jax", "cpu", True, False, "chunked"),  # (no eager TensorFlow on JAX)
+        ("tensorflow", "gpu", True, False, "chunked"),  # the accelerator's rule
     ],
 )
 def test_auto_threshold_while_tensorflow_runs_eagerly(
-    paths, monkeypatch, backend, device, eager, path
+    paths, monkeypatch, backend, device, eager, hooked, path
 ):
     query, value = cases.data(T), cases.data(T, seed=1)
-    layer = MultiHeadAttention(num_heads=HEADS, key_dim=4)
+    hook = ALiBi() if hooked else None
+    layer = MultiHeadAttention(num_heads=HEADS, key_dim=4, score_mod=hook)
     layer(query, value)
     paths["stub"](backend, device)
     monkeypatch.setattr(
@@ -302,6 +304,9 @@ def test_auto_threshold(backend, device, threshold):
     eager = "EAGER_CPU_CHUNK_THRESHOLD" if threshold == "CPU_CHUNK_THRESHOLD" else None
     expected = getattr(dispatch, eager or threshold)
     assert dispatch.auto_threshold(backend, device, eager=True) == expected
+    # A score hook's bias would add to the full path's scores: no eager rise.
+    hooked = dispatch.auto_threshold(backend, device, eager=True, hooked=True)
+    assert hooked == getattr(dispatch, threshold)
 
 
 def _took(paths):

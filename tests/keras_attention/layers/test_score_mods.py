@@ -1,9 +1,10 @@
 """Score hooks (`score_mod=`) on every path of the attention layers.
 
-Each hook gives the same outputs and gradients on the explicit, chunked and
-windowed paths and in cached decoding (within float tolerance); the
-explicit path equals a NumPy reference written from the papers' formulas;
-each hook saves and loads without `custom_objects`.
+Each hook, and a list of them (`ScoreMods`), gives the same outputs and
+gradients on the explicit, chunked and windowed paths and in cached
+decoding (within float tolerance); the explicit path equals a NumPy
+reference written from the papers' formulas; each hook saves and loads
+without `custom_objects`; the Transformer blocks pass `segment_ids` on.
 """
 
 import importlib.util
@@ -23,6 +24,8 @@ from keras_attention.layers import (
     RelativePositionBias,
     SegmentMask,
     SoftCap,
+    TransformerDecoderBlock,
+    TransformerEncoderBlock,
 )
 from keras_attention.layers import multi_head_paths as mha_paths
 from keras_attention.layers.score_mods import alibi_slopes, relative_position_bucket
@@ -43,6 +46,8 @@ HOOKS = {
     "soft_cap": lambda: SoftCap(0.5),
     "segments": lambda: SegmentMask(),
 }
+#: Several hooks on one layer: ALiBi, a cap of the biased scores, segments.
+ALL_HOOKS = {**HOOKS, "composed": lambda: [ALiBi(), SoftCap(0.5), SegmentMask()]}
 PATHS = {
     "chunked": {"chunk_threshold": 0, "chunk_size": 4},
     "windowed": {"window": LENGTH},
@@ -59,7 +64,7 @@ def np_(x):
 
 def call_kwargs(hook, causal):
     kwargs = {"use_causal_mask": causal}
-    if hook == "segments":
+    if hook in ("segments", "composed"):
         kwargs["segment_ids"] = SEGMENTS
     return kwargs
 
@@ -69,14 +74,14 @@ def make(layer, hook, **kwargs):
     keras.utils.set_random_seed(3)
     if layer == "mha":
         made = MultiHeadAttention(
-            num_heads=HEADS, key_dim=HEAD_DIM, score_mod=HOOKS[hook](), **kwargs
+            num_heads=HEADS, key_dim=HEAD_DIM, score_mod=ALL_HOOKS[hook](), **kwargs
         )
     else:
         made = GroupedQueryAttention(
             head_dim=HEAD_DIM,
             num_query_heads=HEADS,
             num_key_value_heads=2,
-            score_mod=HOOKS[hook](),
+            score_mod=ALL_HOOKS[hook](),
             **kwargs,
         )
     shape = (BATCH, LENGTH, DIM)
@@ -133,6 +138,12 @@ def test_cached_decoding_equals_causal_attention(layer, hook, split):
     query = rand(BATCH, LENGTH, DIM, seed=1)
     kwargs = call_kwargs(hook, True)
     expected = made(query, query, **kwargs)
+    got = decoded(made, query, kwargs, split)
+    np.testing.assert_allclose(got, np_(expected), atol=2e-5)
+
+
+def decoded(made, query, kwargs, split=False):
+    """`made`'s outputs for `query`, one step at a time through a cache."""
     kv_heads = made._key_value_heads()
     if split:
         cache = (np.zeros((BATCH, kv_heads, LENGTH, HEAD_DIM), "float32"),) * 2
@@ -145,7 +156,23 @@ def test_cached_decoding_equals_causal_attention(layer, hook, split):
             step, step, cache=cache, cache_update_index=index, **kwargs
         )
         steps.append(np_(output))
-    np.testing.assert_allclose(np.concatenate(steps, 1), np_(expected), atol=2e-5)
+    return np.concatenate(steps, 1)
+
+
+@pytest.mark.parametrize("path", ["chunked", "windowed", "cached"])
+def test_composed_hooks_equal_the_explicit_path(path, monkeypatch):
+    """A list of hooks (`ScoreMods`) on each path, causal, grouped heads."""
+    explicit = make("gqa", "composed", chunk_threshold=None)
+    query = rand(BATCH, LENGTH, DIM, seed=8)
+    kwargs = call_kwargs("composed", True)
+    expected = np_(explicit(query, query, **kwargs))
+    if path == "cached":
+        got = decoded(explicit, query, kwargs)
+    else:
+        calls = spied(monkeypatch, f"{path}_attention")
+        got = np_(twin(explicit, **PATHS[path])(query, query, **kwargs))
+        assert calls["n"] >= 1
+    np.testing.assert_allclose(got, expected, atol=2e-5)
 
 
 def reference_bias(hook, layer_hook, length):
@@ -154,14 +181,14 @@ def reference_bias(hook, layer_hook, length):
     k = np.arange(length)[None, :]
     bias = np.zeros((HEADS, length, length), "float32")
     mask = np.ones((1, 1, length, length), bool)
-    if hook == "alibi":
+    if hook in ("alibi", "composed"):
         slopes = np.array([2.0 ** (-8.0 * (h + 1) / HEADS) for h in range(HEADS)])
         bias = -slopes[:, None, None] * np.abs(q - k)
     elif hook == "relative":
         table = np_(layer_hook.embeddings)
         buckets = np.vectorize(t5_bucket)(k - q, 8, 16)
         bias = np.transpose(table[buckets], (2, 0, 1))
-    elif hook == "segments":
+    if hook in ("segments", "composed"):
         mask = (SEGMENTS[:, :, None] == SEGMENTS[:, None, :])[:, None]
     return bias, mask
 
@@ -182,7 +209,7 @@ def t5_bucket(relative_position, num_buckets, max_distance):
     return bucket + min(large, num_buckets - 1)
 
 
-@pytest.mark.parametrize("hook", sorted(HOOKS))
+@pytest.mark.parametrize("hook", sorted(ALL_HOOKS))
 def test_explicit_path_equals_a_numpy_reference(hook):
     layer = make("mha", hook, chunk_threshold=None, use_bias=False)
     x = rand(BATCH, LENGTH, DIM, seed=2)
@@ -191,10 +218,11 @@ def test_explicit_path_equals_a_numpy_reference(hook):
     k = np.einsum("btd,dhk->bhtk", x, wk)
     v = np.einsum("btd,dhk->bhtk", x, wv)
     scores = np.einsum("bhqd,bhkd->bhqk", q, k)
-    if hook == "soft_cap":
-        scores = 0.5 * np.tanh(scores / 0.5)
     bias, mask = reference_bias(hook, layer._score_mod, LENGTH)
-    scores = np.where(mask, scores + bias, -np.inf)
+    scores = scores + bias
+    if hook in ("soft_cap", "composed"):  # the cap of the biased scores
+        scores = 0.5 * np.tanh(scores / 0.5)
+    scores = np.where(mask, scores, -np.inf)
     weights = np.exp(scores - scores.max(-1, keepdims=True))
     weights /= weights.sum(-1, keepdims=True)
     expected = np.einsum("bhqk,bhkd,hdo->bqo", weights, v, wo)
@@ -217,14 +245,14 @@ def test_relative_buckets_are_t5s():
 
 
 @pytest.mark.parametrize("path", ["explicit", "chunked", "windowed"])
-@pytest.mark.parametrize("hook", ["relative", "soft_cap", "alibi"])
+@pytest.mark.parametrize("hook", ["relative", "soft_cap", "alibi", "composed"])
 def test_gradients_equal_the_explicit_path(hook, path):
     """Input and weight gradients (the relative bias table's included)."""
     query = rand(BATCH, LENGTH, DIM, seed=4)
     loss = gradients.weighted_sum(rand(BATCH, LENGTH, DIM, seed=5))
     reference = make("gqa", hook, chunk_threshold=None)
     layer = reference if path == "explicit" else twin(reference, **PATHS[path])
-    kwargs = {"use_causal_mask": True}
+    kwargs = call_kwargs(hook, True)
     expected_out, expected = gradients.value_and_gradients(
         reference,
         (query, query),
@@ -255,12 +283,12 @@ def test_attention_layer_chunked_equals_explicit(hook):
     np.testing.assert_allclose(np_(chunked(x, x, **kwargs)), np_(expected), atol=2e-5)
 
 
-@pytest.mark.parametrize("hook", sorted(HOOKS))
+@pytest.mark.parametrize("hook", sorted(ALL_HOOKS))
 def test_save_and_load_without_custom_objects(hook, tmp_path):
     layer = make("gqa", hook, chunk_threshold=0, chunk_size=4)
     inputs = keras.Input((LENGTH, DIM))
     kwargs = call_kwargs(hook, True)
-    if hook == "segments":
+    if "segment_ids" in kwargs:
         ids = keras.Input((LENGTH,), dtype="int32")
         model = keras.Model(
             [inputs, ids],
@@ -277,6 +305,29 @@ def test_save_and_load_without_custom_objects(hook, tmp_path):
     assert type(reloaded._score_mod) is type(layer._score_mod)
     assert reloaded.get_config() == layer.get_config()
     np.testing.assert_allclose(np_(loaded(x)), np_(model(x)), atol=1e-6)
+
+
+@pytest.mark.parametrize("block", ["encoder", "decoder"])
+def test_blocks_run_a_packed_batch_as_its_documents_apart(block):
+    """`segment_ids` reach the self-attention's hooks: two documents packed
+    in one row give the outputs of each run on its own (ALiBi's bias is
+    relative, so a document's offset in the row does not change it)."""
+    keras.utils.set_random_seed(9)
+    cls = TransformerEncoderBlock if block == "encoder" else TransformerDecoderBlock
+    layer = cls(
+        intermediate_dim=16, num_heads=HEADS, score_mod=[ALiBi(), SegmentMask()]
+    )
+    first, second = rand(1, 4, DIM, seed=10), rand(1, 6, DIM, seed=11)
+    packed = layer(
+        np.concatenate([first, second], 1), segment_ids=np.array([[0] * 4 + [1] * 6])
+    )
+    apart = [
+        layer(x, segment_ids=np.zeros((1, x.shape[1]), "int32"))
+        for x in (first, second)
+    ]
+    np.testing.assert_allclose(
+        np_(packed), np.concatenate([np_(x) for x in apart], 1), atol=2e-5
+    )
 
 
 def test_config_without_a_hook_is_unchanged():
