@@ -250,6 +250,9 @@ class BeamSearch(search.Search):
                 lambda x: ops.repeat(x, width, axis=0), static_cache
             )
         step_of = next if static_cache is not None else lambda p, c, i, s: next(p, c, i)
+        # The shrinking loop carries the static cache (it loses rows); the
+        # static one closes over it, as a constant of the loop.
+        shrinking = drop_finished is not None and stop_token_ids is not None
         use_coverage = self.coverage_penalty > 0
         prompt, index = search.prepare_prompt(prompt, index, pad_token_id)
         num_stops = 0 if stop_token_ids is None else len(set(stop_token_ids))
@@ -357,7 +360,10 @@ class BeamSearch(search.Search):
 
         def body(state):
             logits, hidden_states, cache = step_of(
-                state["sequences"], state["cache"], state["index"], state["static"]
+                state["sequences"],
+                state["cache"],
+                state["index"],
+                state["static"] if shrinking else static,
             )
             return step(state, logits, hidden_states, cache)
 
@@ -370,7 +376,7 @@ class BeamSearch(search.Search):
             "cache": tree.map_structure(
                 lambda x: ops.repeat(x, width, axis=0), () if cache is None else cache
             ),
-            "static": static,
+            "static": static if shrinking else (),
             "index": index,
             "log_probs": ops.broadcast_to(
                 ops.cast(first, "float32")[None, :], (batch_size, width)
@@ -388,7 +394,7 @@ class BeamSearch(search.Search):
             attention = unflatten(self._attention(hidden_states))
             state["coverage"] = ops.zeros_like(attention)
             state = step(state, logits, hidden_states, cache)
-        if drop_finished is None or stop_token_ids is None:
+        if not shrinking:
             state = ops.while_loop(
                 lambda state: ops.logical_not(ops.all(state["done"])),
                 body,

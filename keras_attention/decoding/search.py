@@ -154,10 +154,14 @@ def token_by_token(
     max_length = ops.shape(sequences)[1]
     batch_size = ops.shape(sequences)[0]
     cache = () if cache is None else cache
+    # The shrinking loop carries the static cache (it loses rows); the
+    # static one closes over it, as a constant of the loop.
+    shrinking = drop_finished is not None and stop_token_ids is not None
+    static = () if static_cache is None else static_cache
     state = {
         "sequences": sequences,
         "cache": cache,
-        "static": () if static_cache is None else static_cache,
+        "static": static if shrinking else (),
         "index": index,
         "scores": ops.zeros((batch_size,), dtype="float32"),
         "done": ops.zeros((batch_size,), dtype="bool"),
@@ -166,7 +170,9 @@ def token_by_token(
 
     def body(state):
         sequences, index, done = state["sequences"], state["index"], state["done"]
-        logits, _, cache = step(sequences, state["cache"], index, state["static"])
+        logits, _, cache = step(
+            sequences, state["cache"], index, state["static"] if shrinking else static
+        )
         log_probs = token_log_probs(logits)
         is_stop = stop_token_mask(stop_token_ids, static_vocab_size(logits))
         tokens = ops.cast(choose(log_probs, index), "int32")
@@ -187,7 +193,7 @@ def token_by_token(
             "done": done,
         }
 
-    if drop_finished is None or stop_token_ids is None:
+    if not shrinking:
         state = ops.while_loop(
             lambda state: ops.logical_not(ops.all(state["done"])),
             body,
