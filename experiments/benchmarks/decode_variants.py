@@ -103,7 +103,7 @@ def main(argv=None):
             sum(x == y for x, y in zip(runs[name, w][0], runs["static", w][0]))
             for w in widths
         ]
-        cpu = [min(cpu_seconds.get((name, w), [float("nan")])[1:]) for w in widths]
+        cpu = [min(cpu_seconds.get((name, w), [0, float("nan")])[1:]) for w in widths]
         base = [min(cpu_seconds[("static", w)][1:]) for w in widths]
         say(
             f"| {name} | {g:.2f} | {b:.2f} | {g / cg:.2f}x | {b / cb:.2f}x | "

@@ -532,7 +532,6 @@ def test_beam_search_over_a_large_vocabulary_equals_plain_top_k(monkeypatch):
     "search",
     [
         BeamSearch(3, length_penalty=0.6, return_all_beams=True),
-        BeamSearch(2, length_penalty=0.6, coverage_penalty=0.0),
         GreedySearch(),
     ],
 )
