@@ -140,6 +140,14 @@ class BeamSearch(search.Search):
             between beams (all beams of an example share it). When given,
             `next` is called as `next(prompt, cache, index, static_cache)`.
             Defaults to `None`.
+        drop_finished: optional int >= 1. On TensorFlow outside XLA, drop
+            the done examples whose finished set is full every
+            `drop_finished` steps (their result can no longer change), so
+            that the others step without their beams
+            (`search.shrinking_loop`; same results). Defaults to `None`
+            (a loop with static shapes).
+        resize_cache: optional callable `(cache, index) -> cache`, with
+            `drop_finished`: see `GreedySearch`. Defaults to `None`.
 
     Returns:
         With `return_all_beams=False`: the best sequences
@@ -232,13 +240,19 @@ class BeamSearch(search.Search):
         pad_token_id=0,
         return_scores=False,
         static_cache=None,
+        drop_finished=None,
+        resize_cache=None,
     ):
         width = self.beam_width
+        static = ()
         if static_cache is not None:
-            static_cache = tree.map_structure(
+            static = tree.map_structure(
                 lambda x: ops.repeat(x, width, axis=0), static_cache
             )
-        next = search.bind_static_cache(next, static_cache)
+        step_of = next if static_cache is not None else lambda p, c, i, s: next(p, c, i)
+        # The shrinking loop carries the static cache (it loses rows); the
+        # static one closes over it, as a constant of the loop.
+        shrinking = drop_finished is not None and stop_token_ids is not None
         use_coverage = self.coverage_penalty > 0
         prompt, index = search.prepare_prompt(prompt, index, pad_token_id)
         num_stops = 0 if stop_token_ids is None else len(set(stop_token_ids))
@@ -261,7 +275,10 @@ class BeamSearch(search.Search):
             return search.write_tokens(gather_beams(sequences, beams), tokens, index)
 
         def step(state, logits, hidden_states, cache):
-            sequences, _, index, log_probs, coverage, fin_seqs, fin_scores, done = state
+            sequences, index = state["sequences"], state["index"]
+            log_probs, coverage = state["log_probs"], state["coverage"]
+            fin_seqs, fin_scores = state["fin_seqs"], state["fin_scores"]
+            done = state["done"]
             vocab_size = search.static_vocab_size(logits)
             # Blocks pay off, and hold the `width * (1 + stops)` best
             # whatever the width, from a vocabulary of 4 blocks per kept
@@ -329,56 +346,89 @@ class BeamSearch(search.Search):
                 )
                 hopeless = ops.logical_or(hopeless, best_live == float("-inf"))
                 done = ops.logical_or(done, hopeless)
-            return (
-                sequences,
-                cache,
-                index + 1,
-                log_probs,
-                coverage,
-                fin_seqs,
-                fin_scores,
-                done,
+            return {
+                **state,
+                "sequences": sequences,
+                "cache": cache,
+                "index": index + 1,
+                "log_probs": log_probs,
+                "coverage": coverage,
+                "fin_seqs": fin_seqs,
+                "fin_scores": fin_scores,
+                "done": done,
+            }
+
+        def body(state):
+            logits, hidden_states, cache = step_of(
+                state["sequences"],
+                state["cache"],
+                state["index"],
+                state["static"] if shrinking else static,
             )
-
-        def cond(*state):
-            return ops.logical_not(ops.all(state[-1]))
-
-        def body(*state):
-            sequences, cache, index = state[:3]
-            logits, hidden_states, cache = next(sequences, cache, index)
             return step(state, logits, hidden_states, cache)
 
         # Only the first beam of each example is alive at the start.
         first = ops.concatenate(
             [ops.zeros((1,)), ops.full((width - 1,), float("-inf"))], axis=0
         )
-        state = (
-            ops.repeat(prompt, width, axis=0),
-            tree.map_structure(
+        state = {
+            "sequences": ops.repeat(prompt, width, axis=0),
+            "cache": tree.map_structure(
                 lambda x: ops.repeat(x, width, axis=0), () if cache is None else cache
             ),
-            index,
-            ops.broadcast_to(ops.cast(first, "float32")[None, :], (batch_size, width)),
-            (),
-            unflatten(ops.repeat(prompt, width, axis=0)),
-            ops.full((batch_size, width), float("-inf"), dtype="float32"),
-            ops.zeros((batch_size,), dtype="bool"),
-        )
+            "static": static if shrinking else (),
+            "index": index,
+            "log_probs": ops.broadcast_to(
+                ops.cast(first, "float32")[None, :], (batch_size, width)
+            ),
+            "coverage": (),
+            "fin_seqs": unflatten(ops.repeat(prompt, width, axis=0)),
+            "fin_scores": ops.full((batch_size, width), float("-inf"), dtype="float32"),
+            "done": ops.zeros((batch_size,), dtype="bool"),
+        }
         if use_coverage:
             # The first step runs outside the loop: it tells the source length.
-            logits, hidden_states, cache = next(state[0], state[1], index)
+            logits, hidden_states, cache = step_of(
+                state["sequences"], state["cache"], index, static
+            )
             attention = unflatten(self._attention(hidden_states))
-            state = state[:4] + (ops.zeros_like(attention),) + state[5:]
+            state["coverage"] = ops.zeros_like(attention)
             state = step(state, logits, hidden_states, cache)
-        state = ops.while_loop(
-            cond, body, loop_vars=state, maximum_iterations=max_length - state[2]
-        )
-        sequences, _, index, log_probs, coverage, fin_seqs, fin_scores, _ = state
+        if not shrinking:
+            state = ops.while_loop(
+                lambda state: ops.logical_not(ops.all(state["done"])),
+                body,
+                loop_vars=state,
+                maximum_iterations=max_length - state["index"],
+            )
+        else:
+            # An example leaves when done with a full finished set: then
+            # its result is that set, which no later step changes.
+            kept = ("fin_seqs", "fin_scores", "log_probs")
+            outputs = {key: state[key] for key in kept}
+            outputs["sequences"] = unflatten(state["sequences"])
+            if use_coverage:
+                outputs["coverage"] = state["coverage"]
+            outputs = search.shrinking_loop(
+                body,
+                state,
+                outputs,
+                rows=lambda state: ops.logical_and(
+                    state["done"], state["fin_scores"][:, -1] > float("-inf")
+                ),
+                every=drop_finished,
+                maximum_iterations=max_length - state["index"],
+                width=width,
+                resize=resize_cache,
+            )
+            state = {**state, **outputs, "sequences": flatten(outputs["sequences"])}
         return self._results(
-            unflatten(sequences),
-            self._penalised(log_probs, index - start, coverage),
-            fin_seqs,
-            fin_scores,
+            unflatten(state["sequences"]),
+            self._penalised(
+                state["log_probs"], state["index"] - start, state["coverage"]
+            ),
+            state["fin_seqs"],
+            state["fin_scores"],
             return_scores,
         )
 

@@ -41,6 +41,16 @@ class GreedySearch(search.Search):
         static_cache: optional nested structure of batch-first tensors that
             `next` reads but never changes; when given, `next` is called as
             `next(prompt, cache, index, static_cache)`. Defaults to `None`.
+        drop_finished: optional int >= 1. On TensorFlow outside XLA, drop
+            the finished rows from the loop every `drop_finished` steps, so
+            that the rest step without them (`search.shrinking_loop`; same
+            sequences and scores). Defaults to `None` (a loop with static
+            shapes).
+        resize_cache: optional callable `(cache, index) -> cache`, with
+            `drop_finished`: the cache cut or padded to room for the steps
+            before `index`, every `drop_finished` steps, so that a step
+            attends over the positions written so far (`shrinking_loop`'s
+            `resize`). Defaults to `None`.
 
     Returns:
         The completed prompt `(batch, max_length)`, or `(sequences, scores)`
@@ -70,6 +80,8 @@ class GreedySearch(search.Search):
         pad_token_id=0,
         return_scores=False,
         static_cache=None,
+        drop_finished=None,
+        resize_cache=None,
     ):
         sequences, scores = search.token_by_token(
             lambda log_probs, index: ops.argmax(log_probs, axis=-1),
@@ -80,6 +92,8 @@ class GreedySearch(search.Search):
             stop_token_ids,
             pad_token_id,
             static_cache,
+            drop_finished,
+            resize_cache,
         )
         if return_scores:
             return sequences, scores

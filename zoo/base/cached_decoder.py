@@ -114,3 +114,37 @@ def decoder_step(decoder_blocks, x, cache, index, encoder_padding_mask=None):
     weights = ops.cast(outputs[3][:, :, 0, :], "float32")
     cache = {**cache, "self_attention_cache": tuple(self_caches)}
     return x, ops.mean(weights, axis=1), cache
+
+
+def resized_caches(cache, length):
+    """The self-attention caches cut or zero-padded to `length` positions.
+
+    What a search that attends over the positions written so far
+    (`keras_attention.decoding.search.shrinking_loop`'s `resize`) needs:
+    the positions kept hold what was written; the added ones are zeros that
+    the causal mask hides until a step writes them.
+
+    Args:
+        cache: the dict of `decoder_caches` (other keys are kept).
+        length: int scalar. Positions to hold.
+
+    Example:
+    >>> import numpy as np
+    >>> cache = {"self_attention_cache": ((np.ones((1, 2, 3, 4)),) * 2,)}
+    >>> keys, values = resized_caches(cache, 5)["self_attention_cache"][0]
+    >>> tuple(keys.shape), float(ops.convert_to_numpy(keys)[0, 0, 3:].sum())
+    ((1, 2, 5, 4), 0.0)
+    >>> tuple(resized_caches(cache, 2)["self_attention_cache"][0][1].shape)
+    (1, 2, 2, 4)
+    """
+
+    def resized(x):
+        x = x[:, :, :length]
+        missing = ops.maximum(length - ops.shape(x)[2], 0)
+        return ops.pad(x, [[0, 0], [0, 0], [0, missing], [0, 0]])
+
+    caches = tuple(
+        (resized(keys), resized(values))
+        for keys, values in cache["self_attention_cache"]
+    )
+    return {**cache, "self_attention_cache": caches}

@@ -350,6 +350,45 @@ class GenerativeTask(Task):
     #: reordering them between beams at every step.
     static_cache_keys = ()
 
+    #: On TensorFlow, a search (not a sampler) of `generate` drops its
+    #: finished rows (greedy) or examples (beam) every this many steps, so
+    #: that the others step without them, as CTranslate2 does: the same
+    #: ids, in less time (`keras_attention.decoding.search.shrinking_loop`;
+    #: not under JAX and PyTorch, whose compiled loops keep static shapes).
+    #: `None` keeps every row to the end.
+    drop_finished_every = None
+
+    #: Optional method `resize_cache(cache, index) -> cache`: the cache of
+    #: `next` with room for the steps before `index` only, so that a search
+    #: that drops finished rows also attends over the positions written so
+    #: far, padded every `drop_finished_every` steps (the search's
+    #: `resize_cache`). `None`: the cache keeps its `encode` size.
+    resize_cache = None
+
+    def search_options(self, search):
+        """The call options this model gives `search` on this backend.
+
+        `drop_finished` (and `resize_cache`) for a greedy or beam search on
+        TensorFlow where `drop_finished_every` is set; nothing otherwise.
+
+        Example:
+        >>> import keras
+        >>> ids = keras.Input((None,), dtype="int32")
+        >>> model = GenerativeTask(ids, keras.layers.Embedding(8, 4)(ids))
+        >>> model.search_options(GreedySearch())
+        {}
+        """
+        if (
+            self.drop_finished_every is None
+            or isinstance(search, RandomSampler)
+            or keras.backend.backend() != "tensorflow"
+        ):
+            return {}
+        options = {"drop_finished": self.drop_finished_every}
+        if self.resize_cache is not None:
+            options["resize_cache"] = self.resize_cache
+        return options
+
     def encode(self, inputs, max_length):
         """Encodes prepared inputs once; returns the cache of `next`.
 
@@ -583,6 +622,7 @@ class GenerativeTask(Task):
         key += (int(end_id), int(pad_id))
         functions = self.__dict__.setdefault("_zoo_search_functions", {})
         if key not in functions:
+            options = self.search_options(search)
 
             def run(inputs, prompt, *seed):
                 tokens = self.run_search(
@@ -592,6 +632,7 @@ class GenerativeTask(Task):
                     stop_token_ids=[int(end_id)],
                     pad_token_id=int(pad_id),
                     **({"seed": seed[0]} if seed else {}),
+                    **options,
                 )
                 if getattr(search, "return_all_beams", False):
                     return tokens[0]  # The hypotheses; not their scores.

@@ -176,6 +176,7 @@ class _Translator:
             source = tf.repeat(source, count, axis=0)
             input_truncated = tf.repeat(input_truncated, count, axis=0)
             options["seed"] = seed
+        options.update(self.task.search_options(search))
         tokens, scores = self.decode(source, search, max_length, **options)
         generated = tokens[:, 1:]
         ended = tf.reduce_any(generated == self.preprocessor.end_id, axis=1)

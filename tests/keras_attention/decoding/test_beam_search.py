@@ -522,3 +522,42 @@ def test_beam_search_over_a_large_vocabulary_equals_plain_top_k(monkeypatch):
     # Two graphs (under JAX, two jit compilations): the same values picked,
     # but the arithmetic around them may be fused differently (issue 38).
     np.testing.assert_allclose(np_(scores), np_(plain_scores), rtol=1e-6)
+
+
+# === `drop_finished`: the loop that drops finished rows (TensorFlow) ===
+
+
+@pytest.mark.tensorflow_only
+@pytest.mark.parametrize(
+    "search",
+    [
+        BeamSearch(3, length_penalty=0.6, return_all_beams=True),
+        GreedySearch(),
+    ],
+)
+def test_dropping_finished_rows_changes_no_result(search):
+    import tensorflow as tf
+
+    model = RunningSumModel(11, max_length=9)
+    offsets = [0, 3, 5, 1, 6, 2]
+    prompt = np.zeros((len(offsets), 9), "int32")
+    prompt[:, 0] = [1, 2, 1, 3, 0, 2]
+    cache = model.initial_cache(offsets)
+    static = {"offset": cache.pop("offset")}
+
+    @tf.function
+    def run(**options):
+        return search(
+            split_model(model),
+            prompt,
+            cache,
+            1,
+            stop_token_ids=[END],
+            return_scores=True,
+            static_cache=static,
+            **options,
+        )
+
+    want, got = run(), run(drop_finished=2)
+    for a, b in zip(want, got):
+        np.testing.assert_array_equal(np_(b), np_(a))
