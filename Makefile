@@ -55,7 +55,8 @@ BACKEND_TESTS := tests/keras_attention keras_attention \
 	tests/zoo/training/test_distribution_backends.py \
 	tests/zoo/training/test_resume_backends.py \
 	tests/zoo/training/test_training_resume.py \
-	tests/zoo/base/test_generation.py zoo/base/generation.py
+	tests/zoo/base/test_generation.py zoo/base/generation.py \
+	zoo/base/search_options.py
 
 test: lint
 	$(PYTEST) --doctest-modules tests keras_attention zoo

@@ -21,22 +21,29 @@ import os
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
+# XLA compiles each distinct operation that a JAX test runs eagerly, and each
+# `jit` function, to machine code: much of the JAX run's time (one compile
+# per new shape, ~40 ms of CPU each here). Two settings cut it, and both
+# leave the HLO passes (fusion, simplification) alone, so the same
+# operations run, as other machine code (rounding within the tests' tolerances):
+# LLVM at -O0 (636 -> 460 s of CPU, 1109 tests, Intel Xeon), and XLA:CPU's
+# older elemental emitters for fused loops instead of its MLIR fusion
+# emitters, whose pipeline costs more per compile
+# (test_grouped_query_attention.py and test_rotary.py under JAX: 72 -> 45 s
+# of CPU, 98 tests, AMD EPYC; 600 tiny eager ops: 20.8 -> 12.8 s).
+# Set before the first computation (XLA reads them when it starts);
+# processes that tests start inherit them (the JAX worker of
+# test_backbones_on_jax.py), and TensorFlow's `jit_compile` functions read
+# them too. A setting already in XLA_FLAGS is kept.
+for _flag in (
+    "--xla_backend_optimization_level=0",
+    "--xla_cpu_use_fusion_emitters=false",
+):
+    if _flag.partition("=")[0] not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_flag}".strip()
+
 import keras  # noqa: E402
 import pytest  # noqa: E402
-
-# XLA compiles each distinct operation that a JAX test runs eagerly, and each
-# `jit` function, to machine code: much of the JAX run's time. With LLVM at
-# -O0 that run took 28% less CPU time (636 -> 460 s, 1109 tests, Intel Xeon).
-# The HLO passes (fusion, simplification) are unchanged, so the same programs
-# run, as less optimised machine code: the tests check results, not speed.
-# Set before the first computation (XLA reads it when it starts); processes
-# that tests start inherit it (the JAX worker of test_backbones_on_jax.py),
-# and TensorFlow's `jit_compile` functions read it too. A level already set
-# in XLA_FLAGS is kept.
-if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = " ".join(
-        [os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0"]
-    ).strip()
 
 # `python -m zoo` runs the command line when it is imported.
 collect_ignore = ["zoo/__main__.py"]

@@ -115,11 +115,31 @@ class Ensemble:
 
     @property
     def variables(self):
-        """Every member's variables: what the compiled search reads under JAX."""
+        """Every member's variables: what the compiled search reads under JAX.
+
+        Example:
+        >>> import zoo
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+        >>> len(Ensemble([model, model]).variables) == 2 * len(model.variables)
+        True
+        """
         return [variable for member in self.members for variable in member.variables]
 
     def padded_source(self, sources, multiple):
-        """Each member's source padded by its own `padded_source` (JAX's shapes)."""
+        """Each member's source padded by its own `padded_source` (JAX's shapes).
+
+        Example:
+        >>> import numpy as np, zoo
+        >>> vocab = ["[PAD]", "[UNK]", "[START]", "[END]", "light", "luz"]
+        >>> pre = zoo.TranslationPreprocessor(vocab, vocab, sequence_length=8)
+        >>> model = zoo.Seq2Seq(6, 6, embedding_dim=4, units=4, preprocessor=pre)
+        >>> source = np.array([[4, 4, 3]])
+        >>> padded = Ensemble([model, model]).padded_source([source, source], 4)
+        >>> len(padded), np.asarray(padded[0]).shape[0]
+        (2, 1)
+        """
         return [
             member.padded_source(source, multiple)
             for member, source in zip(self.members, sources)
