@@ -27,6 +27,8 @@ import warnings
 
 import keras
 
+from keras_attention import lora
+
 
 def chosen_layers(filters, skipped=()):
     """The layer filter `Task.quantize` hands `keras.Model.quantize`.
@@ -91,7 +93,7 @@ def warn_left_float(layers, mode):
     int8 leaves 2 layers float, their kernels as trained: 2 GRUCell (Keras ... has no int8 form for them).
     """
     kinds = collections.Counter(
-        type(layer).__name__
+        _known_as(layer)
         for layer in layers
         if any(len(weight.shape) >= 2 for weight in layer.weights)
     )
@@ -105,6 +107,14 @@ def warn_left_float(layers, mode):
             UserWarning,
             stacklevel=4,  # the caller of `Task.quantize` (Keras wraps it per instance)
         )
+
+
+def _known_as(layer):
+    """The name of `layer`'s class as a user knows it: a Keras cell that
+    `keras_attention.lora` gave adapters (`LoRAGRUCell`) is a `GRUCell`."""
+    for kind in type(layer).__mro__:
+        if kind.__module__ != lora.__name__:
+            return kind.__name__
 
 
 @contextlib.contextmanager
