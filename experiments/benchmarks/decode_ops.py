@@ -107,12 +107,18 @@ def main(argv=None):
             f"\n{decoding}: {wall:.2f} s wall (traced); {total / 1e6:.2f} s summed "
             "over the ops (both cores)"
         )
-        say("| op type | ms | share | calls |")
-        say("|---|---:|---:|---:|")
-        ranked = sorted(totals.items(), key=lambda kv: -kv[1][0])
-        for kind, (micros, count) in ranked[: args.top]:
-            say(f"| {kind} | {micros / 1e3:.0f} | {micros / total:.1%} | {count} |")
+        op_table(totals, args.top, say)
     say(f"\n{describe()}")
+
+
+def op_table(totals, top, say):
+    """Prints the `top` op types of `totals` (`op_times`) as a markdown table."""
+    total = sum(t for t, _ in totals.values())
+    say("| op type | ms | share | calls |")
+    say("|---|---:|---:|---:|")
+    ranked = sorted(totals.items(), key=lambda kv: -kv[1][0])
+    for kind, (micros, count) in ranked[:top]:
+        say(f"| {kind} | {micros / 1e3:.0f} | {micros / total:.1%} | {count} |")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmar
 sys.path.insert(0, os.path.dirname(__file__))
 
 from decode_floors import FAMILIES  # noqa: E402
-from decode_ops import op_times  # noqa: E402
+from decode_ops import op_table, op_times  # noqa: E402
 from machine import describe, printer  # noqa: E402
 
 #: Op types that are matrix products or convolutions (oneDNN's `_Mkl*`
@@ -91,11 +91,7 @@ def main(argv=None):
             f"\n{family}: {wall:.2f} s wall (traced); {total / 1e6:.2f} s summed "
             f"over the ops (both cores); GEMM ops {gemm / total:.0%} of it"
         )
-        say("| op type | ms | share | calls |")
-        say("|---|---:|---:|---:|")
-        ranked = sorted(totals.items(), key=lambda kv: -kv[1][0])
-        for kind, (micros, count) in ranked[: args.top]:
-            say(f"| {kind} | {micros / 1e3:.0f} | {micros / total:.1%} | {count} |")
+        op_table(totals, args.top, say)
     say(f"\n{describe()}")
 
 
