@@ -10,7 +10,7 @@ chosen tokens, for alignment plots). The user verbs (`translate`,
 `caption`) are thin: preprocess raw input, `generate`, detokenize.
 
 The decoding arguments of those verbs (`beam_width`, `max_length`,
-`batch_size`) are checked here once (`decoding_options`, with
+`batch_size`) are checked once (`decoding_options`, with
 `keras_attention.arguments.int_argument`), so a bad value gets the same
 clear error from every model. Those checks, and the choice of a search or a
 sampler, are in `zoo.base.search_options`; this module re-exports them.
