@@ -558,6 +558,8 @@ def test_dropping_finished_rows_changes_no_result(search):
             **options,
         )
 
-    want, got = run(), run(drop_finished=2)
-    for a, b in zip(want, got):
-        np.testing.assert_array_equal(np_(b), np_(a))
+    (want_ids, want_scores), (ids, scores) = run(), run(drop_finished=2)
+    np.testing.assert_array_equal(np_(ids), np_(want_ids))
+    # Other batch shapes in the dropping graph: the same tokens, their
+    # log-probabilities summed by other kernels (a tolerance, not equality).
+    np.testing.assert_allclose(np_(scores), np_(want_scores), rtol=1e-6)
