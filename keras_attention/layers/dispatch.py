@@ -343,6 +343,26 @@ def tensorflow_eager():
     return tf.executing_eagerly()
 
 
+def traced(tensor):
+    """Whether `tensor` is symbolic: a `tf.function` graph or a JAX tracer.
+
+    Code that is traced becomes one compiled program, in which a Python
+    loop is unrolled; op-by-op code (eager TensorFlow, PyTorch, a concrete
+    JAX array) runs each operation at once.
+
+    >>> traced(keras.ops.ones((2,)))
+    False
+    """
+    name = backend()
+    if name == "tensorflow":
+        return not tensorflow_eager()
+    if name == "jax":
+        import jax
+
+        return isinstance(tensor, jax.core.Tracer)
+    return False
+
+
 def concrete_int(value):
     """The value of a scalar index when it is known now, else None.
 

@@ -5,7 +5,7 @@ import math
 from keras import ops
 
 from keras_attention.arguments import int_argument
-from keras_attention.layers.chunked import _check_options, _keep
+from keras_attention.layers.chunked_blocks import check_options, keep_block
 from keras_attention.layers.masking import masked_softmax
 
 
@@ -101,7 +101,7 @@ def windowed_attention(
             f"query.shape={tuple(query.shape)}, key.shape={tuple(key.shape)}, "
             f"value.shape={tuple(value.shape)}"
         )
-    _check_options(dropout_rate, seed, score_fn, scale)
+    check_options(dropout_rate, seed, score_fn, scale)
     if rank == 3:
         query, key, value = (ops.expand_dims(x, 2) for x in (query, key, value))
     heads, depth = query.shape[2], query.shape[3]
@@ -162,7 +162,7 @@ def windowed_attention(
         bh = ops.reshape(
             ops.arange(batch * heads, dtype="int32"), (batch, heads, 1, 1, 1)
         )
-        keep = _keep(seed, bh, rows, cols, dropout_rate)
+        keep = keep_block(seed, bh, rows, cols, dropout_rate)
         weights = ops.where(keep, weights / (1.0 - dropout_rate), 0.0)
     context = ops.matmul(weights, v_window)  # (B, heads, n, w, Dv)
     context = ops.transpose(context, (0, 2, 3, 1, 4))

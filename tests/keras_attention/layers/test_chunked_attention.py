@@ -364,14 +364,20 @@ def test_dropout_keep_mask_is_uniform_and_chunking_independent():
     assert (other != full).mean() > 0.2
 
 
-@pytest.mark.parametrize("score", [None, "general"])
-def test_under_jit(score):
+@pytest.mark.parametrize(
+    "score, window", [(None, None), ("general", None), ("general", 6)]
+)
+def test_under_jit(score, window):
+    """Compiled; a `score_fn` takes the traced loops (`ops.map`), whose
+    `ops.cond` skips the blocks that the causal mask or the window hides."""
     q, k, v = _inputs()
     score_fn = None
     if score is not None:
         score_fn = scores.get(score)
         score_fn.build((None, T, D), (None, T, D))
     masks = _masks("empty_rows")
+    if window is not None:
+        masks["sliding_window"] = window
     common = {"score_fn": score_fn, "dropout_rate": 0.2, "seed": 5, **masks}
     chunked = _value_and_grads(
         lambda q, k, v: chunked_attention(

@@ -26,6 +26,7 @@ from keras_attention.layers import (
     SoftCap,
     TransformerDecoderBlock,
     TransformerEncoderBlock,
+    chunked_remat,
 )
 from keras_attention.layers import multi_head_paths as mha_paths
 from keras_attention.layers.score_mods import alibi_slopes, relative_position_bucket
@@ -266,6 +267,38 @@ def test_gradients_equal_the_explicit_path(hook, path):
         np.testing.assert_allclose(g, e, atol=1e-4)
     if hook == "relative":
         assert np.abs(got[-1]).max() > 0  # the table learns
+
+
+@pytest.mark.parametrize("hook", ["relative", "composed"])
+def test_compiled_chunked_gradients_equal_the_explicit_path(hook, monkeypatch):
+    """Compiled (`tf.function(jit_compile=True)`, `jax.jit`), the chunked
+    path with a hook loops (`ops.map`) instead of unrolling its blocks; its
+    output and gradients, the learned table's included, are the explicit
+    path's."""
+    query = rand(BATCH, LENGTH, DIM, seed=4)
+    loss = gradients.weighted_sum(rand(BATCH, LENGTH, DIM, seed=5))
+    reference = make("gqa", hook, chunk_threshold=None)
+    layer = twin(reference, **PATHS["chunked"])
+    kwargs = call_kwargs(hook, True)
+    expected_out, expected = gradients.value_and_gradients(
+        reference, (query, query), loss, kwargs
+    )
+    calls = {"n": 0}
+    original = chunked_remat._mapped
+
+    def counted(*args):
+        calls["n"] += 1
+        return original(*args)
+
+    monkeypatch.setattr(chunked_remat, "_mapped", counted)
+    got_out, got = gradients.value_and_gradients(
+        layer, (query, query), loss, kwargs, jit=True
+    )
+    # PyTorch runs op by op: its Python loops hold one block at a time.
+    assert calls["n"] >= (keras.backend.backend() != "torch")
+    np.testing.assert_allclose(got_out, expected_out, atol=2e-5)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, atol=1e-4)
 
 
 @pytest.mark.parametrize("hook", sorted(HOOKS))
