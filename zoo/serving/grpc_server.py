@@ -280,14 +280,17 @@ class GrpcServer:
         except grpc.RpcError:
             if self._receiving.get(context, float("inf")) > time.monotonic():
                 raise  # Ended by gRPC or the client, not for its time.
+            request = None
+        finally:
+            with self._lock:
+                end = self._receiving.pop(context, float("inf"))
+        # Cancelled by `_watch`: gRPC raises, or ends the messages, by a race.
+        if request is None and end <= time.monotonic():
             raise RequestError(
                 f"The request message did not arrive within {timeout:g} s "
                 "(read_timeout).",
                 status=HTTPStatus.REQUEST_TIMEOUT,
-            ) from None
-        finally:
-            with self._lock:
-                self._receiving.pop(context, None)
+            )
         if request is None:
             raise RequestError("The call carries no request message.")
         return request
