@@ -20,9 +20,11 @@ export`; a translator's or a classifier's), in one run:
    in-process rows/s, p50 and p99 latency, errors, the server's RSS
    after the warm-up and at the end (sampled each second; "RSS drift" is
    the change in between), and the server's CPU time a row (user and
-   system, from `/proc/PID/stat`) beside the in-process one: unlike rows/s,
-   it hardly moves with the machine's load, and the two cores bound the
-   served rate at 2 s / that time.
+   system, from `/proc/PID/stat`) beside the in-process one (unlike rows/s,
+   it hardly moves with the machine's load), and the clients' CPU time a
+   row (this process's). On one machine the clients share the cores with
+   the server: two cores bound the served rate at 2 s / (server's + the
+   clients' CPU time a row).
 
 The protocols: `rest-json` (TF Serving's REST `:predict`, `{"instances":
 [row]}`), `rest-binary` (KServe v2's `infer` with binary tensor data, as
@@ -176,7 +178,10 @@ def cpu_seconds(pid):
 
 
 def load(make_client, clients, warmup, duration, pid):
-    """Runs `clients` threads: the counted latencies, errors, RSS and server CPU s."""
+    """Runs `clients` threads: the counted latencies, errors, RSS, server CPU s.
+
+    And the CPU seconds of this process (the clients) over the counted time.
+    """
     start = time.monotonic()
     counted_from, end = start + warmup, start + warmup + duration
     latencies, errors, lock = [], [0], threading.Lock()
@@ -211,12 +216,12 @@ def load(make_client, clients, warmup, duration, pid):
             rss.append((time.monotonic() - start, rss_mib(pid)))
 
     sample_until(counted_from)
-    cpu = cpu_seconds(pid)
+    cpu, own = cpu_seconds(pid), cpu_seconds(os.getpid())
     sample_until(end)
-    cpu = cpu_seconds(pid) - cpu
+    cpu, own = cpu_seconds(pid) - cpu, cpu_seconds(os.getpid()) - own
     for thread in threads:
         thread.join(180)
-    return latencies, errors[0], rss, cpu
+    return latencies, errors[0], rss, cpu, own
 
 
 def serve(path, port, grpc_port, max_batch, workers):
@@ -281,12 +286,12 @@ def main():
         runs = []
         try:
             for protocol in args.protocols:
-                idle, _, _, _ = load(
+                idle, *_ = load(
                     makers[protocol], 1, args.warmup, args.idle_duration, process.pid
                 )
                 unloaded = float(np.median(idle)) if idle else float("nan")
                 for clients in args.clients:
-                    latencies, errors, rss, cpu = load(
+                    latencies, errors, rss, cpu, own = load(
                         makers[protocol],
                         clients,
                         args.warmup,
@@ -294,7 +299,7 @@ def main():
                         process.pid,
                     )
                     runs.append(
-                        (protocol, clients, latencies, errors, rss, unloaded, cpu)
+                        (protocol, clients, latencies, errors, rss, unloaded, cpu, own)
                     )
                     print(
                         f"{export} {protocol} {clients} clients: "
@@ -316,7 +321,7 @@ def main():
         )
         speed, call_s = (speed + again) / 2, (call_s + call_again) / 2
         cpu_row = (cpu_row + cpu_again) / 2
-        for protocol, clients, latencies, errors, rss, unloaded, cpu in runs:
+        for protocol, clients, latencies, errors, rss, unloaded, cpu, own in runs:
             after = [mib for t, mib in rss if t >= args.warmup] or [np.nan]
             rate = len(latencies) / args.duration
             p50, p99 = np.percentile(latencies, [50, 99]) if latencies else [np.nan] * 2
@@ -326,15 +331,16 @@ def main():
                 f"| {100 * rate / speed:.0f}% | {p50 * 1000:.0f} | {p99 * 1000:.0f} "
                 f"| {target * 1000:.0f} | {errors} | {after[0]:.0f} -> {after[-1]:.0f} "
                 f"({100 * (after[-1] - after[0]) / after[0]:+.1f}%) "
-                f"| {1000 * cpu / max(len(latencies), 1):.2f} ({1000 * cpu_row:.2f}) |"
+                f"| {1000 * cpu / max(len(latencies), 1):.2f} ({1000 * cpu_row:.2f}) "
+                f"| {1000 * own / max(len(latencies), 1):.2f} |"
             )
     print(
         "\n| export | protocol | clients | served rows/s | in-process rows/s "
         "| served / in-process | p50 ms | p99 ms | p99 target ms "
         "(2x unloaded + 1 call) | errors | server RSS MiB after warm-up -> end "
-        "| server CPU ms a row (in-process) |"
+        "| server CPU ms a row (in-process) | clients' CPU ms a row |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(table))
     print(f"\n{machine.describe()}")
 

@@ -48,7 +48,7 @@ def main():
         ),
     }[protocol]
     own = sum(os.times()[:2])
-    latencies, errors, _, server_cpu = serving_load.load(
+    latencies, errors, _, server_cpu, _ = serving_load.load(
         make, clients, 2.0, seconds, process.pid
     )
     latencies = np.array(latencies)
