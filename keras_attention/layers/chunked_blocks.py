@@ -149,17 +149,7 @@ class Plan:
             self.pair_mask = self._pad_pair_mask(attention_mask)
 
     def _pad_pair_mask(self, mask):
-        mask = ops.cast(mask, "bool")
-        shape = tuple(mask.shape)
-        if len(shape) == 2:
-            mask = mask[None, None]
-        elif len(shape) == 3:
-            mask = mask[:, None]
-        elif len(shape) != 4:
-            raise ValueError(
-                "`attention_mask` must be (Tq, Tv), (B, Tq, Tv) or (B, heads, "
-                f"Tq, Tv). Received: attention_mask.shape={shape}"
-            )
+        mask, shape = four_d_mask(mask, "(Tq, Tv), (B, Tq, Tv) or (B, heads, Tq, Tv)")
         _, heads, rows, cols = mask.shape
         if heads not in (1, self.heads) or rows not in (1, self.q_len):
             raise ValueError(
@@ -284,6 +274,30 @@ class Plan:
             return weights
         scaled = weights / (1.0 - self.rate)
         return ops.where(keep, scaled, ops.zeros_like(scaled))
+
+
+def four_d_mask(mask, forms):
+    """A boolean `attention_mask` as `(B, heads, rows, cols)`, and its shape.
+
+    `(rows, cols)` and `(B, rows, cols)` gain their missing axes (size 1);
+    another rank raises a `ValueError` naming the accepted `forms`.
+
+    >>> import numpy as np
+    >>> mask, shape = four_d_mask(np.ones((3, 5), bool), "(Tq, Tv)")
+    >>> tuple(mask.shape), shape
+    ((1, 1, 3, 5), (3, 5))
+    """
+    mask = ops.cast(mask, "bool")
+    shape = tuple(mask.shape)
+    if len(shape) == 2:
+        mask = mask[None, None]
+    elif len(shape) == 3:
+        mask = mask[:, None]
+    elif len(shape) != 4:
+        raise ValueError(
+            f"`attention_mask` must be {forms}. Received: attention_mask.shape={shape}"
+        )
+    return mask, shape
 
 
 def slice_axis(x, axis, start, size):

@@ -5,7 +5,7 @@ import math
 from keras import ops
 
 from keras_attention.arguments import int_argument
-from keras_attention.layers.chunked_blocks import check_options, keep_block
+from keras_attention.layers.chunked_blocks import check_options, four_d_mask, keep_block
 from keras_attention.layers.masking import masked_softmax
 
 
@@ -185,17 +185,7 @@ def _band_of(attention_mask, heads, length, width, span, causal):
     `(n - 1) w`; columns outside `[0, T)` read as False (the band mask
     drops them anyway).
     """
-    mask = ops.cast(attention_mask, "bool")
-    shape = tuple(mask.shape)
-    if len(shape) == 2:
-        mask = mask[None, None]
-    elif len(shape) == 3:
-        mask = mask[:, None]
-    elif len(shape) != 4:
-        raise ValueError(
-            "`attention_mask` must be (T, T), (B, T, T) or (B, heads, T, T). "
-            f"Received: attention_mask.shape={shape}"
-        )
+    mask, shape = four_d_mask(attention_mask, "(T, T), (B, T, T) or (B, heads, T, T)")
     _, mask_heads, rows, cols = mask.shape
     if (
         mask_heads not in (1, heads)
