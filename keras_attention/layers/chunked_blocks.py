@@ -356,9 +356,7 @@ def forward(plan, query, key, value, first_row=0, static_keys=False):
                 running = key_chunk(j, running)
         else:
             running = fori(0, plan.key_stop(i), key_chunk, start, plan.num_key_chunks)
-        valid = ops.greater(running.total, 0.0)
-        total = ops.where(valid, running.total, ops.ones_like(running.total))
-        context = ops.where(valid, running.context / total, 0.0)
+        context, valid, total = normalised(running.context, running.total)
         log_sum = ops.where(valid, running.maximum + ops.log(total), 0.0)
         if buffers is None:
             return context, log_sum
@@ -375,6 +373,17 @@ def forward(plan, query, key, value, first_row=0, static_keys=False):
         ops.zeros((*rows, 1), "float32"),
     )
     return ops.fori_loop(0, num_query_chunks, query_chunk, buffers)
+
+
+def normalised(context, total):
+    """`context / total` per row, zeros for a row with nothing to attend to.
+
+    Returns the context, the rows' validity (`total > 0`) and the total
+    with its empty rows set to one (safe to divide by or take the log of).
+    """
+    valid = ops.greater(total, 0.0)
+    total = ops.where(valid, total, ops.ones_like(total))
+    return ops.where(valid, context / total, 0.0), valid, total
 
 
 def fori(lower, upper, body, state, count):

@@ -9,7 +9,7 @@ chunk's forward recomputed in the backward pass (`keras.remat`).
 import keras
 from keras import ops
 
-from keras_attention.layers.chunked_blocks import NEG, forward
+from keras_attention.layers.chunked_blocks import NEG, forward, normalised
 from keras_attention.layers.dispatch import traced
 
 
@@ -66,21 +66,21 @@ def _mapped(plan, query, key, value):
     key_starts = ops.arange(plan.num_key_chunks, dtype="int32") * k_size
 
     def attend(q_chunk, row, keys, values):
-        rows = (batch, plan.heads, q_size)
-        hidden = (
-            ops.zeros((*rows, plan.value_depth), "float32"),
-            ops.full((*rows, 1), NEG, "float32"),
-            ops.zeros((*rows, 1), "float32"),
-        )
+        def hidden():
+            """A block the masks hide: no context, no weight."""
+            rows = (batch, plan.heads, q_size)
+            return (
+                ops.zeros((*rows, plan.value_depth), "float32"),
+                ops.full((*rows, 1), NEG, "float32"),
+                ops.zeros((*rows, 1), "float32"),
+            )
 
         def key_block(inputs):
             k_chunk, v_chunk, k_start = inputs
             visible = plan.visible(row, k_start)
             if visible is None:
                 return block(k_chunk, v_chunk, k_start)
-            return ops.cond(
-                visible, lambda: block(k_chunk, v_chunk, k_start), lambda: hidden
-            )
+            return ops.cond(visible, lambda: block(k_chunk, v_chunk, k_start), hidden)
 
         def block(k_chunk, v_chunk, k_start):
             scores, mask = plan.block(q_chunk, k_chunk, row, k_start)
@@ -100,9 +100,7 @@ def _mapped(plan, query, key, value):
         correction = ops.exp(maxima - maximum)
         total = ops.sum(totals * correction, axis=0)
         context = ops.sum(contexts * correction, axis=0)
-        valid = ops.greater(total, 0.0)
-        total = ops.where(valid, total, ops.ones_like(total))
-        context = ops.where(valid, context / total, 0.0)
+        context, _, _ = normalised(context, total)
         return ops.cast(context, plan.value_dtype)
 
     # The weights of the score and of the hook go into the rematerialised

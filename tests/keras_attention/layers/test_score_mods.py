@@ -99,16 +99,16 @@ def twin(layer, **kwargs):
     return other
 
 
-def spied(monkeypatch, name):
-    """Counts the calls of `mha_paths.<name>` (the path was taken)."""
+def spied(monkeypatch, name, module=mha_paths):
+    """Counts the calls of `module.<name>` (the path was taken)."""
     calls = {"n": 0}
-    original = getattr(mha_paths, name)
+    original = getattr(module, name)
 
     def counted(*args, **kwargs):
         calls["n"] += 1
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(mha_paths, name, counted)
+    monkeypatch.setattr(module, name, counted)
     return calls
 
 
@@ -283,14 +283,7 @@ def test_compiled_chunked_gradients_equal_the_explicit_path(hook, monkeypatch):
     expected_out, expected = gradients.value_and_gradients(
         reference, (query, query), loss, kwargs
     )
-    calls = {"n": 0}
-    original = chunked_remat._mapped
-
-    def counted(*args):
-        calls["n"] += 1
-        return original(*args)
-
-    monkeypatch.setattr(chunked_remat, "_mapped", counted)
+    calls = spied(monkeypatch, "_mapped", chunked_remat)
     got_out, got = gradients.value_and_gradients(
         layer, (query, query), loss, kwargs, jit=True
     )
