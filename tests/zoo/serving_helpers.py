@@ -11,6 +11,7 @@ import http.client
 import json
 import socket
 import threading
+import time
 
 import tensorflow as tf
 
@@ -78,6 +79,22 @@ def call(address, method, path, body=None, headers=None):
 def post(address, body, headers=None, path="/v1/predict"):
     """`call(address, "POST", path, body, headers)`: the zoo's own predict."""
     return call(address, "POST", path, body, headers)
+
+
+def post_once_free(address, body, deadline=TIMEOUT):
+    """`post(address, body)`, repeated while the server answers 503 (busy).
+
+    After a test closes connections that held every worker, the workers
+    give their places back only once they read the end of those connections:
+    until then a new request is turned away with a 503. Any other answer,
+    or `deadline` seconds, ends the wait.
+    """
+    ends = time.monotonic() + deadline
+    while True:
+        status, answer = post(address, body)
+        if status != 503 or time.monotonic() > ends:
+            return status, answer
+        time.sleep(0.05)
 
 
 def direct(signatures, name, **inputs):

@@ -74,6 +74,13 @@ from zoo.serving.requests import (  # noqa: F401 - RequestError, Parsed: importa
 #: Host names every server answers to.
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
+#: Seconds a turned-away connection stays open after its 503, for the client
+#: to finish sending and read the answer.
+LINGER_SECONDS = 1.0
+
+#: Turned-away connections held open at once; past it, one closes at once.
+MAX_LINGERING = 256
+
 
 def _busy_answer(message):
     """A whole HTTP 503 answer, written before the request is read."""
@@ -165,6 +172,7 @@ class ModelServer(HTTPServer):
         )
         self._clients = ClientSlots(self.limits.max_client_connections)
         self._receiving = {}
+        self._lingering = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._workers = [
@@ -243,12 +251,25 @@ class ModelServer(HTTPServer):
             waiting.dec()
 
     def _turn_away(self, request, message):
-        """Answers a 503 on an accepted connection before reading it, and closes it."""
+        """Answers a 503 on an accepted connection before reading it.
+
+        The answer is followed by a half-close; the watchdog drains and
+        closes the connection `LINGER_SECONDS` later. Closing at once would
+        reset a client still sending its request (a broken pipe where it
+        should read the 503). Past `MAX_LINGERING` such connections, one
+        closes at once.
+        """
         try:
             request.settimeout(1.0)
             request.sendall(_busy_answer(message))
+            request.shutdown(socket.SHUT_WR)
         except OSError:
-            pass
+            self.shutdown_request(request)
+            return
+        with self._lock:
+            if len(self._lingering) < MAX_LINGERING:
+                self._lingering[request] = time.monotonic() + LINGER_SECONDS
+                return
         self.shutdown_request(request)
 
     def _work(self):
@@ -289,11 +310,35 @@ class ModelServer(HTTPServer):
                 late = [c for c, (end, _) in self._receiving.items() if end < now]
                 for connection in late:
                     del self._receiving[connection]
+                done = [c for c, end in self._lingering.items() if end < now]
+                for connection in done:
+                    del self._lingering[connection]
             for connection in late:
                 try:
                     connection.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+            for connection in done:
+                self._close_turned_away(connection)
+        with self._lock:
+            done, self._lingering = list(self._lingering), {}
+        for connection in done:
+            self._close_turned_away(connection)
+
+    @staticmethod
+    def _close_turned_away(connection):
+        """Reads what the client sent (at most 64 KiB, without waiting) and closes.
+
+        Unread bytes at the close would make the kernel answer a reset.
+        """
+        try:
+            connection.setblocking(False)
+            for _ in range(16):
+                if not connection.recv(4096):
+                    break
+        except OSError:
+            pass
+        connection.close()
 
     def server_close(self):
         """Stops accepting, answers what was accepted, stops the threads."""

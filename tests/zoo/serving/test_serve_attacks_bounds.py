@@ -28,7 +28,7 @@ pytestmark = pytest.mark.tensorflow_only
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from serving_helpers import TIMEOUT, call, post, serving  # noqa: E402
+from serving_helpers import TIMEOUT, call, post, post_once_free, serving  # noqa: E402
 from test_serve_attacks import classifier, raw  # noqa: E402, F401 - a fixture
 
 NAME = "lengths"
@@ -183,7 +183,24 @@ def test_one_client_cannot_fill_the_queue(exported):
             for connection in idle:
                 connection.close()
         # The closed connections give their places back.
-        assert post(address, {"text": ["ab"]})[0] == 200
+        assert post_once_free(address, {"text": ["ab"]})[0] == 200
+
+
+def test_a_turned_away_client_sends_its_request_and_reads_the_503(exported):
+    # The 503 is written before the request is read. Closing at once reset
+    # a client still sending (a broken pipe, not the 503): the connection
+    # stays half-open for a second, and what was sent is drained.
+    limits = Limits(
+        read_timeout=30.0, workers=1, max_queued=1, max_client_connections=1
+    )
+    server = ModelServer(("127.0.0.1", 0), Signatures(exported, limits), limits)
+    with serving(server) as address:
+        with socket.create_connection(address, timeout=TIMEOUT):  # The one slot.
+            for _ in range(20):
+                status, answer = post(address, {"text": ["ab"] * 2000})
+                assert status == 503, answer
+                assert "max_client_connections" in answer["error"]
+        assert post_once_free(address, {"text": ["ab"]})[0] == 200
 
 
 def test_one_clients_idle_sockets_hold_a_share_of_the_workers_for_a_second(exported):
